@@ -1,0 +1,18 @@
+// Jest runs the TypeScript sources as ES modules (Nest 12 is ESM-only): ts-jest with useESM,
+// started with NODE_OPTIONS=--experimental-vm-modules (see package.json).
+const common = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+  testTimeout: 60_000,
+};
+
+export default {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
+    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.spec.ts'] },
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
+    { ...common, displayName: 'compat', testMatch: ['<rootDir>/test/compat/**/*.spec.ts'] },
+  ],
+};

@@ -1,0 +1,21 @@
+export { RedisLimitModule } from './redis-limit.module.js';
+export type {
+  ClusterConfig,
+  FailMode,
+  HeadersMode,
+  KeyResolver,
+  RedisLimitModuleOptions,
+} from './redis-limit.options.js';
+export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
+export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
+export type { FunnelPolicy, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
+export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
+export { Funnel } from './rate-limit/funnel.decorator.js';
+export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
+export {
+  RedisLimitError,
+  RedisScriptError,
+  RedisTimeoutError,
+  RedisUnavailableError,
+  type RedisLimitErrorCode,
+} from './errors.js';

@@ -1,0 +1,96 @@
+import { describeValue } from '../redis/keys.js';
+
+export type RateLimitAlgorithm = 'fixed-window' | 'sliding-window' | 'token-bucket';
+
+export interface RateLimitPolicy {
+  /** Permits per window (token-bucket: bucket size). A positive integer. */
+  limit: number;
+  /** Window length in ms (token-bucket: time to refill from empty). A positive integer. */
+  windowMs: number;
+  /** Default 'sliding-window'. */
+  algorithm?: RateLimitAlgorithm;
+}
+
+export interface FunnelPolicy {
+  /** Units the funnel holds. A positive integer. */
+  capacity: number;
+  /** Time in ms for an empty funnel to be full again; it refills evenly. A positive integer. */
+  leakingDurationMs: number;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  /** Permits left right after this decision (>= 0). */
+  remaining: number;
+  /** 0 when allowed; else ms until the requested permits could be granted. */
+  retryAfterMs: number;
+  /** ms until the key is back to its full limit. */
+  resetMs: number;
+}
+
+/** What a script needs to know about one limit, already checked. */
+export interface LimitSpec {
+  /** Key namespace: one per algorithm, and funnels apart from token buckets. */
+  kind: 'fw' | 'sw' | 'tb' | 'fn';
+  /** The algorithm the script runs. */
+  algorithm: 'fw' | 'sw' | 'tb';
+  limit: number;
+  windowMs: number;
+}
+
+const ALGORITHMS: Record<RateLimitAlgorithm, LimitSpec['algorithm']> = {
+  'fixed-window': 'fw',
+  'sliding-window': 'sw',
+  'token-bucket': 'tb',
+};
+
+/** Checks a policy at the edge; `argument` names it in the error (e.g. 'policy'). */
+export function rateLimitSpec(policy: RateLimitPolicy, argument = 'policy'): LimitSpec {
+  if (typeof policy !== 'object' || policy === null) {
+    throw new TypeError(`${argument} must be an object { limit, windowMs, algorithm? }, got ${describeValue(policy)}`);
+  }
+  const { limit, windowMs, algorithm = 'sliding-window' } = policy;
+  const code = ALGORITHMS[algorithm];
+  if (code === undefined) {
+    throw new TypeError(
+      `${argument}.algorithm must be one of ${Object.keys(ALGORITHMS).join(', ')}, got ${describeValue(algorithm)}`,
+    );
+  }
+  assertPositiveInteger(limit, `${argument}.limit`);
+  assertPositiveInteger(windowMs, `${argument}.windowMs`);
+  if (code === 'tb') assertExactBucket(limit, windowMs, argument);
+  return { kind: code, algorithm: code, limit, windowMs };
+}
+
+export function funnelSpec(funnel: FunnelPolicy, argument = 'funnel'): LimitSpec {
+  if (typeof funnel !== 'object' || funnel === null) {
+    throw new TypeError(`${argument} must be an object { capacity, leakingDurationMs }, got ${describeValue(funnel)}`);
+  }
+  assertPositiveInteger(funnel.capacity, `${argument}.capacity`);
+  assertPositiveInteger(funnel.leakingDurationMs, `${argument}.leakingDurationMs`);
+  assertExactBucket(funnel.capacity, funnel.leakingDurationMs, argument);
+  return { kind: 'fn', algorithm: 'tb', limit: funnel.capacity, windowMs: funnel.leakingDurationMs };
+}
+
+/** Permits must be a positive integer no larger than the limit: more could never be granted. */
+export function assertPermits(permits: unknown, limit: number, argument = 'permits'): asserts permits is number {
+  assertPositiveInteger(permits, argument);
+  if (permits > limit) {
+    throw new RangeError(`${argument} (${permits}) exceeds the limit (${limit}): it could never be granted`);
+  }
+}
+
+export function assertPositiveInteger(value: unknown, argument: string): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    const problem = typeof value === 'number' ? RangeError : TypeError;
+    throw new problem(`${argument} must be a positive integer, got ${describeValue(value)}`);
+  }
+}
+
+// The bucket scripts count in 1/windowMs-token units; limit * windowMs must stay exact in a double.
+function assertExactBucket(limit: number, windowMs: number, argument: string): void {
+  if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(`${argument}: limit × window (${limit} × ${windowMs}) is above 2^53 and cannot be exact`);
+  }
+}

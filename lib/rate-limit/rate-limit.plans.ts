@@ -1,0 +1,140 @@
+import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { assertPermits, funnelSpec, rateLimitSpec, type LimitSpec } from './policy.js';
+import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from './rate-limit.metadata.js';
+import type { StackedLimit } from './rate-limiter.service.js';
+
+/** One checked limit of a route. */
+export interface PlannedLimit {
+  spec: LimitSpec;
+  /** The counter's scope: the shared name, or the route plus the policy. */
+  scope: string;
+  /** The policy's name in RateLimit-Policy headers. */
+  policyName: string;
+  key: KeyResolver | undefined;
+  cost: CostResolver;
+  isFunnel: boolean;
+}
+
+/** Everything the guard needs for one handler, checked once at start-up. */
+export interface RoutePlan {
+  route: string;
+  limits: PlannedLimit[];
+  failMode: FailMode;
+}
+
+/**
+ * Reads @RateLimit / @Funnel / @SkipRateLimit of every controller when the application starts,
+ * merges handler and class declarations, checks every option and keeps the result per handler.
+ * A bad option makes `app.init()` fail with `Controller.handler` in the message.
+ */
+@Injectable()
+export class RateLimitPlans implements OnModuleInit {
+  private readonly plans = new Map<Function, RoutePlan | null>();
+
+  constructor(
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(RedisConnection) private readonly redis: RedisConnection,
+  ) {}
+
+  onModuleInit(): void {
+    const problems: string[] = [];
+    for (const { metatype } of this.discovery.getControllers()) {
+      if (typeof metatype !== 'function') continue;
+      for (const method of this.scanner.getAllMethodNames(metatype.prototype)) {
+        const handler = metatype.prototype[method] as Function;
+        try {
+          this.plans.set(handler, compile(metatype as Type, handler, this.redis.options.failMode));
+        } catch (error) {
+          problems.push((error as Error).message);
+        }
+      }
+    }
+    if (problems.length > 0) throw new TypeError(`Invalid rate-limit options:\n  ${problems.join('\n  ')}`);
+  }
+
+  /** The plan of a handler, or null when nothing limits it. */
+  forRoute(controller: Type, handler: Function): RoutePlan | null {
+    let plan = this.plans.get(handler);
+    if (plan === undefined) {
+      // a controller discovery did not see (e.g. registered late): plan it now
+      plan = compile(controller, handler, this.redis.options.failMode);
+      this.plans.set(handler, plan);
+    }
+    return plan;
+  }
+}
+
+/** Resolves a plan's limits for one request, in the form RateLimiterService.decide takes. */
+export function stackFor(limit: PlannedLimit, key: string, permits: number): StackedLimit {
+  const { spec } = limit;
+  return limit.isFunnel
+    ? { key, scope: limit.scope, permits, funnel: { capacity: spec.limit, leakingDurationMs: spec.windowMs } }
+    : { key, scope: limit.scope, permits, policy: { limit: spec.limit, windowMs: spec.windowMs, algorithm: ALGORITHM_NAMES[spec.algorithm] } };
+}
+
+const ALGORITHM_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket' } as const;
+
+function compile(controller: Type, handler: Function, moduleFailMode: FailMode): RoutePlan | null {
+  const route = `${controller.name}.${handler.name}`;
+  const own: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, handler) ?? [];
+  const inherited: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, controller) ?? [];
+  const skip = Reflect.getMetadata(SKIP_RATE_LIMIT, handler) ?? (own.length === 0 && Reflect.getMetadata(SKIP_RATE_LIMIT, controller));
+  if (skip === true) return null;
+
+  // handler wins: a class-level limit gives way to a handler-level one of the same name
+  // (unnamed ones give way to any unnamed handler-level limit)
+  const ownNames = new Set(own.map((entry) => entry.options.name));
+  const entries = [...own, ...inherited.filter((entry) => !ownNames.has(entry.options.name))];
+  if (entries.length === 0) return null;
+
+  try {
+    const limits = entries.map((entry, i) => plan(entry, route, i));
+    const seen = new Set<string>();
+    for (const limit of limits) {
+      const id = `${limit.spec.kind}:${limit.scope}`;
+      if (seen.has(id)) throw new TypeError(`two limits share the counter '${limit.scope}'; give them distinct names`);
+      seen.add(id);
+    }
+    const modes = entries.map((entry) => entry.options.failMode ?? moduleFailMode);
+    return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
+  } catch (error) {
+    throw new (error instanceof RangeError ? RangeError : TypeError)(`${route}: ${(error as Error).message}`);
+  }
+}
+
+function plan(entry: LimitEntry, route: string, index: number): PlannedLimit {
+  const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
+  const at = `${decorator}(#${index + 1})`;
+  const { key, name, failMode } = entry.options;
+  if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
+  if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (ctx) => string`);
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
+    throw new TypeError(`${at}.name must be a non-empty string`);
+  }
+  if (failMode !== undefined) assertFailMode(failMode, `${at}.failMode`);
+
+  let spec: LimitSpec;
+  let cost: CostResolver;
+  if (entry.type === 'rate') {
+    spec = rateLimitSpec(entry.options, at);
+    cost = entry.options.cost ?? 1;
+    if (typeof cost !== 'function') assertPermits(cost, spec.limit, `${at}.cost`);
+  } else {
+    spec = funnelSpec(entry.options, at);
+    cost = entry.options.quota ?? 1;
+    assertPermits(cost, spec.limit, `${at}.quota`);
+  }
+  const policy = `${spec.limit}-per-${spec.windowMs}ms`;
+  return {
+    spec,
+    scope: name ?? `${route}:${policy}`,
+    policyName: name ?? policy,
+    key,
+    cost,
+    isFunnel: entry.type === 'funnel',
+  };
+}

@@ -1,0 +1,75 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+
+export type FailMode = 'closed' | 'open';
+export type HeadersMode = 'legacy' | 'draft' | 'both' | false;
+
+/** Resolves the key a limit counts against, e.g. a user id or an API key header. */
+export type KeyResolver = (ctx: ExecutionContext) => string | Promise<string>;
+
+/** A Redis Cluster to connect to: ioredis' startup nodes and cluster options. */
+export interface ClusterConfig {
+  cluster: { nodes: ClusterNode[]; options?: ClusterOptions };
+}
+
+export interface RedisLimitModuleOptions {
+  /** A redis:// URL, ioredis options, a cluster to connect to, or a client you own (never closed
+   * by the module). Default: ioredis defaults (localhost:6379). */
+  redis?: string | RedisOptions | ClusterConfig | Redis | Cluster;
+  /** Prefix of every key the library writes; must not contain `{` or `}`. Default 'rl:'. */
+  keyPrefix?: string;
+  /** What guards do when Redis fails or times out: 'closed' answers 503, 'open' lets the request
+   * through. Default 'closed'. */
+  failMode?: FailMode;
+  /** Upper bound in ms on every Redis call the library makes. Default 500. */
+  commandTimeoutMs?: number;
+  /** Rate-limit headers on guarded responses. Default 'legacy' (X-RateLimit-*). */
+  headers?: HeadersMode;
+  /** The default key of guards: the client IP unless you say otherwise. */
+  tracker?: KeyResolver;
+  /** Registers the module globally. Default true. */
+  isGlobal?: boolean;
+}
+
+/** Options with every default filled in and every value checked. */
+export interface ResolvedOptions {
+  redis: RedisLimitModuleOptions['redis'];
+  keyPrefix: string;
+  failMode: FailMode;
+  commandTimeoutMs: number;
+  headers: HeadersMode;
+  tracker: KeyResolver;
+}
+
+export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
+
+/** The client's address as Express and Fastify report it (both honour `trust proxy`). */
+export const clientIp: KeyResolver = (ctx) => {
+  const req = ctx.switchToHttp().getRequest<{ ip?: string; socket?: { remoteAddress?: string } }>();
+  return req.ip || req.socket?.remoteAddress || 'unknown';
+};
+
+export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedOptions {
+  const { keyPrefix = 'rl:', failMode = 'closed', commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS } = options;
+  const { headers = 'legacy', tracker = clientIp } = options;
+  if (typeof keyPrefix !== 'string' || /[{}]/.test(keyPrefix)) {
+    throw new TypeError(`RedisLimitModule: keyPrefix must be a string without '{' or '}', got ${String(keyPrefix)}`);
+  }
+  assertFailMode(failMode, 'RedisLimitModule: failMode');
+  if (!Number.isInteger(commandTimeoutMs) || commandTimeoutMs <= 0) {
+    throw new RangeError(`RedisLimitModule: commandTimeoutMs must be a positive integer (ms), got ${commandTimeoutMs}`);
+  }
+  if (!['legacy', 'draft', 'both', false].includes(headers)) {
+    throw new TypeError(`RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false, got ${String(headers)}`);
+  }
+  if (typeof tracker !== 'function') {
+    throw new TypeError('RedisLimitModule: tracker must be a function (ctx) => string');
+  }
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker };
+}
+
+export function assertFailMode(value: unknown, argument: string): asserts value is FailMode {
+  if (value !== 'closed' && value !== 'open') {
+    throw new TypeError(`${argument} must be 'closed' or 'open', got ${String(value)}`);
+  }
+}

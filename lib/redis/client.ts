@@ -1,0 +1,61 @@
+import { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './scripts.js';
+import type { ClusterConfig, RedisLimitModuleOptions } from '../redis-limit.options.js';
+
+export interface ClientHandle {
+  client: RedisClient;
+  /** True when the module created the client and must close it. */
+  owned: boolean;
+}
+
+/**
+ * Creates the client the options describe, or adopts the one given. Clients we create never queue
+ * commands while disconnected: a request must fail fast (and apply failMode) rather than wait
+ * behind an outage; they reconnect in the background with capped backoff.
+ */
+export function createClient(redis: RedisLimitModuleOptions['redis'], commandTimeoutMs: number): ClientHandle {
+  if (isClient(redis)) return { client: redis, owned: false };
+  const defaults = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: Math.max(1000, commandTimeoutMs * 4),
+    retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
+  };
+  if (isClusterConfig(redis)) {
+    const { nodes, options = {} } = redis.cluster;
+    const client = new Cluster(nodes, {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: defaults.retryStrategy,
+      ...options,
+      redisOptions: { ...defaults, ...options.redisOptions },
+    });
+    return { client, owned: true };
+  }
+  const client = typeof redis === 'string' ? new Redis(redis, defaults) : new Redis({ ...defaults, ...redis });
+  return { client, owned: true };
+}
+
+function isClient(value: unknown): value is RedisClient {
+  // Duck-typed: the app's ioredis may be another copy than ours, so instanceof would lie.
+  const candidate = value as { defineCommand?: unknown; status?: unknown } | undefined;
+  return typeof candidate?.defineCommand === 'function' && typeof candidate.status === 'string';
+}
+
+function isClusterConfig(value: unknown): value is ClusterConfig {
+  return typeof value === 'object' && value !== null && 'cluster' in value;
+}
+
+/** Resolves when the client is ready or `ms` have passed, whichever is first; never rejects. */
+export function waitUntilReady(client: RedisClient, ms: number): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  if (client.status === 'wait') client.connect().catch(() => undefined);
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    client.once('ready', done);
+  });
+}

@@ -1,0 +1,44 @@
+/**
+ * The one place Redis keys are built. Shape: `<prefix><kind>:<scope>:{<key>}`.
+ *
+ * The user's key is the hash tag, so every key a script touches for that user shares one
+ * Redis Cluster slot while distinct users spread over all slots. Scope and key are escaped
+ * (`%`, `:`, `{`, `}` and lone surrogates become `%XX` / `%uXXXX`), which keeps the encoding
+ * injective: no input can close the tag early, pick another slot or collide with another
+ * kind, scope or key.
+ */
+export class RedisKeys {
+  constructor(readonly prefix: string) {
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new TypeError(`keyPrefix must be a string without '{' or '}', got ${JSON.stringify(prefix)}`);
+    }
+  }
+
+  /** `kind` names the data structure (fixed by the library); `scope` is optional. */
+  build(kind: string, key: string, scope?: string): string {
+    const middle = scope === undefined ? '' : `${escapeKeyPart(scope)}:`;
+    return `${this.prefix}${kind}:${middle}{${escapeKeyPart(key)}}`;
+  }
+}
+
+/** Throws a TypeError naming `argument` unless `value` is a non-empty string. */
+export function assertKey(value: unknown, argument = 'key'): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new TypeError(`${argument} must be a non-empty string, got ${describeValue(value)}`);
+  }
+}
+
+const SPECIAL = /[%:{}\uD800-\uDFFF]/gu;
+
+export function escapeKeyPart(part: string): string {
+  return part.replace(SPECIAL, (c) => {
+    const code = c.charCodeAt(0);
+    return code >= 0xd800 ? `%u${code.toString(16).toUpperCase()}` : `%${code.toString(16).toUpperCase()}`;
+  });
+}
+
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  return typeof value;
+}

@@ -1,0 +1,66 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
+import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
+import { createClient, waitUntilReady } from './client.js';
+import { RedisKeys } from './keys.js';
+import { ScriptRunner, type RedisClient } from './scripts.js';
+
+/** How long start-up waits for Redis before going on without it (guards then apply failMode). */
+const STARTUP_WAIT_MS = 2000;
+
+/**
+ * The module's connection: options, client, key builder and script runner in one place, plus the
+ * outage log shared by every guard (one warning per outage, not one per request).
+ */
+@Injectable()
+export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+  readonly options: ResolvedOptions;
+  readonly client: RedisClient;
+  readonly keys: RedisKeys;
+  readonly scripts: ScriptRunner;
+  private readonly owned: boolean;
+  private readonly logger = new Logger('RedisLimit');
+  private outage = false;
+
+  constructor(@Inject(REDIS_LIMIT_OPTIONS) raw: RedisLimitModuleOptions) {
+    this.options = resolveOptions(raw);
+    const { client, owned } = createClient(this.options.redis, this.options.commandTimeoutMs);
+    this.client = client;
+    this.owned = owned;
+    this.keys = new RedisKeys(this.options.keyPrefix);
+    this.scripts = new ScriptRunner(client, this.options.commandTimeoutMs);
+    // ioredis prints every connection error unless someone listens; the outage log speaks for us.
+    if (owned) {
+      client.on('error', (error: Error) => this.reportFailure(error));
+      client.on('ready', () => this.reportSuccess());
+    }
+  }
+
+  async onModuleInit(): Promise<void> {
+    await waitUntilReady(this.client, STARTUP_WAIT_MS);
+    if (this.client.status !== 'ready') {
+      this.reportFailure(new Error(`not ready after ${STARTUP_WAIT_MS} ms (status ${this.client.status})`));
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (!this.owned) return;
+    try {
+      await this.scripts.bounded(this.client.quit(), 'QUIT');
+    } catch {
+      this.client.disconnect();
+    }
+  }
+
+  reportFailure(error: Error): void {
+    if (this.outage) return;
+    this.outage = true;
+    this.logger.warn(`Redis unavailable: ${error.message}`);
+  }
+
+  reportSuccess(): void {
+    if (!this.outage) return;
+    this.outage = false;
+    this.logger.log('Redis available again');
+  }
+}

@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import type { Cluster, Redis } from 'ioredis';
+import { RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
+import { LUA_DIR } from './lua-dir.js';
+
+/** Every script the library runs, by the name code calls it with. */
+export const SCRIPT_FILES = {
+  rateLimitDecide: 'rate-limit/decide.lua',
+} as const;
+
+export type ScriptName = keyof typeof SCRIPT_FILES;
+export type RedisClient = Redis | Cluster;
+
+export interface LoadedScript {
+  name: ScriptName;
+  /** The command name registered on the client: versioned by content, so two library
+   * versions sharing one client never run each other's code. */
+  command: string;
+  /** The source Redis receives, includes resolved. */
+  source: string;
+  sha1: string;
+  /** From the header: the highest KEYS[i] it names, or undefined for `KEYS[1..n]` scripts. */
+  numberOfKeys: number | undefined;
+}
+
+const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
+
+/** Reads a script and splices in its `--- @include "file"` lines, each file once. */
+export function readScript(file: string, seen = new Set<string>()): string {
+  const path = join(LUA_DIR, file);
+  seen.add(path);
+  return readFileSync(path, 'utf8').replace(INCLUDE, (_line, target: string) => {
+    const included = relative(LUA_DIR, join(dirname(path), target));
+    return seen.has(join(LUA_DIR, included)) ? '' : readScript(included, seen);
+  });
+}
+
+function keyCount(source: string, file: string): number | undefined {
+  const header = source.slice(0, source.search(/^[^-\n]/m));
+  if (/^-- KEYS\[1\.\.n\]/m.test(header)) return undefined;
+  const indexes = [...header.matchAll(/^-- KEYS\[(\d+)\]/gm)].map((m) => Number(m[1]));
+  if (indexes.length === 0) throw new Error(`${file}: header names no KEYS`);
+  return Math.max(...indexes);
+}
+
+export function loadScripts(): LoadedScript[] {
+  return (Object.keys(SCRIPT_FILES) as ScriptName[]).map((name) => {
+    const file = SCRIPT_FILES[name];
+    const source = readScript(file);
+    const sha1 = createHash('sha1').update(source).digest('hex');
+    return { name, command: `nrl_${name}_${sha1.slice(0, 10)}`, source, sha1, numberOfKeys: keyCount(source, file) };
+  });
+}
+
+type Reply = string | number | null | Reply[];
+
+// Error replies that mean "this server cannot serve now", not "the script is wrong".
+const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|OOM)\b/;
+
+/**
+ * Runs the library's scripts on one client: registered once with `defineCommand` (ioredis sends
+ * EVALSHA and falls back to EVAL on NOSCRIPT), every call bounded by `timeoutMs`, every failure
+ * turned into a RedisLimitError.
+ */
+export class ScriptRunner {
+  private readonly byName = new Map<ScriptName, LoadedScript>();
+
+  constructor(
+    readonly client: RedisClient,
+    readonly timeoutMs: number,
+    scripts: LoadedScript[] = loadScripts(),
+  ) {
+    for (const script of scripts) {
+      this.byName.set(script.name, script);
+      if (typeof (client as unknown as Record<string, unknown>)[script.command] !== 'function') {
+        client.defineCommand(script.command, { lua: script.source, numberOfKeys: script.numberOfKeys });
+      }
+    }
+  }
+
+  script(name: ScriptName): LoadedScript {
+    return this.byName.get(name)!;
+  }
+
+  run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    const script = this.script(name);
+    const call = (this.client as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[script.command]!;
+    const argv = script.numberOfKeys === undefined ? [keys.length, ...keys, ...args] : [...keys, ...args];
+    return this.bounded(call.apply(this.client, argv), name);
+  }
+
+  /** Bounds any client promise by `timeoutMs` and types its failure. */
+  bounded<T>(pending: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RedisTimeoutError(this.timeoutMs, what)), this.timeoutMs);
+    });
+    return Promise.race([pending, timeout])
+      .catch((error: unknown) => {
+        throw classify(error, what);
+      })
+      .finally(() => clearTimeout(timer));
+  }
+}
+
+function classify(error: unknown, what: string): Error {
+  if (error instanceof RedisTimeoutError) return error;
+  const isReply = error instanceof Error && error.name === 'ReplyError';
+  if (isReply && !TRANSIENT_REPLY.test(error.message)) return new RedisScriptError(what, error);
+  return new RedisUnavailableError(what, error);
+}

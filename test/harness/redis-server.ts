@@ -1,0 +1,70 @@
+import { createServer } from 'node:net';
+import { RedisMemoryServer } from 'redis-memory-server';
+import { redisServerBinary } from './redis-binary.js';
+
+export interface StartOptions {
+  /** Extra redis-server arguments, e.g. ['--appendonly', 'yes']. */
+  args?: string[];
+}
+
+/**
+ * A real redis-server on a free loopback port, started for one test file or suite and stopped
+ * after it (redis-memory-server spawns it, and kills it if this process dies). With REDIS_URL
+ * set, every handle points at that server instead and start/stop do nothing.
+ */
+export class TestRedis {
+  private server: RedisMemoryServer | undefined;
+
+  private constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly external: boolean,
+    private readonly args: string[],
+  ) {}
+
+  static async start(options: StartOptions = {}): Promise<TestRedis> {
+    const external = process.env['REDIS_URL'];
+    if (external) {
+      const url = new URL(external);
+      return new TestRedis(url.hostname, Number(url.port || 6379), true, []);
+    }
+    const redis = new TestRedis('127.0.0.1', await freePort(), false, options.args ?? []);
+    await redis.resume();
+    return redis;
+  }
+
+  get url(): string {
+    return process.env['REDIS_URL'] ?? `redis://${this.host}:${this.port}`;
+  }
+
+  /** Stops the server; the port stays reserved for `resume()`. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    await server?.stop();
+  }
+
+  /** Starts the server (again) on the same port, e.g. after stop() in an outage test. */
+  async resume(): Promise<void> {
+    if (this.external || this.server) return;
+    this.server = await RedisMemoryServer.create({
+      instance: { ip: this.host, port: this.port, args: ['--save', '', ...this.args] },
+      binary: { systemBinary: redisServerBinary() },
+      autoStart: true,
+    });
+  }
+}
+
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const probe = createServer();
+      probe.once('error', reject);
+      probe.listen(0, '127.0.0.1', () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      });
+    });
+    if (port !== 6379 && port !== 0) return port;
+  }
+}
