@@ -6,6 +6,8 @@ const common = {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
   testTimeout: 60_000,
+  // The compat fixtures are separate npm packages; keep their package.json names out of the haste map.
+  modulePathIgnorePatterns: ['<rootDir>/test/compat/fixtures'],
 };
 
 export default {
@@ -13,6 +15,11 @@ export default {
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.spec.ts'] },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
-    { ...common, displayName: 'compat', testMatch: ['<rootDir>/test/compat/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'compat',
+      testMatch: ['<rootDir>/test/compat/**/*.spec.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '/fixtures/'],
+    },
   ],
 };

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { RateLimiterService, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import type { TestRedis } from './redis-server.js';
+import { TestRedis as TestRedisClass, type TestRedis } from './redis-server.js';
 
 let prefixes = 0;
 
@@ -28,4 +28,23 @@ export async function limiterModule(redis: TestRedis, options: RedisLimitModuleO
       await moduleRef.close();
     },
   };
+}
+
+export type LimiterApp = Awaited<ReturnType<typeof limiterModule>>;
+
+/**
+ * For a describe block: a fresh redis-server and a limiter module on it, started before its
+ * tests and stopped after. Read the fields inside tests (they are set in beforeAll).
+ */
+export function withLimiterApp(options: RedisLimitModuleOptions = {}): { redis: TestRedis; app: LimiterApp } {
+  const context = {} as { redis: TestRedis; app: LimiterApp };
+  beforeAll(async () => {
+    context.redis = await TestRedisClass.start();
+    context.app = await limiterModule(context.redis, options);
+  });
+  afterAll(async () => {
+    await context.app?.close();
+    await context.redis?.stop();
+  });
+  return context;
 }

@@ -1,0 +1,88 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TestRedis } from '../harness/redis-server.js';
+
+// The packed tarball, installed by npm into two real consumer apps that then run their own jest:
+// a Nest 11 CommonJS app (resolves the `require` build) and a Nest 12 ES module app (`import`).
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const FIXTURES = ['nest11-cjs', 'nest12-esm'];
+
+// Jest in CommonJS mode loads every .js file as CommonJS whatever its package.json "type" says, so
+// the apps' jest runs cannot see a broken dist/cjs/package.json; plain Node, as in production, can.
+const PLAIN_NODE_LOAD: Record<string, string[]> = {
+  'nest11-cjs': ['-e', "console.log(typeof require('nest-redis-limit').RedisLimitModule)"],
+  'nest12-esm': [
+    '--input-type=module',
+    '-e',
+    "import { RedisLimitModule } from 'nest-redis-limit'; console.log(typeof RedisLimitModule)",
+  ],
+};
+
+interface RunResult {
+  code: number;
+  output: string;
+}
+
+/**
+ * The environment for child processes: ours without NODE_OPTIONS (the CommonJS app must load the
+ * package without --experimental-vm-modules; the ESM app sets it in its own `npm test`) and
+ * without this jest worker's id.
+ */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _options, JEST_WORKER_ID: _worker, ...env } = process.env;
+  return { ...env, ...extra };
+}
+
+/** Runs a command to completion; resolves with its exit code and output rather than throwing. */
+function run(cmd: string, args: string[], cwd: string, env = childEnv()): Promise<RunResult> {
+  return new Promise((done) => {
+    execFile(cmd, args, { cwd, env, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      done({ code, output: `${stdout}\n${stderr}` });
+    });
+  });
+}
+
+describe('packed tarball in consumer apps', () => {
+  let tmp: string | undefined;
+  let redis: TestRedis | undefined;
+
+  beforeAll(async () => {
+    tmp = await mkdtemp(join(tmpdir(), 'nest-redis-limit-compat-'));
+    const pack = await run('npm', ['pack', '--pack-destination', tmp], ROOT); // prepack builds dist/
+    expect(pack).toMatchObject({ code: 0 });
+    const tarball = join(tmp, (await readdir(tmp)).find((f) => f.endsWith('.tgz')) ?? 'missing.tgz');
+
+    // Both installs at once: they mostly wait on the registry and the npm cache, not the CPU.
+    const installs = FIXTURES.map(async (name) => {
+      const dir = join(tmp!, name);
+      await cp(join(ROOT, 'test/compat/fixtures', name), dir, {
+        recursive: true,
+        filter: (src) => !['node_modules', 'package-lock.json'].includes(basename(src)),
+      });
+      return run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], dir);
+    });
+    for (const install of await Promise.all(installs)) expect(install).toMatchObject({ code: 0 });
+
+    redis = await TestRedis.start();
+  }, 240_000);
+
+  afterAll(async () => {
+    await redis?.stop();
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  }, 60_000);
+
+  it.each(FIXTURES)('%s passes its own jest run', async (name) => {
+    const result = await run('npm', ['test'], join(tmp!, name), childEnv({ REDIS_URL: redis!.url }));
+    // On failure jest prints the whole output of the app's test run in the diff.
+    expect(result).toMatchObject({ code: 0, output: expect.stringMatching(/Tests:\s+1 passed, 1 total/) });
+  }, 120_000);
+
+  it.each(FIXTURES)('%s loads it in plain Node', async (name) => {
+    const result = await run(process.execPath, PLAIN_NODE_LOAD[name]!, join(tmp!, name));
+    expect(result).toMatchObject({ code: 0, output: expect.stringMatching(/^function\n/) });
+  });
+});

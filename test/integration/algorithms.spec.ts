@@ -1,0 +1,179 @@
+import { withLimiterApp } from '../harness/limiter-app.js';
+import type { RateLimitPolicy, RateLimiterService } from '../../lib/index.js';
+
+// Semantics of each algorithm at explicit times (the scripts' test hook), so nothing here
+// depends on how fast the machine is.
+describe('rate-limit algorithms at explicit times', () => {
+  const ctx = withLimiterApp();
+  let limiter: RateLimiterService;
+  let keyNo = 0;
+  const T0 = 1_700_000_000_000; // a multiple of 1000 and 10_000: window-aligned
+  const nextKey = () => `user-${++keyNo}`;
+  const at = (key: string, policy: RateLimitPolicy, now: number, permits = 1) =>
+    limiter.decide([{ key, policy, permits }], { now }).then((r) => r.decisions[0]!);
+  const peekAt = (key: string, policy: RateLimitPolicy, now: number) =>
+    limiter.decide([{ key, policy }], { now, peek: true }).then((r) => r.decisions[0]!);
+
+  beforeAll(() => {
+    limiter = ctx.app.limiter;
+  });
+
+  describe('fixed-window', () => {
+    const policy: RateLimitPolicy = { limit: 3, windowMs: 1000, algorithm: 'fixed-window' };
+
+    it('counts per aligned window and resets at the boundary', async () => {
+      // (explicit times, but keys still expire in real time: keep every TTL here long)
+      const key = nextKey();
+      expect(await at(key, policy, T0 + 100)).toEqual({ allowed: true, limit: 3, remaining: 2, retryAfterMs: 0, resetMs: 900 });
+      await at(key, policy, T0 + 200);
+      expect(await at(key, policy, T0 + 300)).toMatchObject({ allowed: true, remaining: 0, resetMs: 700 });
+      expect(await at(key, policy, T0 + 400)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 600, resetMs: 600 });
+      // a new window at T0 + 1000, although the previous grants are only 700-900 ms old
+      expect(await at(key, policy, T0 + 1000)).toMatchObject({ allowed: true, remaining: 2, resetMs: 1000 });
+    });
+
+    it('refuses permits that do not fit and charges nothing', async () => {
+      const key = nextKey();
+      await at(key, policy, T0, 2);
+      expect(await at(key, policy, T0 + 10, 2)).toEqual({ allowed: false, limit: 3, remaining: 1, retryAfterMs: 990, resetMs: 990 });
+      expect(await at(key, policy, T0 + 10, 1)).toMatchObject({ allowed: true, remaining: 0 });
+    });
+
+    it('sets the key to expire at the end of the window', async () => {
+      const key = nextKey();
+      await limiter.consume(key, policy);
+      const [redisKey] = await ctx.app.raw.keys(`*fw:{${key}}`);
+      const ttl = await ctx.app.raw.pttl(redisKey!);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(1000);
+    });
+  });
+
+  describe('sliding-window', () => {
+    const policy: RateLimitPolicy = { limit: 3, windowMs: 1000, algorithm: 'sliding-window' };
+
+    it('never grants more than limit in any window span and says exactly when the next fits', async () => {
+      const key = nextKey();
+      await at(key, policy, T0 + 0);
+      await at(key, policy, T0 + 300);
+      expect(await at(key, policy, T0 + 600)).toEqual({ allowed: true, limit: 3, remaining: 0, retryAfterMs: 0, resetMs: 1000 });
+      // the grant at T0 ages out at T0 + 1000, not at a window boundary
+      expect(await at(key, policy, T0 + 999)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 1, resetMs: 601 });
+      expect(await at(key, policy, T0 + 1000)).toMatchObject({ allowed: true, remaining: 0 });
+      // two permits need the grants of T0 + 300 and T0 + 600 to age out
+      expect(await at(key, policy, T0 + 1100, 2)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 500 });
+      expect(await at(key, policy, T0 + 1600, 2)).toMatchObject({ allowed: true, remaining: 0, resetMs: 1000 });
+    });
+
+    it('resetMs is the time until the newest grant ages out', async () => {
+      const key = nextKey();
+      await at(key, policy, T0);
+      await at(key, policy, T0 + 400);
+      expect(await peekAt(key, policy, T0 + 500)).toEqual({ allowed: true, limit: 3, remaining: 1, retryAfterMs: 0, resetMs: 900 });
+    });
+
+    it('keeps at most `limit` members and expires windowMs after the last grant', async () => {
+      const key = nextKey();
+      for (let i = 0; i < 10; i++) await limiter.consume(key, policy);
+      const [redisKey] = await ctx.app.raw.keys(`*sw:{${key}}`);
+      expect(await ctx.app.raw.zcard(redisKey!)).toBe(3);
+      const ttl = await ctx.app.raw.pttl(redisKey!);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(1000);
+    });
+  });
+
+  describe('token-bucket', () => {
+    const policy: RateLimitPolicy = { limit: 4, windowMs: 1000, algorithm: 'token-bucket' };
+
+    it('refills continuously with fractional tokens, never rounded to seconds', async () => {
+      const key = nextKey();
+      expect(await at(key, policy, T0, 4)).toEqual({ allowed: true, limit: 4, remaining: 0, retryAfterMs: 0, resetMs: 1000 });
+      // 1 token refills every 250 ms
+      expect(await at(key, policy, T0 + 100)).toEqual({ allowed: false, limit: 4, remaining: 0, retryAfterMs: 150, resetMs: 900 });
+      expect(await at(key, policy, T0 + 250)).toMatchObject({ allowed: true, remaining: 0, resetMs: 1000 });
+      // 0.6 tokens after 150 ms is not one token; 1.2 tokens after 300 ms is
+      expect(await at(key, policy, T0 + 400)).toMatchObject({ allowed: false, retryAfterMs: 100 });
+      expect(await at(key, policy, T0 + 550)).toMatchObject({ allowed: true, remaining: 0, resetMs: 950 });
+    });
+
+    it('is exact at fractional boundaries (3 tokens per 1000 ms: one per 333.3 ms)', async () => {
+      const key = nextKey();
+      const thirds: RateLimitPolicy = { limit: 3, windowMs: 1000, algorithm: 'token-bucket' };
+      await at(key, thirds, T0, 3);
+      expect(await at(key, thirds, T0 + 333)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+      expect(await at(key, thirds, T0 + 334)).toMatchObject({ allowed: true, remaining: 0 });
+      // 0.002 tokens were left over, so the next token is due at T0 + 666.67, not at T0 + 667.33
+      expect(await at(key, thirds, T0 + 666)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+      expect(await at(key, thirds, T0 + 667)).toMatchObject({ allowed: true });
+    });
+
+    it('expires the key when the bucket would be full again', async () => {
+      const key = nextKey();
+      await limiter.consume(key, policy, 2);
+      const [redisKey] = await ctx.app.raw.keys(`*tb:{${key}}`);
+      const ttl = await ctx.app.raw.pttl(redisKey!);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(500);
+    });
+  });
+
+  describe('funnel', () => {
+    it('is a leaky bucket: capacity units refilled evenly over leakingDurationMs', async () => {
+      const key = nextKey();
+      const funnel = { capacity: 2, leakingDurationMs: 60_000 };
+      const f = (now: number, quota = 1) =>
+        limiter.decide([{ key, funnel, permits: quota }], { now }).then((r) => r.decisions[0]!);
+      expect(await f(T0, 2)).toMatchObject({ allowed: true, limit: 2, remaining: 0, resetMs: 60_000 });
+      expect(await f(T0 + 1)).toMatchObject({ allowed: false, retryAfterMs: 29_999 });
+      expect(await f(T0 + 30_000)).toMatchObject({ allowed: true, remaining: 0 });
+    });
+
+    it('funnel() charges the quota', async () => {
+      const decision = await limiter.funnel(nextKey(), { capacity: 5, leakingDurationMs: 1000 }, 3);
+      expect(decision).toMatchObject({ allowed: true, limit: 5, remaining: 2 });
+    });
+  });
+
+  describe.each(['fixed-window', 'sliding-window', 'token-bucket'] as const)('%s: common rules', (algorithm) => {
+    const policy: RateLimitPolicy = { limit: 2, windowMs: 60_000, algorithm };
+
+    it('peek on an unused key grants the full limit and resets in 0 ms', async () => {
+      expect(await limiter.peek(nextKey(), policy)).toEqual({ allowed: true, limit: 2, remaining: 2, retryAfterMs: 0, resetMs: 0 });
+    });
+
+    it('peek charges nothing', async () => {
+      const key = nextKey();
+      await limiter.consume(key, policy);
+      for (let i = 0; i < 3; i++) expect(await limiter.peek(key, policy)).toMatchObject({ allowed: true, remaining: 1 });
+      expect(await limiter.consume(key, policy)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await limiter.peek(key, policy)).toMatchObject({ allowed: false, remaining: 0 });
+    });
+
+    it('permits > limit is a RangeError, not a wait', async () => {
+      await expect(limiter.consume(nextKey(), policy, 3)).rejects.toThrow(RangeError);
+      await expect(limiter.acquire(nextKey(), policy, { permits: 3 })).rejects.toThrow(/permits \(3\) exceeds the limit \(2\)/);
+    });
+
+    it('reset() forgets what the key used', async () => {
+      const key = nextKey();
+      await limiter.consume(key, policy, 2);
+      expect((await limiter.consume(key, policy)).allowed).toBe(false);
+      await limiter.reset(key, policy);
+      expect(await limiter.peek(key, policy)).toMatchObject({ allowed: true, remaining: 2, resetMs: 0 });
+      expect(await ctx.app.raw.keys(`*{${key}}`)).toEqual([]);
+    });
+
+    it('uses the server clock: a refused call says how long to wait, and waiting that long works', async () => {
+      const key = nextKey();
+      const short: RateLimitPolicy = { limit: 1, windowMs: 200, algorithm };
+      await limiter.consume(key, short);
+      const refused = await limiter.consume(key, short);
+      expect(refused.allowed).toBe(false);
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(200);
+      await new Promise((r) => setTimeout(r, refused.retryAfterMs + 5));
+      expect((await limiter.consume(key, short)).allowed).toBe(true);
+    });
+  });
+});

@@ -1,0 +1,40 @@
+import { jest } from '@jest/globals';
+import { TestRedis } from '../harness/redis-server.js';
+import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
+import type { RateLimitAlgorithm } from '../../lib/index.js';
+
+// Two app instances whose local clocks disagree by minutes share one limit and still agree: the
+// scripts read time from Redis, never from the caller.
+describe('clock skew between app instances', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterAll(() => redis.stop());
+
+  it.each<RateLimitAlgorithm>(['fixed-window', 'sliding-window', 'token-bucket'])('%s', async (algorithm) => {
+    const keyPrefix = uniquePrefix('skew');
+    const a = await limiterModule(redis, { keyPrefix });
+    const b = await limiterModule(redis, { keyPrefix });
+    const realNow = Date.now.bind(Date);
+    const skews = [0, 7 * 60_000, -5 * 60_000];
+    try {
+      const policy = { limit: 10, windowMs: 60_000, algorithm };
+      const decisions = [];
+      for (let i = 0; i < 30; i++) {
+        // each call sees a different local clock, minutes apart
+        jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skews[i % 3]!);
+        decisions.push(await (i % 2 ? a : b).limiter.consume('shared', policy));
+      }
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+      const resets = decisions.filter((d) => !d.allowed).map((d) => d.resetMs);
+      // both instances report the same reset, to within the test's own running time
+      expect(Math.max(...resets) - Math.min(...resets)).toBeLessThan(1000);
+      expect(Math.max(...resets)).toBeLessThanOrEqual(60_000);
+    } finally {
+      jest.restoreAllMocks();
+      await a.close();
+      await b.close();
+    }
+  });
+});

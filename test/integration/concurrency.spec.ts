@@ -1,0 +1,49 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { compileLib } from '../harness/compiled-lib.js';
+import { TestRedis } from '../harness/redis-server.js';
+import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
+import type { RateLimitAlgorithm } from '../../lib/index.js';
+
+const run = promisify(execFile);
+const ALGORITHMS: RateLimitAlgorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
+// Windows long enough that nothing ages out or refills during the test (a fixed window
+// boundary falls inside a run with odds of about 1 in 10^7).
+const WINDOW_MS = 10_000_000_000;
+
+describe('exactness under concurrency', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterAll(() => redis.stop());
+
+  it.each(ALGORITHMS)('%s: 1,000 concurrent consume with limit 100 grant exactly 100', async (algorithm) => {
+    const app = await limiterModule(redis);
+    try {
+      const policy = { limit: 100, windowMs: WINDOW_MS, algorithm };
+      const decisions = await Promise.all(Array.from({ length: 1000 }, () => app.limiter.consume('hot', policy)));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
+      expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfterMs > 0)).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  describe('4 separate Node processes sharing one Redis', () => {
+    let libDir: string;
+    beforeAll(() => {
+      libDir = compileLib('concurrency');
+    });
+
+    it.each(ALGORITHMS)('%s: 4 × 250 calls with limit 100 grant exactly 100', async (algorithm) => {
+      const prefix = uniquePrefix('procs');
+      const worker = join(process.cwd(), 'test/integration/workers/consume-worker.mjs');
+      const args = [worker, libDir, redis.url, prefix, 'shared', algorithm, '100', String(WINDOW_MS), '250'];
+      const outputs = await Promise.all(Array.from({ length: 4 }, () => run(process.execPath, args)));
+      const granted = outputs.map(({ stdout }) => (JSON.parse(stdout) as { granted: number }).granted);
+      expect(granted.reduce((a, b) => a + b, 0)).toBe(100);
+    });
+  });
+});
