@@ -5,12 +5,13 @@ const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
-  testTimeout: 60_000,
   // The compat fixtures are separate npm packages; keep their package.json names out of the haste map.
   modulePathIgnorePatterns: ['<rootDir>/test/compat/fixtures'],
 };
 
 export default {
+  // per-project testTimeout is ignored by jest: it belongs here
+  testTimeout: 60_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.spec.ts'] },

@@ -19,6 +19,8 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: Math.max(1000, commandTimeoutMs * 4),
+    // a disconnect while Redis is unreachable must not leave a 2 s timer holding the process open
+    disconnectTimeout: commandTimeoutMs,
     retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
   };
   if (isClusterConfig(redis)) {

@@ -44,9 +44,11 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (!this.owned) return;
+    if (!this.owned || this.client.status === 'end') return;
     try {
-      await this.scripts.bounded(this.client.quit(), 'QUIT');
+      // resolve once the socket is closed, not merely when Redis has answered QUIT
+      const ended = new Promise((resolve) => this.client.once('end', resolve));
+      await this.scripts.bounded(Promise.all([ended, this.client.quit()]), 'QUIT');
     } catch {
       this.client.disconnect();
     }

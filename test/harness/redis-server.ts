@@ -14,6 +14,7 @@ export interface StartOptions {
  */
 export class TestRedis {
   private server: RedisMemoryServer | undefined;
+  private running = false;
 
   private constructor(
     readonly host: string,
@@ -39,19 +40,26 @@ export class TestRedis {
 
   /** Stops the server; the port stays reserved for `resume()`. */
   async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    await server?.stop();
+    if (!this.running) return;
+    this.running = false;
+    await this.server?.stop();
   }
 
   /** Starts the server (again) on the same port, e.g. after stop() in an outage test. */
   async resume(): Promise<void> {
-    if (this.external || this.server) return;
-    this.server = await RedisMemoryServer.create({
-      instance: { ip: this.host, port: this.port, args: ['--save', '', ...this.args] },
-      binary: { systemBinary: redisServerBinary() },
-      autoStart: true,
-    });
+    if (this.external || this.running) return;
+    if (this.server) {
+      // restart the same instance: it reuses its port, whereas a new instance asks get-port,
+      // which refuses a port it handed out in the last 15-30 s and silently picks another
+      await this.server.start();
+    } else {
+      this.server = await RedisMemoryServer.create({
+        instance: { ip: this.host, port: this.port, args: ['--save', '', ...this.args] },
+        binary: { systemBinary: redisServerBinary() },
+        autoStart: true,
+      });
+    }
+    this.running = true;
   }
 }
 

@@ -1,0 +1,59 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { TestRedis } from '../../test/harness/redis-server.js';
+import { AppModule } from './app.module.js';
+
+// `npm start`: the sample app on PORT (default 3000), against REDIS_URL or, when it is unset, a
+// redis-server started for this process and stopped with it.
+const logger = new Logger('SampleApp');
+const port = Number(process.env['PORT'] ?? 3000);
+const embedded = process.env['REDIS_URL'] ? undefined : await TestRedis.start();
+const redisUrl = embedded?.url ?? process.env['REDIS_URL']!;
+if (embedded) logger.log(`REDIS_URL is unset: started an embedded redis-server at ${redisUrl}`);
+
+const app = await NestFactory.create(AppModule.register({ redisUrl }));
+await app.listen(port).catch(async (error: unknown) => {
+  await app.close();
+  await embedded?.stop();
+  throw error;
+});
+
+// Not app.enableShutdownHooks(): its handler ends the process as soon as the app is closed, and
+// the embedded server must stop after that, once the limiter has quit its connection to it.
+let closing = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (closing) return; // Ctrl-C reaches us twice: from the terminal and from start-sample.mjs
+    closing = true;
+    logger.log(`${signal}: shutting down`);
+    void app
+      .close()
+      .finally(() => embedded?.stop())
+      .then(() => process.exit(0), (error: unknown) => {
+        logger.error(error);
+        process.exit(1);
+      });
+  });
+}
+
+const base = `localhost:${port}`;
+logger.log(`Listening on http://${base}`);
+console.log(`
+Try:
+  # 5 quotes per 10 s per IP: the 6th call within 10 s answers 429 with Retry-After
+  for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\\n' ${base}/quotes/ACME; done
+  curl -i ${base}/quotes/ACME
+
+  # per API key, 3 per second and 5 per minute, decided together
+  curl -i -H 'x-api-key: demo' ${base}/quotes/ACME/history
+
+  # one permit per symbol, 20 per minute
+  curl -i '${base}/quotes?symbols=ACME,GLOBEX,INITECH'
+
+  # never limited
+  curl -i ${base}/quotes/health
+
+  # one SMS per phone per 30 minutes: the second answers 429 with Retry-After: 1800
+  curl -i -X POST ${base}/sms -H 'content-type: application/json' -d '{"phone":"+15555550100","text":"Your code is 123456"}'
+`);

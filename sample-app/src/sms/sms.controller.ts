@@ -1,0 +1,17 @@
+import { Body, Controller, HttpCode, HttpStatus, Inject, Post } from '@nestjs/common';
+import { Funnel } from '../../../lib/index.js';
+import { parseSmsRequest, phoneOf } from './sms-request.js';
+import { SmsService, type QueuedSms } from './sms.service.js';
+
+@Controller('sms')
+export class SmsController {
+  constructor(@Inject(SmsService) private readonly sms: SmsService) {}
+
+  /** One SMS per phone number per 30 minutes (a verification-code sender's classic limit). */
+  @Post()
+  @HttpCode(HttpStatus.ACCEPTED)
+  @Funnel({ capacity: 1, leakingDurationMs: 30 * 60_000, key: phoneOf })
+  send(@Body() body: unknown): QueuedSms {
+    return this.sms.send(parseSmsRequest(body));
+  }
+}
