@@ -21,9 +21,21 @@ interface Sample {
   opsPerSec: number;
   p50: number;
   p99: number;
+  /** Redis CPU per decision: the sum of usec in INFO commandstats over the calls made. */
+  redisUs: number;
 }
 
-async function measure(call: Call): Promise<Sample> {
+async function redisMicroseconds(client: Redis): Promise<number> {
+  const stats = await client.info('commandstats');
+  let usec = 0;
+  for (const match of stats.matchAll(/^cmdstat_(\w+(?:\|\w+)?):calls=\d+,usec=(\d+)/gm)) {
+    if (match[1] !== 'info' && match[1] !== 'config|resetstat') usec += Number(match[2]);
+  }
+  return usec;
+}
+
+async function measure(call: Call, client: Redis): Promise<Sample> {
+  await client.config('RESETSTAT');
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -40,7 +52,8 @@ async function measure(call: Call): Promise<Sample> {
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { opsPerSec: CALLS / seconds, p50: at(0.5), p99: at(0.99) };
+  const redisUs = (await redisMicroseconds(client)) / CALLS;
+  return { opsPerSec: CALLS / seconds, p50: at(0.5), p99: at(0.99), redisUs };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -73,21 +86,22 @@ async function main() {
     'rate-limiter-flexible RateLimiterUnion of 2': (user) => rlfUnion.consume(user),
   };
 
-  for (const call of Object.values(contenders)) await measure(call); // warm-up: JIT, connections, scripts
+  for (const call of Object.values(contenders)) await measure(call, client); // warm-up: JIT, connections, scripts
   const samples: Record<string, Sample[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, call] of Object.entries(contenders)) {
       await client.flushdb();
-      (samples[name] ??= []).push(await measure(call));
+      (samples[name] ??= []).push(await measure(call, client));
     }
   }
 
   console.log(`\n${CALLS} calls per round, ${CONCURRENCY} in flight, ${USERS} keys, ${ROUNDS} rounds, medians; redis-server on loopback\n`);
-  console.log('| contender | decisions/s | p50 ms | p99 ms |');
-  console.log('|---|---:|---:|---:|');
+  console.log('| contender | decisions/s | p50 ms | p99 ms | Redis µs/decision |');
+  console.log('|---|---:|---:|---:|---:|');
   for (const [name, runs] of Object.entries(samples)) {
     const m = (f: (s: Sample) => number) => median(runs.map(f));
-    console.log(`| ${name} | ${m((s) => s.opsPerSec).toFixed(0)} | ${m((s) => s.p50).toFixed(2)} | ${m((s) => s.p99).toFixed(2)} |`);
+    const cells = [m((s) => s.opsPerSec).toFixed(0), m((s) => s.p50).toFixed(2), m((s) => s.p99).toFixed(2), m((s) => s.redisUs).toFixed(1)];
+    console.log(`| ${name} | ${cells.join(' | ')} |`);
   }
 
   // acquire(): 20 callers on 5 per second, each waiting its turn on timers
