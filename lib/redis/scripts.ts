@@ -91,17 +91,22 @@ export class ScriptRunner {
     return this.bounded(call.apply(this.client, argv), name);
   }
 
-  /** Bounds any client promise by `timeoutMs` and types its failure. */
+  /** Bounds any client promise by `timeoutMs` and types its failure (one timer, one promise:
+   * this is on every request's path). */
   bounded<T>(pending: Promise<T>, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RedisTimeoutError(this.timeoutMs, what)), this.timeoutMs);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new RedisTimeoutError(this.timeoutMs, what)), this.timeoutMs);
+      pending.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(classify(error, what));
+        },
+      );
     });
-    return Promise.race([pending, timeout])
-      .catch((error: unknown) => {
-        throw classify(error, what);
-      })
-      .finally(() => clearTimeout(timer));
   }
 }
 

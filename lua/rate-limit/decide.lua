@@ -6,6 +6,8 @@
 --             windowMs (ms), permits to charge
 -- Returns     { allowed (1|0), then four per limit: allowed (1|0), remaining (permits),
 --             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again) }
+-- Each algorithm returns a decision { allowed, remaining, retry, reset, commit() }; `reset` may
+-- be a function when computing it costs a call that a committed decision does not need.
 --- @include "../includes/server-time.lua"
 --- @include "fixed-window.lua"
 --- @include "sliding-window.lua"
@@ -34,6 +36,6 @@ for i = 1, #decisions do
   reply[#reply + 1] = d.allowed and 1 or 0
   reply[#reply + 1] = d.remaining
   reply[#reply + 1] = d.retry
-  reply[#reply + 1] = d.reset
+  reply[#reply + 1] = type(d.reset) == 'function' and d.reset() or d.reset
 end
 return reply

@@ -12,8 +12,13 @@ local function fixed_window(key, limit, windowMs, permits, now)
   if used > 0 then d.reset = endsIn end
   if not d.allowed then d.retry = endsIn end
   d.commit = function()
-    redis.call('HSET', key, 'w', int(window), 'c', int(used + permits))
-    redis.call('PEXPIRE', key, int(endsIn))
+    if used > 0 then
+      redis.call('HINCRBY', key, 'c', permits)
+    else
+      -- first grant of this window: the expiry is the window's end, set once
+      redis.call('HSET', key, 'w', int(window), 'c', int(permits))
+      redis.call('PEXPIRE', key, int(endsIn))
+    end
     d.remaining = limit - used - permits
     d.reset = endsIn
   end

@@ -8,8 +8,11 @@ local function sliding_window(key, limit, windowMs, permits, now)
   local used = redis.call('ZCARD', key)
   local d = { allowed = used + permits <= limit, remaining = limit - used, retry = 0, reset = 0 }
   if used > 0 then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    d.reset = tonumber(newest[2]) + windowMs - now
+    -- a function: only a decision that is not committed needs the newest grant looked up
+    d.reset = function()
+      local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      return tonumber(newest[2]) + windowMs - now
+    end
   end
   if not d.allowed then
     -- the request fits once the (used + permits - limit) oldest grants have aged out
