@@ -11,6 +11,11 @@ describe('rate-limit algorithms at explicit times', () => {
   const nextKey = () => `user-${++keyNo}`;
   const at = (key: string, policy: RateLimitPolicy, now: number, permits = 1) =>
     limiter.decide([{ key, policy, permits }], { now }).then((r) => r.decisions[0]!);
+  /** The Redis key of `key` under algorithm `kind` ('fw', 'sw', 'tb'), and its PTTL. */
+  const stored = async (kind: string, key: string) => {
+    const [redisKey] = await ctx.app.raw.keys(`*${kind}:{${key}}`);
+    return { redisKey: redisKey!, ttl: await ctx.app.raw.pttl(redisKey!) };
+  };
   const peekAt = (key: string, policy: RateLimitPolicy, now: number) =>
     limiter.decide([{ key, policy }], { now, peek: true }).then((r) => r.decisions[0]!);
 
@@ -42,8 +47,7 @@ describe('rate-limit algorithms at explicit times', () => {
     it('sets the key to expire at the end of the window', async () => {
       const key = nextKey();
       await limiter.consume(key, policy);
-      const [redisKey] = await ctx.app.raw.keys(`*fw:{${key}}`);
-      const ttl = await ctx.app.raw.pttl(redisKey!);
+      const { ttl } = await stored('fw', key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1000);
     });
@@ -75,9 +79,8 @@ describe('rate-limit algorithms at explicit times', () => {
     it('keeps at most `limit` members and expires windowMs after the last grant', async () => {
       const key = nextKey();
       for (let i = 0; i < 10; i++) await limiter.consume(key, policy);
-      const [redisKey] = await ctx.app.raw.keys(`*sw:{${key}}`);
-      expect(await ctx.app.raw.zcard(redisKey!)).toBe(3);
-      const ttl = await ctx.app.raw.pttl(redisKey!);
+      const { redisKey, ttl } = await stored('sw', key);
+      expect(await ctx.app.raw.zcard(redisKey)).toBe(3);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1000);
     });
@@ -111,8 +114,7 @@ describe('rate-limit algorithms at explicit times', () => {
     it('expires the key when the bucket would be full again', async () => {
       const key = nextKey();
       await limiter.consume(key, policy, 2);
-      const [redisKey] = await ctx.app.raw.keys(`*tb:{${key}}`);
-      const ttl = await ctx.app.raw.pttl(redisKey!);
+      const { ttl } = await stored('tb', key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(500);
     });
