@@ -15,6 +15,13 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.spec.ts'] },
+    // the same suite on Redis 8.0 and Valkey 8.1 (Debian trixie builds the harness unpacks)
+    ...['redis8', 'valkey8'].map((flavor) => ({
+      ...common,
+      displayName: `integration:${flavor}`,
+      testMatch: ['<rootDir>/test/integration/**/*.spec.ts'],
+      globals: { __REDIS_FLAVOR__: flavor },
+    })),
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
     {
       ...common,

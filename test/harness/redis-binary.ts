@@ -2,6 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
+/** Which server a test runs against: the system's Redis 7, or Redis 8 / Valkey 8 from Debian trixie. */
+export type RedisFlavor = 'redis7' | 'redis8' | 'valkey8';
+export const FLAVORS: RedisFlavor[] = ['redis7', 'redis8', 'valkey8'];
+
 const INSTALL_HINT =
   'redis-server was not found on PATH. Install it first: `apt-get install redis-server` (Debian/Ubuntu), ' +
   '`brew install redis` (macOS), or point the tests at a server you run with REDIS_URL=redis://host:port.';
@@ -20,15 +24,16 @@ function onPath(name: string): string | undefined {
   return undefined;
 }
 
+const isDebianRoot = () => process.platform === 'linux' && process.getuid?.() === 0 && onPath('apt-get') !== undefined;
+
 /**
  * The system redis-server. Where it is missing on Debian as root, installs it with apt (the
  * way a bare CI machine gets it); anywhere else, stops with how to install it.
  */
-export function redisServerBinary(): string {
+function systemRedisServer(): string {
   const found = onPath('redis-server');
   if (found) return found;
-  const canApt = process.platform === 'linux' && process.getuid?.() === 0 && onPath('apt-get');
-  if (!canApt) throw new Error(INSTALL_HINT);
+  if (!isDebianRoot()) throw new Error(INSTALL_HINT);
   const apt = (...args: string[]) =>
     execFileSync('apt-get', ['-o', 'DPkg::Lock::Timeout=300', '-qq', ...args], {
       stdio: 'inherit',
@@ -39,4 +44,26 @@ export function redisServerBinary(): string {
   const installed = onPath('redis-server');
   if (!installed) throw new Error(`apt-get installed redis-server but it is still not on PATH. ${INSTALL_HINT}`);
   return installed;
+}
+
+/** Redis 8.0 / Valkey 8.1 unpacked from Debian trixie into .cache/ (scripts/fetch-trixie-servers.sh). */
+function trixieServer(flavor: 'redis8' | 'valkey8'): string {
+  if (!isDebianRoot()) {
+    throw new Error(`The ${flavor} test server is unpacked from Debian trixie packages, which needs apt-get as root.`);
+  }
+  const dir = join(process.cwd(), '.cache', 'servers', 'trixie');
+  execFileSync('bash', [join(process.cwd(), 'scripts', 'fetch-trixie-servers.sh'), dir], { stdio: 'ignore' });
+  return join(dir, 'bin', `${flavor}-server`);
+}
+
+const binaries = new Map<RedisFlavor, string>();
+
+/** The redis-server (or valkey-server) executable of `flavor`, fetched or installed on first use. */
+export function redisServerBinary(flavor: RedisFlavor = 'redis7'): string {
+  let binary = binaries.get(flavor);
+  if (!binary) {
+    binary = flavor === 'redis7' ? systemRedisServer() : trixieServer(flavor);
+    binaries.set(flavor, binary);
+  }
+  return binary;
 }

@@ -1,10 +1,21 @@
 import { createServer } from 'node:net';
 import { RedisMemoryServer } from 'redis-memory-server';
-import { redisServerBinary } from './redis-binary.js';
+import { FLAVORS, redisServerBinary, type RedisFlavor } from './redis-binary.js';
 
 export interface StartOptions {
   /** Extra redis-server arguments, e.g. ['--appendonly', 'yes']. */
   args?: string[];
+  /** Default: the jest project's `__REDIS_FLAVOR__` global, else REDIS_FLAVOR, else 'redis7'. */
+  flavor?: RedisFlavor;
+}
+
+/** The server flavor this test process runs against (jest projects set it per project). */
+export function currentFlavor(): RedisFlavor {
+  const flavor = (globalThis as { __REDIS_FLAVOR__?: string }).__REDIS_FLAVOR__ ?? process.env['REDIS_FLAVOR'] ?? 'redis7';
+  if (!FLAVORS.includes(flavor as RedisFlavor)) {
+    throw new Error(`REDIS_FLAVOR must be one of ${FLAVORS.join(', ')}, got ${flavor}`);
+  }
+  return flavor as RedisFlavor;
 }
 
 /**
@@ -21,15 +32,17 @@ export class TestRedis {
     readonly port: number,
     readonly external: boolean,
     private readonly args: string[],
+    readonly flavor: RedisFlavor,
   ) {}
 
   static async start(options: StartOptions = {}): Promise<TestRedis> {
     const external = process.env['REDIS_URL'];
     if (external) {
       const url = new URL(external);
-      return new TestRedis(url.hostname, Number(url.port || 6379), true, []);
+      return new TestRedis(url.hostname, Number(url.port || 6379), true, [], currentFlavor());
     }
-    const redis = new TestRedis('127.0.0.1', await freePort(), false, options.args ?? []);
+    const flavor = options.flavor ?? currentFlavor();
+    const redis = new TestRedis('127.0.0.1', await freePort(), false, options.args ?? [], flavor);
     await redis.resume();
     return redis;
   }
@@ -55,7 +68,7 @@ export class TestRedis {
     } else {
       this.server = await RedisMemoryServer.create({
         instance: { ip: this.host, port: this.port, args: ['--save', '', ...this.args] },
-        binary: { systemBinary: redisServerBinary() },
+        binary: { systemBinary: redisServerBinary(this.flavor) },
         autoStart: true,
       });
     }
