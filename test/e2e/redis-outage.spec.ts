@@ -21,7 +21,7 @@ describe.each(PLATFORMS)('Redis outages on %s', (platform) => {
   let redis: TestRedis;
   let sample: SampleApp | undefined;
   beforeEach(async () => {
-    redis = await TestRedis.start({ args: ['--enable-debug-command', 'local'] });
+    redis = await TestRedis.start({ own: true, args: ['--enable-debug-command', 'local'] });
   });
   afterEach(async () => {
     await sample?.close();

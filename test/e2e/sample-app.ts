@@ -6,7 +6,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { AppModule, type SampleAppOptions } from '../../sample-app/src/app.module.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { TestRedis, type StartOptions } from '../harness/redis-server.js';
 
 export type Platform = 'express' | 'fastify';
 /** For `describe.each(PLATFORMS)`: every e2e topic runs on both HTTP adapters. */
@@ -40,10 +40,14 @@ export async function inSequence(count: number, send: (i: number) => request.Tes
  * For a describe block: one redis-server for the block, and a fresh sample app (own key prefix)
  * for each test. Read `sample` inside tests.
  */
-export function withSampleApp(platform: Platform, options: Omit<SampleAppOptions, 'redisUrl'> = {}) {
+export function withSampleApp(
+  platform: Platform,
+  options: Omit<SampleAppOptions, 'redisUrl'> = {},
+  server: StartOptions = {},
+) {
   const context = {} as { redis: TestRedis; sample: SampleApp };
   beforeAll(async () => {
-    context.redis = await TestRedis.start();
+    context.redis = await TestRedis.start(server);
   });
   afterAll(() => context.redis.stop());
   beforeEach(async () => {

@@ -2,7 +2,7 @@ import { inSequence, PLATFORMS, withSampleApp } from './sample-app.js';
 
 // QuotesController is limited at class level (5 per 10 s); GET /quotes/health opts out.
 describe.each(PLATFORMS)('@SkipRateLimit on %s', (platform) => {
-  const ctx = withSampleApp(platform);
+  const ctx = withSampleApp(platform, {}, { own: true }); // one test stops its server
 
   it('never limits the health route, which the class-level limit would otherwise cover', async () => {
     const health = await inSequence(8, () => ctx.sample.http.get('/quotes/health'));

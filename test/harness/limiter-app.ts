@@ -14,13 +14,16 @@ export function uniquePrefix(label = 't'): string {
 
 /** A Nest testing module with RedisLimitModule against `redis`, plus a raw client to inspect keys. */
 export async function limiterModule(redis: TestRedis, options: RedisLimitModuleOptions = {}) {
+  const prefix = options.keyPrefix ?? uniquePrefix();
   const moduleRef: TestingModule = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix(), ...options })],
+    imports: [RedisLimitModule.forRoot({ redis: redis.url, ...options, keyPrefix: prefix })],
   }).compile();
   await moduleRef.init();
   const raw = new Redis(redis.url);
   return {
     moduleRef,
+    /** Every key this module writes starts with it. */
+    prefix,
     limiter: moduleRef.get(RateLimiterService),
     raw,
     async close() {

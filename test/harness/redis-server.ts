@@ -7,6 +7,9 @@ export interface StartOptions {
   args?: string[];
   /** Default: the jest project's `__REDIS_FLAVOR__` global, else REDIS_FLAVOR, else 'redis7'. */
   flavor?: RedisFlavor;
+  /** Start a server of its own even when REDIS_URL is set: for tests that stop, pause or
+   * otherwise disturb their server, which they must never do to one they did not start. */
+  own?: boolean;
 }
 
 /** The server flavor this test process runs against (jest projects set it per project). */
@@ -36,7 +39,7 @@ export class TestRedis {
   ) {}
 
   static async start(options: StartOptions = {}): Promise<TestRedis> {
-    const external = process.env['REDIS_URL'];
+    const external = options.own ? undefined : process.env['REDIS_URL'];
     if (external) {
       const url = new URL(external);
       return new TestRedis(url.hostname, Number(url.port || 6379), true, [], currentFlavor());
@@ -48,10 +51,10 @@ export class TestRedis {
   }
 
   get url(): string {
-    return process.env['REDIS_URL'] ?? `redis://${this.host}:${this.port}`;
+    return this.external ? process.env['REDIS_URL']! : `redis://${this.host}:${this.port}`;
   }
 
-  /** Stops the server; the port stays reserved for `resume()`. */
+  /** Stops the server; the port stays reserved for `resume()`. A no-op on REDIS_URL's server. */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;

@@ -13,8 +13,8 @@ describe('rate-limit algorithms at explicit times', () => {
     limiter.decide([{ key, policy, permits }], { now }).then((r) => r.decisions[0]!);
   /** The Redis key of `key` under algorithm `kind` ('fw', 'sw', 'tb'), and its PTTL. */
   const stored = async (kind: string, key: string) => {
-    const [redisKey] = await ctx.app.raw.keys(`*${kind}:{${key}}`);
-    return { redisKey: redisKey!, ttl: await ctx.app.raw.pttl(redisKey!) };
+    const redisKey = `${ctx.app.prefix}${kind}:{${key}}`;
+    return { redisKey, ttl: await ctx.app.raw.pttl(redisKey) };
   };
   const peekAt = (key: string, policy: RateLimitPolicy, now: number) =>
     limiter.decide([{ key, policy }], { now, peek: true }).then((r) => r.decisions[0]!);
@@ -163,7 +163,7 @@ describe('rate-limit algorithms at explicit times', () => {
       expect((await limiter.consume(key, policy)).allowed).toBe(false);
       await limiter.reset(key, policy);
       expect(await limiter.peek(key, policy)).toMatchObject({ allowed: true, remaining: 2, resetMs: 0 });
-      expect(await ctx.app.raw.keys(`*{${key}}`)).toEqual([]);
+      expect(await ctx.app.raw.keys(`${ctx.app.prefix}*{${key}}`)).toEqual([]);
     });
 
     it('uses the server clock: a refused call says how long to wait, and waiting that long works', async () => {

@@ -86,7 +86,7 @@ describe('guard rules', () => {
   };
 
   beforeAll(async () => {
-    redis = await TestRedis.start();
+    redis = await TestRedis.start({ own: true }); // one test stops it
   });
   afterAll(() => redis.stop());
   beforeEach(async () => {

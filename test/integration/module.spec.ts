@@ -55,10 +55,13 @@ describe('RedisLimitModule', () => {
     const keyPrefix = uniquePrefix('db');
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: `${redis.url}/3`, keyPrefix })]);
     const limiter = moduleRef.get(RateLimiterService);
-    await limiter.consume('k', { limit: 1, windowMs: 60_000, algorithm: 'fixed-window' });
-    await limiter.funnel('k', { capacity: 1, leakingDurationMs: 60_000 });
+    const user = `user-${process.pid}-${Date.now()}`;
+    await limiter.consume(user, { limit: 1, windowMs: 60_000, algorithm: 'fixed-window' });
+    await limiter.funnel(user, { capacity: 1, leakingDurationMs: 60_000 });
     const db3 = new Redis(`${redis.url}/3`);
-    expect((await db3.keys('*')).every((k) => k.startsWith(keyPrefix))).toBe(true);
+    const written = await db3.keys(`*${user}*`);
+    expect(written).toHaveLength(2);
+    expect(written.every((k) => k.startsWith(keyPrefix))).toBe(true);
     expect(await db3.keys(`${keyPrefix}*`)).toHaveLength(2);
     expect(await raw.keys(`${keyPrefix}*`)).toHaveLength(0);
     db3.disconnect();
@@ -87,7 +90,7 @@ describe('RedisLimitModule', () => {
   });
 
   it('starts within a few seconds when Redis is unreachable, and calls then fail fast', async () => {
-    const down = await TestRedis.start();
+    const down = await TestRedis.start({ own: true });
     await down.stop();
     const started = performance.now();
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: down.url, commandTimeoutMs: 300 })]);
@@ -101,7 +104,7 @@ describe('RedisLimitModule', () => {
   });
 
   it('bounds a hung Redis by commandTimeoutMs', async () => {
-    const hung = await TestRedis.start();
+    const hung = await TestRedis.start({ own: true });
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: hung.url, commandTimeoutMs: 200 })]);
     const pauser = new Redis(hung.url);
     await pauser.call('CLIENT', 'PAUSE', '3000', 'ALL');

@@ -4,7 +4,7 @@ import { TestRedis } from '../harness/redis-server.js';
 // Each integration project runs against the server it names: check that it really does.
 describe('the server under test', () => {
   it('is the flavor this project asked for', async () => {
-    const redis = await TestRedis.start();
+    const redis = await TestRedis.start({ own: true });
     const client = new Redis(redis.url);
     try {
       const info = await client.info('server');
