@@ -87,8 +87,8 @@ function compile(controller: Type, handler: Function, moduleFailMode: FailMode):
 
   // handler wins: a class-level limit gives way to a handler-level one of the same name
   // (unnamed ones give way to any unnamed handler-level limit)
-  const ownNames = new Set(own.map((entry) => entry.options.name));
-  const entries = [...own, ...inherited.filter((entry) => !ownNames.has(entry.options.name))];
+  const ownNames = new Set(own.map((entry) => entry.options?.name));
+  const entries = [...own, ...inherited.filter((entry) => !ownNames.has(entry.options?.name))];
   if (entries.length === 0) return null;
 
   try {
@@ -99,7 +99,7 @@ function compile(controller: Type, handler: Function, moduleFailMode: FailMode):
       if (seen.has(id)) throw new TypeError(`two limits share the counter '${limit.scope}'; give them distinct names`);
       seen.add(id);
     }
-    const modes = entries.map((entry) => entry.options.failMode ?? moduleFailMode);
+    const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
   } catch (error) {
     throw new (error instanceof RangeError ? RangeError : TypeError)(`${route}: ${(error as Error).message}`);
@@ -109,8 +109,8 @@ function compile(controller: Type, handler: Function, moduleFailMode: FailMode):
 function plan(entry: LimitEntry, route: string, index: number): PlannedLimit {
   const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
   const at = `${decorator}(#${index + 1})`;
-  const { key, name, failMode } = entry.options;
   if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
+  const { key, name, failMode } = entry.options;
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (ctx) => string`);
   if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
     throw new TypeError(`${at}.name must be a non-empty string`);

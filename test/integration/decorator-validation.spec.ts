@@ -46,6 +46,18 @@ describe('decorator options are checked at app.init()', () => {
     await expect(init(BadLimitController)).rejects.toThrow(message);
   });
 
+  it('@RateLimit without options', async () => {
+    @Controller()
+    class NoOptionsController {
+      @Get()
+      @RateLimit(undefined as never)
+      bare() {
+        return 'ok';
+      }
+    }
+    await expect(init(NoOptionsController)).rejects.toThrow('NoOptionsController.bare: @RateLimit(#1) takes an options object');
+  });
+
   it('@Funnel with a quota above capacity', async () => {
     @Controller()
     class SmsController {
