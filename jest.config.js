@@ -20,15 +20,16 @@ export default {
   testTimeout: 60_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
-    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.spec.ts'] },
-    // the same suite on Redis 8.0 and Valkey 8.1 (Debian trixie builds the harness unpacks)
-    ...extraFlavors.map((flavor) => ({
-      ...common,
-      displayName: `integration:${flavor}`,
-      testMatch: ['<rootDir>/test/integration/**/*.spec.ts'],
-      globals: { __REDIS_FLAVOR__: flavor },
-    })),
-    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
+    // the integration and e2e suites run on the system's Redis 7, and on Redis 8.0 and Valkey 8.1
+    // (Debian trixie builds the harness unpacks) where those can be had
+    ...['integration', 'e2e'].flatMap((suite) =>
+      ['redis7', ...extraFlavors].map((flavor) => ({
+        ...common,
+        displayName: flavor === 'redis7' ? suite : `${suite}:${flavor}`,
+        testMatch: [`<rootDir>/test/${suite}/**/*.spec.ts`],
+        globals: { __REDIS_FLAVOR__: flavor },
+      })),
+    ),
     {
       ...common,
       displayName: 'compat',
