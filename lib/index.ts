@@ -1,6 +1,7 @@
 export { RedisLimitModule } from './redis-limit.module.js';
 export type {
   ClusterConfig,
+  ExpiringHashOptions,
   FailMode,
   HeadersMode,
   KeyResolver,
@@ -9,6 +10,14 @@ export type {
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
 export type { FunnelPolicy, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
+export { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
+export type {
+  ExpiringEntry,
+  ExpiringSetOptions,
+  ExpiryMode,
+  SetIfBelowResult,
+  SlotReservation,
+} from './expiring-hash/expiring-hash.types.js';
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurableModuleClass } from './redis-limit.module-definition.js';
+import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
 import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
@@ -13,7 +14,7 @@ import { RedisConnection } from './redis/redis-connection.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [RedisConnection, RateLimiterService, RateLimitPlans, RateLimitGuard],
-  exports: [RedisConnection, RateLimiterService, RateLimitPlans, RateLimitGuard],
+  providers: [RedisConnection, RateLimiterService, ExpiringHashService, RateLimitPlans, RateLimitGuard],
+  exports: [RedisConnection, RateLimiterService, ExpiringHashService, RateLimitPlans, RateLimitGuard],
 })
 export class RedisLimitModule extends ConfigurableModuleClass {}

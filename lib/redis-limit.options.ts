@@ -27,8 +27,23 @@ export interface RedisLimitModuleOptions {
   headers?: HeadersMode;
   /** The default key of guards: the client IP unless you say otherwise. */
   tracker?: KeyResolver;
+  /** ExpiringHashService: how fields expire and how the background sweep runs. */
+  expiringHash?: ExpiringHashOptions;
   /** Registers the module globally. Default true. */
   isGlobal?: boolean;
+}
+
+export interface ExpiringHashOptions {
+  /** 'native' uses the server's field expiry (HPEXPIRE, Redis >= 7.4), 'index' the library's own;
+   * 'auto' picks native when the server has HPEXPIRE (asked once with COMMAND INFO). Default 'auto'. */
+  mode?: 'auto' | 'native' | 'index';
+  /** ms between sweeps that remove expired fields nobody reads; 0 turns this process's sweeper
+   * off (others still sweep). The sweeper starts on the process's first ExpiringHashService call.
+   * Default 1000. */
+  sweepIntervalMs?: number;
+  /** The sweep registry is split over this many keys (cluster slots). Every process must use the
+   * same number. Default 16. */
+  sweepShards?: number;
 }
 
 /** Options with every default filled in and every value checked. */
@@ -39,6 +54,7 @@ export interface ResolvedOptions {
   commandTimeoutMs: number;
   headers: HeadersMode;
   tracker: KeyResolver;
+  expiringHash: Required<ExpiringHashOptions>;
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
@@ -65,7 +81,25 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (typeof tracker !== 'function') {
     throw new TypeError('RedisLimitModule: tracker must be a function (ctx) => string');
   }
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker };
+  const expiringHash = resolveExpiringHash(options.expiringHash);
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, expiringHash };
+}
+
+function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<ExpiringHashOptions> {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`RedisLimitModule: expiringHash must be an object, got ${String(options)}`);
+  }
+  const { mode = 'auto', sweepIntervalMs = 1000, sweepShards = 16 } = options;
+  if (!['auto', 'native', 'index'].includes(mode)) {
+    throw new TypeError(`RedisLimitModule: expiringHash.mode must be 'auto', 'native' or 'index', got ${String(mode)}`);
+  }
+  if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
+    throw new RangeError(`RedisLimitModule: expiringHash.sweepIntervalMs must be an integer >= 0 (ms), got ${sweepIntervalMs}`);
+  }
+  if (!Number.isSafeInteger(sweepShards) || sweepShards < 1 || sweepShards > 16384) {
+    throw new RangeError(`RedisLimitModule: expiringHash.sweepShards must be an integer from 1 to 16384, got ${sweepShards}`);
+  }
+  return { mode, sweepIntervalMs, sweepShards };
 }
 
 export function assertFailMode(value: unknown, argument: string): asserts value is FailMode {

@@ -8,6 +8,16 @@ import { LUA_DIR } from './lua-dir.js';
 /** Every script the library runs, by the name code calls it with. */
 export const SCRIPT_FILES = {
   rateLimitDecide: 'rate-limit/decide.lua',
+  hashSet: 'expiring-hash/set.lua',
+  hashGet: 'expiring-hash/get.lua',
+  hashEntries: 'expiring-hash/entries.lua',
+  hashDelete: 'expiring-hash/delete.lua',
+  hashCount: 'expiring-hash/count.lua',
+  hashExpire: 'expiring-hash/expire.lua',
+  hashUpdate: 'expiring-hash/update.lua',
+  hashSweep: 'expiring-hash/sweep.lua',
+  registryClaim: 'expiring-hash/registry-claim.lua',
+  registryRelease: 'expiring-hash/registry-release.lua',
 } as const;
 
 export type ScriptName = keyof typeof SCRIPT_FILES;
@@ -54,7 +64,7 @@ export function loadScripts(): LoadedScript[] {
   });
 }
 
-type Reply = string | number | null | Reply[];
+export type Reply = string | number | null | Reply[];
 
 // Error replies that mean "this server cannot serve now", not "the script is wrong".
 const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|OOM)\b/;

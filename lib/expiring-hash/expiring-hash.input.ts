@@ -1,0 +1,50 @@
+import { assertKey, describeValue } from '../redis/keys.js';
+import type { ExpiringSetOptions } from './expiring-hash.types.js';
+
+/** Field names are listed in the sweep index with a 2-byte length. */
+export const MAX_FIELD_BYTES = 65_535;
+
+// A lone surrogate has no UTF-8 form: Redis would store U+FFFD and two fields could collide.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/u;
+
+function assertWellFormed(text: string, argument: string): void {
+  if (LONE_SURROGATE.test(text)) throw new TypeError(`${argument} must be well-formed Unicode (it has a lone surrogate)`);
+}
+
+/** A field: a non-empty string of at most MAX_FIELD_BYTES bytes ('' is the hash's own meta field). */
+export function assertField(field: unknown, argument = 'field'): asserts field is string {
+  assertKey(field, argument);
+  assertWellFormed(field, argument);
+  if (Buffer.byteLength(field) > MAX_FIELD_BYTES) {
+    throw new RangeError(`${argument} must be at most ${MAX_FIELD_BYTES} bytes, got ${Buffer.byteLength(field)}`);
+  }
+}
+
+/** Values are stored as given: strings only (serialize anything else yourself, e.g. JSON). */
+export function assertValue(value: unknown, argument = 'value'): asserts value is string {
+  if (typeof value !== 'string') throw new TypeError(`${argument} must be a string, got ${describeValue(value)}`);
+  assertWellFormed(value, argument);
+}
+
+/** A ttl is a positive whole number of ms. */
+export function assertTtl(ttlMs: unknown, argument = 'ttlMs'): asserts ttlMs is number {
+  if (typeof ttlMs !== 'number' || !Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+    throw new RangeError(`${argument} must be a positive integer (ms), got ${describeValue(ttlMs)}`);
+  }
+}
+
+export function assertMax(max: unknown, argument = 'max'): asserts max is number {
+  if (typeof max !== 'number' || !Number.isSafeInteger(max) || max <= 0) {
+    throw new RangeError(`${argument} must be a positive integer, got ${describeValue(max)}`);
+  }
+}
+
+export function assertSetOptions(opts: unknown): asserts opts is ExpiringSetOptions | undefined {
+  if (opts === undefined) return;
+  if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object, got ${describeValue(opts)}`);
+  const { notify } = opts as ExpiringSetOptions;
+  if (notify === undefined) return;
+  assertKey(notify, 'opts.notify');
+  // expiry notifications are delivered through DelayQueueService, which has not landed yet
+  throw new TypeError('opts.notify is not supported yet: it needs DelayQueueService');
+}

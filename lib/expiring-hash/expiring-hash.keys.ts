@@ -1,0 +1,33 @@
+import type { RedisKeys } from '../redis/keys.js';
+
+/** The keys of one expiring hash and of the sweep registry, all from the module's key builder. */
+export class ExpiringHashKeys {
+  constructor(
+    private readonly keys: RedisKeys,
+    readonly shards: number,
+  ) {}
+
+  /** The hash and its bucket index: one hash tag, so one cluster slot. */
+  hash(key: string): [string, string] {
+    return [this.keys.build('eh', key), this.keys.build('ehb', key)];
+  }
+
+  /** The registry shard that lists `key` when it has fields to sweep. */
+  registryOf(key: string): string {
+    return this.registry(fnv1a(key) % this.shards);
+  }
+
+  registry(shard: number): string {
+    return this.keys.build('ehr', String(shard));
+  }
+}
+
+/** 32-bit FNV-1a over UTF-16 code units: stable across processes and versions. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}

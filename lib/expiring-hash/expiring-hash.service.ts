@@ -1,0 +1,167 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { assertKey } from '../redis/keys.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import type { Reply, ScriptName } from '../redis/scripts.js';
+import { assertField, assertMax, assertSetOptions, assertTtl, assertValue } from './expiring-hash.input.js';
+import { ExpiringHashKeys } from './expiring-hash.keys.js';
+import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
+import { detectExpiryMode } from './expiry-mode.js';
+import { ExpiringHashSweeper } from './sweeper.js';
+
+const NO_TTL = -1;
+
+/**
+ * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
+ * a field is never returned once expired, and a background sweep (shared by every instance)
+ * removes expired fields nobody reads. See lua/expiring-hash/hash.lua for the layout.
+ */
+@Injectable()
+export class ExpiringHashService implements OnApplicationShutdown {
+  private readonly keys: ExpiringHashKeys;
+  private readonly sweeper: ExpiringHashSweeper;
+  private modeOfNewHashes: Promise<ExpiryMode> | undefined;
+
+  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+    const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
+    this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
+    this.sweeper = new ExpiringHashSweeper(redis, this.keys, sweepIntervalMs);
+  }
+
+  /** Sets `field` to `value`, expiring after `ttlMs` (none: never); replaces value and ttl. */
+  async set(key: string, field: string, value: string, ttlMs?: number, opts?: ExpiringSetOptions): Promise<void> {
+    assertKey(key);
+    assertField(field);
+    assertValue(value);
+    if (ttlMs !== undefined) assertTtl(ttlMs);
+    assertSetOptions(opts);
+    await this.write(key, field, value, ttlMs ?? NO_TTL, 0);
+  }
+
+  /** The value of a live field, or null. */
+  async get(key: string, field: string): Promise<string | null> {
+    const [value] = await this.read(key, field);
+    return value;
+  }
+
+  /** ms left before `field` expires; -1 when it never does; -2 when absent or expired. */
+  async ttl(key: string, field: string): Promise<number> {
+    const [, ttlMs] = await this.read(key, field);
+    return ttlMs;
+  }
+
+  async getAll(key: string): Promise<Record<string, string>> {
+    const all: Record<string, string> = Object.create(null);
+    for (const { field, value } of await this.entries(key)) all[field] = value;
+    return all;
+  }
+
+  /** Every live field with its value and ms left (-1: no ttl). */
+  async entries(key: string): Promise<ExpiringEntry[]> {
+    assertKey(key);
+    const flat = (await this.run('hashEntries', key, [])) as (string | number)[];
+    const entries: ExpiringEntry[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      entries.push({ field: String(flat[i]), value: String(flat[i + 1]), ttlMs: Number(flat[i + 2]) });
+    }
+    return entries;
+  }
+
+  /** Deletes fields; resolves how many of them were live. */
+  async delete(key: string, ...fields: string[]): Promise<number> {
+    assertKey(key);
+    fields.forEach((field, i) => assertField(field, `fields[${i}]`));
+    if (fields.length === 0) return 0;
+    return Number(await this.run('hashDelete', key, fields));
+  }
+
+  /** Live fields only: expired ones are never counted, whatever the sweeper has done. */
+  async count(key: string): Promise<number> {
+    assertKey(key);
+    return Number(await this.run('hashCount', key, []));
+  }
+
+  /** Gives a live field a new ttl; false when it is absent or expired. */
+  async expire(key: string, field: string, ttlMs: number): Promise<boolean> {
+    assertKey(key);
+    assertField(field);
+    assertTtl(ttlMs);
+    const [done, register] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
+    await this.register(key, register!);
+    return done === 1;
+  }
+
+  /** Replaces a live field's value and keeps its ttl; false when it is absent or expired. */
+  async update(key: string, field: string, value: string): Promise<boolean> {
+    assertKey(key);
+    assertField(field);
+    assertValue(value);
+    return (await this.run('hashUpdate', key, [field, value])) === 1;
+  }
+
+  /**
+   * Removes expired fields, then sets `field` only if fewer than `max` live fields remain (a
+   * live `field` is always re-set). Atomic: concurrent callers can never exceed `max`.
+   */
+  async setIfBelow(...args: Parameters<ExpiringHashService['reserve']>): Promise<SetIfBelowResult> {
+    const { accepted, count } = await this.reserve(...args);
+    return { accepted, count };
+  }
+
+  /** setIfBelow, plus when capacity frees up: what a guard's 429 and headers need. */
+  async reserve(
+    key: string,
+    field: string,
+    value: string,
+    ttlMs: number,
+    max: number,
+    opts?: ExpiringSetOptions,
+  ): Promise<SlotReservation> {
+    assertKey(key);
+    assertField(field);
+    assertValue(value);
+    assertTtl(ttlMs);
+    assertMax(max);
+    assertSetOptions(opts);
+    const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max);
+    return { accepted: accepted === 1, count: count!, retryAfterMs: accepted === 1 ? 0 : oldestMs!, resetMs: newestMs! };
+  }
+
+  /** The mode this process gives new hashes (existing hashes keep the one they were made with). */
+  mode(): Promise<ExpiryMode> {
+    this.modeOfNewHashes ??= detectExpiryMode(this.redis.client, this.redis.options.expiringHash.mode).catch((error: unknown) => {
+      this.modeOfNewHashes = undefined; // Redis was down: ask again next time
+      throw error;
+    });
+    return this.redis.scripts.bounded(this.modeOfNewHashes, 'COMMAND INFO');
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.sweeper.stop();
+  }
+
+  private async write(key: string, field: string, value: string, ttlMs: number, max: number): Promise<number[]> {
+    const mode = await this.mode();
+    const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max])) as number[];
+    await this.register(key, reply[4]!);
+    return reply;
+  }
+
+  private async read(key: string, field: string): Promise<[string | null, number]> {
+    assertKey(key);
+    assertField(field);
+    const [value, ttlMs] = (await this.run('hashGet', key, [field])) as [string | null, number];
+    return [value, ttlMs];
+  }
+
+  /** Tells the sweep registry (another slot, hence another call) when this hash next has work. */
+  private async register(key: string, at: number): Promise<void> {
+    if (at < 0) return;
+    const client = this.redis.client;
+    await this.redis.scripts.bounded(client.zadd(this.keys.registryOf(key), 'LT', at, key), 'ZADD');
+  }
+
+  private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
+    this.sweeper.start();
+    return this.redis.scripts.run(script, this.keys.hash(key), ['', ...args]);
+  }
+}

@@ -1,0 +1,30 @@
+/** Options of `set` and `setIfBelow`. */
+export interface ExpiringSetOptions {
+  /** A DelayQueue queue that receives `{ key, field, value }` when this field expires unread. */
+  notify?: string;
+}
+
+/** The result of `setIfBelow`: whether the field was written, and the live fields after the call. */
+export interface SetIfBelowResult {
+  accepted: boolean;
+  count: number;
+}
+
+/** `setIfBelow` plus what a guard needs for its headers. */
+export interface SlotReservation extends SetIfBelowResult {
+  /** 0 when accepted; else ms until the oldest live field expires (capacity frees up then). */
+  retryAfterMs: number;
+  /** ms until every live field has expired (the cap is fully free again); 0 when none has a ttl. */
+  resetMs: number;
+}
+
+/** One live field with its remaining time. */
+export interface ExpiringEntry {
+  field: string;
+  value: string;
+  /** ms left, or -1 when the field never expires. */
+  ttlMs: number;
+}
+
+/** How fields expire: by the server (HPEXPIRE, Redis >= 7.4) or by the library's own index. */
+export type ExpiryMode = 'native' | 'index';

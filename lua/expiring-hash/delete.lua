@@ -1,0 +1,25 @@
+-- Delete fields; an expired field is removed too but not counted.
+-- KEYS[1]  the hash
+-- KEYS[2]  its bucket index
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2..] fields
+-- Returns  the number of live fields deleted
+--- @include "hash.lua"
+
+if not load_meta() then return 0 end
+local removed, seen, gone = 0, {}, {}
+for i = 2, #ARGV do
+  local field = ARGV[i]
+  if not seen[field] then
+    seen[field] = true
+    gone[#gone + 1] = field
+    local expiry = read(field)
+    if expiry ~= nil then
+      removed = removed + 1
+      if expiry == -1 then meta.persistent = meta.persistent - 1 end
+    end
+  end
+end
+delete_fields(gone)
+if not drop_if_empty() then save_meta() end
+return removed

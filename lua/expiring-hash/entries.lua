@@ -1,0 +1,32 @@
+-- Every live field with its value and remaining ttl (read-only).
+-- KEYS[1]  the hash
+-- KEYS[2]  its bucket index (unused)
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- Returns  a flat list: field, value, ms left (-1: no ttl), for each live field
+--- @include "hash.lua"
+
+if not load_meta() then return {} end
+local all = rcall('HGETALL', H)
+local reply, fields, values = {}, {}, {}
+for i = 1, #all, 2 do
+  if all[i] ~= '' then
+    fields[#fields + 1], values[#values + 1] = all[i], all[i + 1]
+  end
+end
+local expiries = {}
+if native then
+  for i = 1, #fields, 1000 do
+    local part = rcall('HPEXPIRETIME', H, 'FIELDS', math.min(1000, #fields - i + 1), unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #part do expiries[#expiries + 1] = part[j] end
+  end
+end
+for i = 1, #fields do
+  local expiry, value = expiries[i], values[i]
+  if not native then expiry, value = decode(value) end
+  if expiry == -1 or expiry > now then
+    reply[#reply + 1] = fields[i]
+    reply[#reply + 1] = value
+    reply[#reply + 1] = expiry < 0 and -1 or expiry - now
+  end
+end
+return reply

@@ -1,0 +1,12 @@
+-- Read one live field and its remaining ttl (read-only: an expired field is skipped, not removed).
+-- KEYS[1]  the hash
+-- KEYS[2]  its bucket index (unused; named so every ExpiringHash script takes the same keys)
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  field
+-- Returns  { value or false, ms left (-1: no ttl, -2: absent or expired) }
+--- @include "hash.lua"
+
+if not load_meta() then return { false, -2 } end
+local expiry, value = read(ARGV[2])
+if value == nil then return { false, -2 } end
+return { value, expiry < 0 and -1 or math.max(0, expiry - now) }

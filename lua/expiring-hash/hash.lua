@@ -1,0 +1,291 @@
+-- Include: one expiring hash, the state every ExpiringHash script shares.
+-- H (KEYS[1]) holds the user's fields plus a reserved meta field "" =
+--   "<mode>,<base>,<next>,<max>,<persistent>,<indexed>":
+--   mode        'i' (index: the library keeps each field's expiry) or 'n' (native: HPEXPIREAT)
+--   base        ms; index-mode expiries are stored as 32-bit offsets from it
+--   next        ms; no field present expires before it (-1: no field has a ttl)
+--   max         ms; no field present expires after it (-1: none has a ttl); H itself expires then
+--   persistent  how many fields have no ttl (while > 0, H carries no expiry)
+--   indexed     1 once H outgrew SMALL fields: expiries are then listed in B by 10 s bucket
+-- Index mode prefixes each value with 4 bytes, big-endian: the expiry's offset from base,
+-- NO_TTL, or LONG followed by an 8-byte absolute expiry. Four bytes keep a 60-byte value inside
+-- the 64-byte listpack limit, which is where a hash beats one string key per item on memory.
+-- B (KEYS[2]) exists only for indexed hashes: field "<bucket>" = number of chunks, fields
+-- "<bucket>.<k>" = names (2-byte length + bytes) of fields that expire in that bucket. A chunk
+-- stays near CHUNK bytes so appends and sweeps cost bounded work. A name may be stale (deleted
+-- or re-set since); sweeps check every name against the field itself.
+--- @include "../includes/server-time.lua"
+
+local rcall = redis.call
+local H, B = KEYS[1], KEYS[2]
+local NO_TTL, LONG = 4294967295, 4294967294
+local BUCKET_MS, CHUNK, SMALL = 10000, 2048, 128
+
+local now = now_ms(ARGV[1])
+local meta, native, meta_before
+local b_created = false -- B gained a bucket: its expiry must follow H's
+
+local function meta_string()
+  return table.concat({ meta.mode, int(meta.base), int(meta.next), int(meta.max),
+    int(meta.persistent), meta.indexed and '1' or '0' }, ',')
+end
+
+-- Reads the meta field; returns false when H does not exist.
+local function load_meta()
+  local raw = rcall('HGET', H, '')
+  if not raw then return false end
+  local mode, base, nxt, max, persistent, indexed =
+    string.match(raw, '^(%a),(-?%d+),(-?%d+),(-?%d+),(%d+),(%d)$')
+  meta = { mode = mode, base = tonumber(base), next = tonumber(nxt), max = tonumber(max),
+    persistent = tonumber(persistent), indexed = indexed == '1' }
+  native = mode == 'n'
+  meta_before = raw
+  return true
+end
+
+local function new_meta(mode)
+  meta = { mode = mode, base = now, next = -1, max = -1, persistent = 0, indexed = false }
+  native = mode == 'n'
+  meta_before = false
+end
+
+-- The key-level expiry H should carry: none while a field has no ttl, else the latest expiry.
+local function key_expiry(m)
+  if m.persistent > 0 or m.max < 0 then return -1 end
+  return m.max
+end
+
+-- Writes the meta field back if it changed, and H's (and B's) own expiry if that changed.
+local function save_meta()
+  local raw = meta_string()
+  if raw == meta_before and not b_created then return end
+  local before_expiry = -2
+  if meta_before then
+    local _, _, _, max, persistent = string.match(meta_before, '^(%a),(-?%d+),(-?%d+),(-?%d+),(%d+)')
+    before_expiry = key_expiry({ max = tonumber(max), persistent = tonumber(persistent) })
+  end
+  rcall('HSET', H, '', raw)
+  meta_before = raw
+  local expiry = key_expiry(meta)
+  local keys = {}
+  if expiry ~= before_expiry then keys[1] = H end
+  if meta.indexed and (b_created or expiry ~= before_expiry) then keys[#keys + 1] = B end
+  for _, key in ipairs(keys) do
+    if expiry < 0 then rcall('PERSIST', key) else rcall('PEXPIREAT', key, expiry) end
+  end
+end
+
+-- Removes H and B once no user field is left.
+local function drop_if_empty()
+  if rcall('HLEN', H) > 1 then return false end
+  rcall('DEL', H, B)
+  meta_before = false
+  return true
+end
+
+local function encode(expiry, value)
+  if expiry < 0 then return struct.pack('>I4', NO_TTL) .. value end
+  local offset = expiry - meta.base
+  if offset >= 0 and offset < LONG then return struct.pack('>I4', offset) .. value end
+  return struct.pack('>I4d', LONG, expiry) .. value
+end
+
+-- Index mode: the expiry (-1: none) and the user's value of a stored raw value.
+local function decode(raw)
+  local head = struct.unpack('>I4', raw)
+  if head == NO_TTL then return -1, string.sub(raw, 5) end
+  if head == LONG then return struct.unpack('>d', raw, 5), string.sub(raw, 13) end
+  return meta.base + head, string.sub(raw, 5)
+end
+
+-- A field's expiry: -1 none; false when absent; a time <= now when expired (index mode may
+-- still hold it; native mode may not have reclaimed it yet).
+local function expiry_of(field)
+  if native then
+    local t = rcall('HPEXPIRETIME', H, 'FIELDS', 1, field)[1]
+    if t == -2 then return false end
+    return t
+  end
+  local raw = rcall('HGET', H, field)
+  if not raw then return false end
+  return (decode(raw))
+end
+
+-- A live field's expiry (-1: none) and value, or nil.
+local function read(field)
+  local raw = rcall('HGET', H, field)
+  if not raw then return nil end
+  if native then return rcall('HPEXPIRETIME', H, 'FIELDS', 1, field)[1], raw end
+  local expiry, value = decode(raw)
+  if expiry >= 0 and expiry <= now then return nil end
+  return expiry, value
+end
+
+local function write(field, value, expiry)
+  if not native then
+    rcall('HSET', H, field, encode(expiry, value))
+    return
+  end
+  rcall('HSET', H, field, value) -- clears the field's previous ttl
+  if expiry >= 0 then rcall('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) end
+end
+
+local function entry(field)
+  return struct.pack('>I2', #field) .. field
+end
+
+-- Lists `field` under the bucket of `expiry` (indexed hashes), unless `old` is in that bucket.
+local function index_add(field, expiry, old)
+  if not meta.indexed or expiry < 0 then return end
+  local bucket = math.floor(expiry / BUCKET_MS)
+  if old and old >= 0 and math.floor(old / BUCKET_MS) == bucket then return end
+  local id = int(bucket)
+  local chunks = tonumber(rcall('HGET', B, id)) or 0
+  local chunk = chunks > 0 and rcall('HGET', B, id .. '.' .. chunks) or false
+  local add = entry(field)
+  if not chunk or (#chunk > 0 and #chunk + #add > CHUNK) then
+    if chunks == 0 then b_created = true end
+    chunks = chunks + 1
+    rcall('HSET', B, id, chunks)
+    chunk = ''
+  end
+  rcall('HSET', B, id .. '.' .. chunks, chunk .. add)
+end
+
+-- Called after a write grew H: past SMALL fields, list every expiring field by bucket.
+local function index_if_large()
+  if meta.indexed or rcall('HLEN', H) <= SMALL + 1 then return false end
+  meta.indexed = true
+  local all = rcall('HGETALL', H)
+  for i = 1, #all, 2 do
+    local field = all[i]
+    if field ~= '' then
+      local expiry = expiry_of(field)
+      if expiry and expiry > now then index_add(field, expiry, nil) end
+    end
+  end
+  return true
+end
+
+local function delete_fields(fields)
+  for i = 1, #fields, 1000 do
+    rcall('HDEL', H, unpack(fields, i, math.min(i + 999, #fields)))
+  end
+end
+
+-- Small hashes: one pass over every field removes the expired ones and makes next, max and
+-- persistent exact. Returns the number of live fields.
+local function scan()
+  local all = rcall('HGETALL', H)
+  local fields, expiries = {}, {}
+  for i = 1, #all, 2 do
+    if all[i] ~= '' then
+      fields[#fields + 1] = all[i]
+      if not native then expiries[#expiries + 1] = (decode(all[i + 1])) end
+    end
+  end
+  if native and #fields > 0 then expiries = rcall('HPEXPIRETIME', H, 'FIELDS', #fields, unpack(fields)) end
+  local due, live, nxt, max, persistent = {}, 0, -1, -1, 0
+  for i = 1, #fields do
+    local e = expiries[i]
+    if e == -1 then
+      live, persistent = live + 1, persistent + 1
+    elseif e > now then
+      live = live + 1
+      if nxt < 0 or e < nxt then nxt = e end
+      if e > max then max = e end
+    elseif e ~= -2 then
+      due[#due + 1] = fields[i]
+    end
+  end
+  delete_fields(due)
+  meta.next, meta.max, meta.persistent = nxt, max, persistent
+  return live
+end
+
+-- Indexed hashes: walks the buckets from `next` up to now, removing due fields, spending at most
+-- `budget` (names checked, plus one per bucket visited). Returns true once caught up with now;
+-- `next` is then exact when the current bucket still holds a pending field, else a lower bound.
+local function walk(budget)
+  local bucket = math.floor(meta.next / BUCKET_MS)
+  local last = math.floor(now / BUCKET_MS)
+  while bucket <= last do
+    local id = int(bucket)
+    local chunks = tonumber(rcall('HGET', B, id)) or 0
+    local pending = -1
+    budget = budget - 1
+    for k = 1, chunks do
+      local chunk = rcall('HGET', B, id .. '.' .. k)
+      if chunk then
+        if budget <= 0 then
+          meta.next = bucket * BUCKET_MS
+          return false
+        end
+        local keep, due, pos = {}, {}, 1
+        while pos <= #chunk do
+          local len = struct.unpack('>I2', chunk, pos)
+          local field = string.sub(chunk, pos + 2, pos + 1 + len)
+          local e = expiry_of(field)
+          if e == false and native then
+            due[#due + 1] = field
+          elseif e and e >= 0 then
+            if e <= now then
+              due[#due + 1] = field
+            elseif math.floor(e / BUCKET_MS) == bucket then
+              keep[#keep + 1] = entry(field)
+              if pending < 0 or e < pending then pending = e end
+            end
+          end
+          pos = pos + 2 + len
+        end
+        budget = budget - #due - #keep
+        delete_fields(due)
+        if #keep == 0 then rcall('HDEL', B, id .. '.' .. k) else rcall('HSET', B, id .. '.' .. k, table.concat(keep)) end
+      end
+    end
+    if pending >= 0 then
+      meta.next = pending
+      return true
+    end
+    if chunks > 0 then rcall('HDEL', B, id) end
+    bucket = bucket + 1
+  end
+  meta.next = bucket * BUCKET_MS
+  return true
+end
+
+-- Brings H up to date with now (due fields removed) and returns the live field count. Free when
+-- nothing can have expired yet; a scan for small hashes; a bucket walk for indexed ones.
+local function live_count()
+  local live
+  if meta.next >= 0 and now >= meta.next then
+    if meta.indexed then walk(math.huge) else live = scan() end
+  end
+  live = live or rcall('HLEN', H) - 1
+  if live == meta.persistent then meta.next, meta.max = -1, -1 end
+  return live
+end
+
+-- Accounts for `field` going from expiry `old` (nil: absent, -1: none) to `expiry` (-1: none).
+-- Returns the time the sweep registry must learn for this hash, or -1.
+local function account(field, expiry, old)
+  if old == -1 then meta.persistent = meta.persistent - 1 end
+  if expiry < 0 then
+    meta.persistent = meta.persistent + 1
+    return -1
+  end
+  local register = -1
+  if meta.next < 0 or expiry < meta.next then meta.next, register = expiry, expiry end
+  if expiry > meta.max then meta.max = expiry end
+  index_add(field, expiry, old)
+  -- the server expires a native hash's fields; only an indexed one has buckets to trim
+  if native and not meta.indexed then return -1 end
+  return register
+end
+
+-- ms until the earliest and the latest expiry of a live field (0 when none has a ttl).
+local function horizon()
+  local oldest = meta.next >= 0 and math.max(0, meta.next - now) or 0
+  local newest = meta.max >= 0 and math.max(0, meta.max - now) or 0
+  return oldest, newest
+end

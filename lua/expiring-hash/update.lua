@@ -1,0 +1,14 @@
+-- Replace a live field's value, keeping its ttl.
+-- KEYS[1]  the hash
+-- KEYS[2]  its bucket index (unused)
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  field
+-- ARGV[3]  value
+-- Returns  1 if the field was live and now holds the value, else 0
+--- @include "hash.lua"
+
+if not load_meta() then return 0 end
+local expiry, value = read(ARGV[2])
+if value == nil then return 0 end
+write(ARGV[2], ARGV[3], expiry)
+return 1

@@ -1,0 +1,220 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ExpiringHashService, type ExpiryMode } from '../../lib/index.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+import { currentFlavor } from '../harness/redis-server.js';
+
+// Index mode runs everywhere; native mode where the server has HPEXPIRE (Redis 8 here).
+const MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
+
+/** Polls `probe` until it returns true; generous, because timers and sweeps are not exact. */
+async function eventually(probe: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await sleep(25);
+  }
+}
+
+describe.each(MODES)('ExpiringHashService, %s mode', (mode) => {
+  // no background sweep here: reads alone must never show an expired field
+  const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 0 } });
+  const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
+  let n = 0;
+  const fresh = () => `user-${(n += 1)}`;
+
+  it('uses the mode asked for', async () => {
+    expect(await hash().mode()).toBe(mode);
+  });
+
+  it('get / ttl / getAll / entries of live fields, with exact ttls', async () => {
+    const key = fresh();
+    await hash().set(key, 'a', 'alpha', 60_000);
+    await hash().set(key, 'b', 'beta');
+    expect(await hash().get(key, 'a')).toBe('alpha');
+    const ttl = await hash().ttl(key, 'a');
+    expect(ttl).toBeGreaterThan(59_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+    expect(await hash().ttl(key, 'b')).toBe(-1);
+    expect(await hash().ttl(key, 'nope')).toBe(-2);
+    expect(await hash().get(key, 'nope')).toBeNull();
+    expect(await hash().getAll(key)).toEqual({ a: 'alpha', b: 'beta' });
+    const entries = await hash().entries(key);
+    expect(entries.map((e) => [e.field, e.value, e.ttlMs === -1 ? -1 : e.ttlMs > 59_000])).toEqual(
+      expect.arrayContaining([['a', 'alpha', true], ['b', 'beta', -1]]),
+    );
+    expect(await hash().count(key)).toBe(2);
+  });
+
+  it('never shows an expired field, whatever was swept', async () => {
+    const key = fresh();
+    await hash().set(key, 'short', 'x', 40);
+    await hash().set(key, 'long', 'y', 60_000);
+    await hash().set(key, 'forever', 'z');
+    await sleep(120);
+    expect(await hash().get(key, 'short')).toBeNull();
+    expect(await hash().ttl(key, 'short')).toBe(-2);
+    expect(await hash().getAll(key)).toEqual({ long: 'y', forever: 'z' });
+    expect((await hash().entries(key)).map((e) => e.field).sort()).toEqual(['forever', 'long']);
+    expect(await hash().count(key)).toBe(2);
+    expect(await hash().expire(key, 'short', 1000)).toBe(false);
+    expect(await hash().update(key, 'short', 'again')).toBe(false);
+    expect(await hash().delete(key, 'short')).toBe(0);
+  });
+
+  it('re-set replaces value and ttl, both ways', async () => {
+    const key = fresh();
+    await hash().set(key, 'f', 'one', 50);
+    await hash().set(key, 'f', 'two');
+    expect(await hash().ttl(key, 'f')).toBe(-1);
+    await sleep(100);
+    expect(await hash().get(key, 'f')).toBe('two');
+    await hash().set(key, 'f', 'three', 30_000);
+    expect(await hash().get(key, 'f')).toBe('three');
+    expect(await hash().ttl(key, 'f')).toBeGreaterThan(29_000);
+    await hash().set(key, 'f', 'four', 40);
+    await sleep(100);
+    expect(await hash().get(key, 'f')).toBeNull();
+    expect(await hash().count(key)).toBe(0);
+  });
+
+  it('expire sets a new ttl on a live field and update keeps it', async () => {
+    const key = fresh();
+    await hash().set(key, 'f', 'v');
+    expect(await hash().expire(key, 'f', 20_000)).toBe(true);
+    expect(await hash().ttl(key, 'f')).toBeGreaterThan(19_000);
+    expect(await hash().update(key, 'f', 'w')).toBe(true);
+    expect(await hash().get(key, 'f')).toBe('w');
+    expect(await hash().ttl(key, 'f')).toBeGreaterThan(19_000);
+    expect(await hash().expire(key, 'f', 40)).toBe(true);
+    await sleep(100);
+    expect(await hash().get(key, 'f')).toBeNull();
+    expect(await hash().expire(fresh(), 'f', 1000)).toBe(false);
+  });
+
+  it('delete counts the live fields it removed, once each', async () => {
+    const key = fresh();
+    await hash().set(key, 'a', '1', 60_000);
+    await hash().set(key, 'b', '2');
+    expect(await hash().delete(key, 'a', 'a', 'missing')).toBe(1);
+    expect(await hash().count(key)).toBe(1);
+    expect(await hash().delete(key, 'b')).toBe(1);
+    // the last field gone, the hash and its index go too
+    expect(await ctx.app.raw.exists(`${ctx.app.prefix}eh:{${key}}`, `${ctx.app.prefix}ehb:{${key}}`)).toBe(0);
+  });
+
+  it('count stays exact while many fields expire at once (small and indexed hashes)', async () => {
+    for (const size of [40, 400]) {
+      const key = fresh();
+      const ttlOf = (i: number) => (i % 4 === 0 ? undefined : i % 4 === 1 ? 60_000 : 1000 + (i % 7));
+      await Promise.all(Array.from({ length: size }, (_, i) => hash().set(key, `f${i}`, `v${i}`, ttlOf(i))));
+      expect(await hash().count(key)).toBe(size);
+      await sleep(1200);
+      expect(await hash().count(key)).toBe(size / 2);
+      expect(Object.keys(await hash().getAll(key))).toHaveLength(size / 2);
+    }
+  });
+
+  it('the hash key expires with its latest field, and not while a field has no ttl', async () => {
+    const key = fresh();
+    const hashKey = `${ctx.app.prefix}eh:{${key}}`;
+    await hash().set(key, 'a', '1', 5_000);
+    await hash().set(key, 'b', '2', 20_000);
+    let pttl = await ctx.app.raw.pttl(hashKey);
+    expect(pttl).toBeGreaterThan(19_000);
+    expect(pttl).toBeLessThanOrEqual(20_000);
+    await hash().set(key, 'c', '3');
+    expect(await ctx.app.raw.pttl(hashKey)).toBe(-1);
+    await hash().delete(key, 'c');
+    pttl = await ctx.app.raw.pttl(hashKey);
+    expect(pttl).toBeGreaterThan(19_000);
+  });
+
+  it('an abandoned hash vanishes by itself, with nothing sweeping or reading it', async () => {
+    const key = fresh();
+    await hash().set(key, 'a', '1', 40);
+    await hash().set(key, 'b', '2', 80);
+    await hash().set(key, 'c', '3');
+    await hash().delete(key, 'c');
+    await eventually(async () => (await ctx.app.raw.exists(`${ctx.app.prefix}eh:{${key}}`)) === 0);
+  });
+
+  it('setIfBelow caps live fields and frees capacity as fields expire', async () => {
+    const key = fresh();
+    expect(await hash().setIfBelow(key, 's1', 'v', 60_000, 2)).toEqual({ accepted: true, count: 1 });
+    expect(await hash().setIfBelow(key, 's2', 'v', 80, 2)).toEqual({ accepted: true, count: 2 });
+    expect(await hash().setIfBelow(key, 's3', 'v', 60_000, 2)).toEqual({ accepted: false, count: 2 });
+    // re-setting a live field is always accepted and does not grow the count
+    expect(await hash().setIfBelow(key, 's1', 'w', 60_000, 2)).toEqual({ accepted: true, count: 2 });
+    const refused = await hash().reserve(key, 's3', 'v', 60_000, 2);
+    expect(refused.accepted).toBe(false);
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(80);
+    expect(refused.resetMs).toBeGreaterThan(59_000);
+    await sleep(150);
+    expect(await hash().setIfBelow(key, 's3', 'v', 60_000, 2)).toEqual({ accepted: true, count: 2 });
+    expect(Object.keys(await hash().getAll(key)).sort()).toEqual(['s1', 's3']);
+  });
+
+  it('setIfBelow is atomic: 50 concurrent callers, cap 3, exactly 3 accepted', async () => {
+    const key = fresh();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => hash().setIfBelow(key, `slot-${i}`, 'v', 60_000, 3)),
+    );
+    expect(results.filter((r) => r.accepted)).toHaveLength(3);
+    expect(results.every((r) => r.count <= 3)).toBe(true);
+    expect(await hash().count(key)).toBe(3);
+  });
+
+  it('keeps values byte for byte, and each hostile field apart', async () => {
+    const key = 'a{b}c:\n ünï 🚦';
+    const fields = ['{x}', '}{', 'a:b', '%3A', 'line\nbreak', '🚦', 'x'.repeat(10 * 1024), '\u0000nul', ' '];
+    for (const [i, field] of fields.entries()) await hash().set(key, field, `${i}:${field}`, 60_000);
+    for (const [i, field] of fields.entries()) expect(await hash().get(key, field)).toBe(`${i}:${field}`);
+    expect(await hash().count(key)).toBe(fields.length);
+    const binary = '\u0000\u00ff\uffff' + 'é'.repeat(100);
+    await hash().set(key, 'bin', binary);
+    expect(await hash().get(key, 'bin')).toBe(binary);
+    await hash().set(key, 'empty', '');
+    expect(await hash().get(key, 'empty')).toBe('');
+  });
+});
+
+describe('ExpiringHashService input checks', () => {
+  const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 0 } });
+  const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
+
+  it.each([0, -1, NaN, Infinity, 1.5, '100' as unknown as number])('ttl %p is a RangeError naming ttlMs', async (ttl) => {
+    await expect(hash().set('k', 'f', 'v', ttl)).rejects.toThrow(RangeError);
+    await expect(hash().set('k', 'f', 'v', ttl)).rejects.toThrow(/ttlMs/);
+    await expect(hash().expire('k', 'f', ttl)).rejects.toThrow(/ttlMs/);
+    await expect(hash().setIfBelow('k', 'f', 'v', ttl, 3)).rejects.toThrow(/ttlMs/);
+  });
+
+  it.each([0, -2, 2.5, NaN])('max %p is a RangeError naming max', async (max) => {
+    await expect(hash().setIfBelow('k', 'f', 'v', 1000, max)).rejects.toThrow(/max/);
+  });
+
+  it('rejects non-string values, empty or oversized fields and lone surrogates with errors naming them', async () => {
+    await expect(hash().set('k', 'f', 42 as unknown as string)).rejects.toThrow(new TypeError('value must be a string, got 42'));
+    await expect(hash().set('k', 'f', { a: 1 } as unknown as string)).rejects.toThrow(/value must be a string/);
+    await expect(hash().set('k', '', 'v')).rejects.toThrow(/field must be a non-empty string/);
+    await expect(hash().set('', 'f', 'v')).rejects.toThrow(/key must be a non-empty string/);
+    await expect(hash().set('k', 'x'.repeat(70_000), 'v')).rejects.toThrow(RangeError);
+    await expect(hash().set('k', 'a\uD800', 'v')).rejects.toThrow(/field must be well-formed/);
+    await expect(hash().set('k', 'f', 'a\uDC00')).rejects.toThrow(/value must be well-formed/);
+    await expect(hash().delete('k', 'ok', '')).rejects.toThrow(/fields\[1\]/);
+    await expect(hash().count('k')).resolves.toBe(0);
+  });
+
+  it('says plainly that notify waits for DelayQueueService', async () => {
+    await expect(hash().set('k', 'f', 'v', 1000, { notify: 'q' })).rejects.toThrow(/notify is not supported yet/);
+    await expect(hash().set('k', 'f', 'v', 1000, { notify: '' })).rejects.toThrow(/opts.notify must be a non-empty string/);
+    expect(await hash().get('k', 'f')).toBeNull();
+  });
+
+  it('picks native mode exactly where the server has HPEXPIRE', async () => {
+    const hasHpexpire = Array.isArray(((await ctx.app.raw.call('COMMAND', 'INFO', 'HPEXPIRE')) as unknown[])[0]);
+    expect(await hash().mode()).toBe(hasHpexpire ? 'native' : 'index');
+    expect(hasHpexpire).toBe(currentFlavor() === 'redis8');
+  });
+});
