@@ -1,0 +1,136 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ExpiringHashService, type ExpiryMode } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
+import { currentFlavor, TestRedis } from '../harness/redis-server.js';
+
+const MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
+
+async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await sleep(50);
+  }
+}
+
+describe.each(MODES)('active expiry, %s mode', (mode) => {
+  let redis: TestRedis;
+  const apps: LimiterApp[] = [];
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+  afterAll(() => redis.stop());
+
+  /** `instances` app processes' worth of modules sharing one key prefix, each with its sweeper. */
+  async function instances(count: number, sweepIntervalMs = 100) {
+    const keyPrefix = uniquePrefix('sweep');
+    for (let i = 0; i < count; i++) {
+      apps.push(await limiterModule(redis, { keyPrefix, expiringHash: { mode, sweepIntervalMs, sweepShards: 4 } }));
+    }
+    return apps.slice(-count);
+  }
+
+  it('removes expired fields nobody reads, from small and indexed hashes, and forgets drained hashes', async () => {
+    const [app] = await instances(1);
+    const hash = app!.moduleRef.get(ExpiringHashService);
+    const raw = app!.raw;
+    const key = (name: string) => `${app!.prefix}eh:{${name}}`;
+    await Promise.all(
+      Array.from({ length: 20 }, (_, u) =>
+        Promise.all(Array.from({ length: 10 }, (_, f) => hash.set(`small-${u}`, `f${f}`, 'v'.repeat(40), 150))),
+      ),
+    );
+    await Promise.all(
+      Array.from({ length: 300 }, (_, f) => hash.set('big', `f${f}`, 'v'.repeat(40), f < 200 ? 150 : 600_000)),
+    );
+    expect(await raw.exists(`${app!.prefix}ehb:{big}`)).toBe(1);
+    const before = Number(await raw.call('MEMORY', 'USAGE', key('big')));
+
+    await eventually(async () => (await raw.hlen(key('big'))) === 101); // 100 live + the meta field
+    await eventually(async () => (await raw.exists(...Array.from({ length: 20 }, (_, u) => key(`small-${u}`)))) === 0);
+    expect(Number(await raw.call('MEMORY', 'USAGE', key('big')))).toBeLessThan(before);
+    expect(await hash.count('big')).toBe(100);
+    // only the big hash is still listed for sweeping
+    const registry = await Promise.all([0, 1, 2, 3].map((s) => raw.zrange(`${app!.prefix}ehr:{${s}}`, 0, -1)));
+    expect(registry.flat()).toEqual(['big']);
+  });
+
+  it('several instances share the sweep and drain everything', async () => {
+    const [a, b, c] = await instances(3, 50);
+    const writers = [a!, b!, c!].map((app) => app.moduleRef.get(ExpiringHashService));
+    await Promise.all(
+      Array.from({ length: 200 }, (_, u) => writers[u % 3]!.set(`user-${u}`, 'slot', 'v', 100 + (u % 50))),
+    );
+    const raw = a!.raw;
+    await eventually(async () => (await raw.keys(`${a!.prefix}eh:*`)).length === 0);
+    await eventually(async () => (await raw.keys(`${a!.prefix}ehr:*`)).length === 0);
+  });
+
+  it('a claim leases each due hash to one sweeper only', async () => {
+    const [app] = await instances(1, 0);
+    const connection = app!.moduleRef.get(RedisConnection);
+    const registry = `${app!.prefix}ehr:{0}`;
+    await app!.raw.zadd(registry, ...Array.from({ length: 50 }, (_, i) => ['1', `k${i}`]).flat());
+    const claims = await Promise.all(
+      [0, 1, 2].map(() => connection.scripts.run('registryClaim', [registry], ['', 20, 30_000]) as Promise<string[]>),
+    );
+    const members = claims.flatMap(([, ...claimed]) => claimed);
+    expect(members).toHaveLength(50);
+    expect(new Set(members).size).toBe(50);
+    // a lease is released to the next due time, or removes the hash when it has none
+    const [lease, first, second] = claims[0]!;
+    await connection.scripts.run('registryRelease', [registry], [lease!, first!, 5000, second!, -1]);
+    expect(await app!.raw.zscore(registry, first!)).toBe('5000');
+    expect(await app!.raw.zscore(registry, second!)).toBeNull();
+  });
+
+  it('a registration made during a lease survives its release', async () => {
+    const [app] = await instances(1, 0);
+    const connection = app!.moduleRef.get(RedisConnection);
+    const registry = `${app!.prefix}ehr:{0}`;
+    await app!.raw.zadd(registry, 1, 'k');
+    const [lease] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[];
+    await app!.raw.zadd(registry, 'LT', 9_000_000_000_000, 'k'); // a set meanwhile: due far ahead, still below the lease
+    await connection.scripts.run('registryRelease', [registry], [lease!, 'k', -1]);
+    expect(await app!.raw.zscore(registry, 'k')).toBe('9000000000000');
+  });
+
+});
+
+// index mode: in native mode the server reclaims fields on its own, so HLEN says nothing of one call
+describe('a sweep call', () => {
+  let redis: TestRedis;
+  const cleanup: LimiterApp[] = [];
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterAll(async () => {
+    await Promise.all(cleanup.map((app) => app.close()));
+    await redis.stop();
+  });
+
+  it('does bounded work on a hash with thousands of due fields', async () => {
+    const app = await limiterModule(redis, { expiringHash: { mode: 'index', sweepIntervalMs: 0 } });
+    cleanup.push(app);
+    const hash = app!.moduleRef.get(ExpiringHashService);
+    const connection = app!.moduleRef.get(RedisConnection);
+    for (let i = 0; i < 5000; i += 500) {
+      await Promise.all(Array.from({ length: 500 }, (_, j) => hash.set('huge', `field-${i + j}`, 'v', 100)));
+    }
+    await hash.set('huge', 'keeper', 'v'); // without it the whole key would expire with its last field
+    await sleep(150);
+    const keys = [`${app!.prefix}eh:{huge}`, `${app!.prefix}ehb:{huge}`];
+    const [, more] = (await connection.scripts.run('hashSweep', keys, ['', 1000])) as number[];
+    expect(more).toBe(1);
+    const left = await app!.raw.hlen(keys[0]!);
+    // the budget is checked per chunk of names, so one call may overshoot by one chunk
+    expect(5002 - left).toBeGreaterThan(0);
+    expect(5002 - left).toBeLessThanOrEqual(1000 + 400);
+    expect(await hash.count('huge')).toBe(1);
+    expect(await app!.raw.hlen(keys[0]!)).toBe(2);
+  });
+});
