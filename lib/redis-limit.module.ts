@@ -2,10 +2,25 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurableModuleClass } from './redis-limit.module-definition.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
+import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
+import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
+import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
 import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 import { RedisConnection } from './redis/redis-connection.js';
+
+/** Everything the module provides is exported too: guards and services are injected in user modules. */
+const PROVIDERS = [
+  RedisConnection,
+  RateLimiterService,
+  ExpiringHashService,
+  RateLimitPlans,
+  RateLimitGuard,
+  MaxPendingPlans,
+  MaxPendingGuard,
+  MaxPendingInterceptor,
+];
 
 /**
  * `RedisLimitModule.forRoot(options)` / `forRootAsync({ useFactory, inject, imports })`.
@@ -14,7 +29,7 @@ import { RedisConnection } from './redis/redis-connection.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [RedisConnection, RateLimiterService, ExpiringHashService, RateLimitPlans, RateLimitGuard],
-  exports: [RedisConnection, RateLimiterService, ExpiringHashService, RateLimitPlans, RateLimitGuard],
+  providers: PROVIDERS,
+  exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {}

@@ -1,4 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { RedisLimitError } from '../errors.js';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { Reply, ScriptName } from '../redis/scripts.js';
@@ -153,11 +154,20 @@ export class ExpiringHashService implements OnApplicationShutdown {
     return [value, ttlMs];
   }
 
-  /** Tells the sweep registry (another slot, hence another call) when this hash next has work. */
+  /**
+   * Tells the sweep registry (another slot, hence another call) when this hash next has work.
+   * The write has happened by then, so a failure here must not fail it: the hash's own key
+   * expiry still bounds how long an unswept field can hold memory.
+   */
   private async register(key: string, at: number): Promise<void> {
     if (at < 0) return;
     const client = this.redis.client;
-    await this.redis.scripts.bounded(client.zadd(this.keys.registryOf(key), 'LT', at, key), 'ZADD');
+    try {
+      await this.redis.scripts.bounded(client.zadd(this.keys.registryOf(key), 'LT', at, key), 'ZADD');
+    } catch (error) {
+      if (!(error instanceof RedisLimitError)) throw error;
+      this.redis.reportFailure(error);
+    }
   }
 
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {

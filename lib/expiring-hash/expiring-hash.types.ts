@@ -12,9 +12,10 @@ export interface SetIfBelowResult {
 
 /** `setIfBelow` plus what a guard needs for its headers. */
 export interface SlotReservation extends SetIfBelowResult {
-  /** 0 when accepted; else ms until the oldest live field expires (capacity frees up then). */
+  /** 0 when accepted; else ms until the oldest live field expires and frees capacity (0 too when
+   * no live field has a ttl: capacity then frees only by delete). */
   retryAfterMs: number;
-  /** ms until every live field has expired (the cap is fully free again); 0 when none has a ttl. */
+  /** ms until the last live field with a ttl expires (fields without one never do); 0 when none has one. */
   resetMs: number;
 }
 

@@ -1,7 +1,6 @@
-import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { Injectable, type Type } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
-import { RedisConnection } from '../redis/redis-connection.js';
+import { RoutePlans } from '../route-plans.js';
 import { assertPermits, funnelSpec, rateLimitSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from './rate-limit.metadata.js';
 import type { StackedLimit } from './rate-limiter.service.js';
@@ -31,40 +30,11 @@ export interface RoutePlan {
  * A bad option makes `app.init()` fail with `Controller.handler` in the message.
  */
 @Injectable()
-export class RateLimitPlans implements OnModuleInit {
-  private readonly plans = new Map<Function, RoutePlan | null>();
+export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
+  protected readonly what = 'rate-limit';
 
-  constructor(
-    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
-    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
-    @Inject(RedisConnection) private readonly redis: RedisConnection,
-  ) {}
-
-  onModuleInit(): void {
-    const problems: string[] = [];
-    for (const { metatype } of this.discovery.getControllers()) {
-      if (typeof metatype !== 'function') continue;
-      for (const method of this.scanner.getAllMethodNames(metatype.prototype)) {
-        const handler = metatype.prototype[method] as Function;
-        try {
-          this.plans.set(handler, compile(metatype as Type, handler, this.redis.options.failMode));
-        } catch (error) {
-          problems.push((error as Error).message);
-        }
-      }
-    }
-    if (problems.length > 0) throw new TypeError(`Invalid rate-limit options:\n  ${problems.join('\n  ')}`);
-  }
-
-  /** The plan of a handler, or null when nothing limits it. */
-  forRoute(controller: Type, handler: Function): RoutePlan | null {
-    let plan = this.plans.get(handler);
-    if (plan === undefined) {
-      // a controller discovery did not see (e.g. registered late): plan it now
-      plan = compile(controller, handler, this.redis.options.failMode);
-      this.plans.set(handler, plan);
-    }
-    return plan;
+  protected compile(controller: Type, handler: Function): RoutePlan | null {
+    return compile(controller, handler, this.redis.options.failMode);
   }
 }
 

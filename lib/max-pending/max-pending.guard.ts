@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Inject,
+  Injectable,
+  InternalServerErrorException,
+  Logger,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
+import { RedisLimitError } from '../errors.js';
+import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
+import { rateLimitHeaders } from '../rate-limit/headers.js';
+import { limiterUnavailable, setHeaders, tooManyRequests } from '../rate-limit/http.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
+import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
+
+interface ClosableResponse {
+  once?: (event: 'close', listener: () => void) => unknown;
+  raw?: ClosableResponse;
+}
+
+/**
+ * Reserves a handler's @MaxPending slot, or answers 429 when the owner already holds `max` live
+ * ones. Attached by the decorator; on a controller and a handler both, the first to run decides.
+ */
+@Injectable()
+export class MaxPendingGuard implements CanActivate {
+  private readonly logger = new Logger('MaxPendingGuard');
+
+  constructor(
+    @Inject(ExpiringHashService) private readonly expiringHash: ExpiringHashService,
+    @Inject(MaxPendingPlans) private readonly plans: MaxPendingPlans,
+    @Inject(RedisConnection) private readonly redis: RedisConnection,
+  ) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    if (ctx.getType() !== 'http') return true;
+    const http = ctx.switchToHttp();
+    const request = http.getRequest<object>();
+    if (heldSlot(request) !== undefined) return true;
+    const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
+    if (plan === null) return true;
+
+    const key = `${plan.name}:${await this.ownerOf(plan, ctx)}`;
+    const slot: HeldSlot = { route: plan.route, key, slotId: randomUUID(), reserved: false, reached: false };
+    let reservation;
+    try {
+      const opts = plan.notify ? { notify: plan.notify } : undefined;
+      reservation = await this.expiringHash.reserve(key, slot.slotId, '', plan.ttlMs, plan.max, opts);
+    } catch (error) {
+      if (!(error instanceof RedisLimitError)) throw error;
+      this.redis.reportFailure(error);
+      if (plan.failMode === 'closed') throw limiterUnavailable();
+      holdSlot(request, slot); // an id for the handler, but nothing in Redis to release
+      return true;
+    }
+    this.redis.reportSuccess();
+
+    const response = http.getResponse<unknown>();
+    const { accepted, count, retryAfterMs, resetMs } = reservation;
+    const decision = { allowed: accepted, limit: plan.max, remaining: Math.max(0, plan.max - count), retryAfterMs, resetMs };
+    const policy = { name: plan.name, limit: plan.max, windowMs: plan.ttlMs };
+    setHeaders(response, rateLimitHeaders(this.redis.options.headers, [policy], [decision]));
+    if (!accepted) throw tooManyRequests(response, retryAfterMs);
+
+    slot.reserved = true;
+    holdSlot(request, slot);
+    this.releaseIfRefusedLater(response, slot);
+    return true;
+  }
+
+  private async ownerOf(plan: MaxPendingPlan, ctx: ExecutionContext): Promise<string> {
+    const owner = await (plan.owner ?? this.redis.options.tracker)(ctx);
+    if (typeof owner !== 'string' || owner.length === 0) {
+      // an absent owner would pool every such request under one cap: refuse to guess
+      this.logger.error(`${plan.route}: owner resolved to ${JSON.stringify(owner)}, not a non-empty string`);
+      throw new InternalServerErrorException();
+    }
+    return owner;
+  }
+
+  // A guard that runs after this one may still refuse the request; the handler then never runs
+  // and the slot would hold capacity for its whole ttl. Release it once the response is done.
+  private releaseIfRefusedLater(response: unknown, slot: HeldSlot): void {
+    const raw = (response as ClosableResponse).raw ?? (response as ClosableResponse);
+    raw.once?.('close', () => {
+      if (!slot.reached) void releaseSlot(this.expiringHash, slot, this.logger);
+    });
+  }
+}

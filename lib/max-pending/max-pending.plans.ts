@@ -1,0 +1,69 @@
+import { Injectable, type Type } from '@nestjs/common';
+import { assertPositiveInteger } from '../rate-limit/policy.js';
+import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import { describeValue } from '../redis/keys.js';
+import { RoutePlans } from '../route-plans.js';
+import { MAX_PENDING, type MaxPendingEntry } from './max-pending.metadata.js';
+
+/** A handler's cap, checked once at start-up. */
+export interface MaxPendingPlan {
+  route: string;
+  max: number;
+  ttlMs: number;
+  name: string;
+  owner: KeyResolver | undefined;
+  failMode: FailMode;
+  notify: string | undefined;
+}
+
+/**
+ * Reads @MaxPending of every controller when the application starts (a handler's replaces its
+ * controller's), checks every option and keeps the result per handler. A bad option makes
+ * `app.init()` fail with `Controller.handler` in the message.
+ */
+@Injectable()
+export class MaxPendingPlans extends RoutePlans<MaxPendingPlan | null> {
+  protected readonly what = '@MaxPending';
+
+  protected compile(controller: Type, handler: Function): MaxPendingPlan | null {
+    return compile(controller, handler, this.redis.options.failMode);
+  }
+}
+
+function compile(controller: Type, handler: Function, moduleFailMode: FailMode): MaxPendingPlan | null {
+  const route = `${controller.name}.${handler.name}`;
+  const own: MaxPendingEntry[] = Reflect.getMetadata(MAX_PENDING, handler) ?? [];
+  const entries: MaxPendingEntry[] = own.length > 0 ? own : (Reflect.getMetadata(MAX_PENDING, controller) ?? []);
+  if (entries.length === 0) return null;
+  try {
+    // two caps would reserve two slots per request, and only one id reaches @PendingSlot
+    if (entries.length > 1) throw new TypeError('@MaxPending is declared more than once; a route takes one cap');
+    return { route, ...check(entries[0]!, moduleFailMode) };
+  } catch (error) {
+    throw new (error instanceof RangeError ? RangeError : TypeError)(`${route}: ${(error as Error).message}`);
+  }
+}
+
+function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omit<MaxPendingPlan, 'route'> {
+  assertPositiveInteger(max, '@MaxPending(max)');
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`@MaxPending(max, options) takes an options object { ttlMs, name }, got ${describeValue(options)}`);
+  }
+  const { ttlMs, name, owner, failMode = moduleFailMode, notify } = options;
+  assertPositiveInteger(ttlMs, '@MaxPending.ttlMs');
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new TypeError(`@MaxPending.name must be a non-empty string, got ${describeValue(name)}`);
+  }
+  // the hash is `${name}:${owner}`: a ':' in a name would let two caps' owners collide
+  if (name.includes(':')) throw new TypeError(`@MaxPending.name must not contain ':', got ${describeValue(name)}`);
+  if (owner !== undefined && typeof owner !== 'function') {
+    throw new TypeError(`@MaxPending.owner must be a function (ctx) => string, got ${describeValue(owner)}`);
+  }
+  assertFailMode(failMode, '@MaxPending.failMode');
+  if (notify !== undefined && (typeof notify !== 'string' || notify.length === 0)) {
+    throw new TypeError(`@MaxPending.notify must be a non-empty string (a DelayQueue queue name), got ${describeValue(notify)}`);
+  }
+  // refused here rather than on every request: expiry notifications need DelayQueueService
+  if (notify !== undefined) throw new TypeError('@MaxPending.notify is not supported yet: it needs DelayQueueService');
+  return { max, ttlMs, name, owner, failMode, notify };
+}

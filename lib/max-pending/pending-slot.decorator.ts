@@ -1,0 +1,18 @@
+import { createParamDecorator, InternalServerErrorException, Logger, type ExecutionContext } from '@nestjs/common';
+import { heldSlot } from './pending-slot.js';
+
+const logger = new Logger('PendingSlot');
+
+/**
+ * The id of the slot @MaxPending reserved for this request (a UUID), e.g. to use as an order's
+ * id: deleting that field of `${name}:${owner}` frees the slot.
+ */
+export const PendingSlot = createParamDecorator((_data: unknown, ctx: ExecutionContext): string => {
+  const slot = heldSlot(ctx.switchToHttp().getRequest<object>());
+  if (slot === undefined) {
+    // a programming error: the route has no @MaxPending
+    logger.error(`${ctx.getClass().name}.${ctx.getHandler().name}: @PendingSlot() needs @MaxPending on the route`);
+    throw new InternalServerErrorException();
+  }
+  return slot.slotId;
+});
