@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { RedisLimitModule, type FailMode, type HeadersMode } from '../../lib/index.js';
+import { OrdersModule } from './orders/orders.module.js';
 import { QuotesModule } from './quotes/quotes.module.js';
 import { SmsModule } from './sms/sms.module.js';
 
@@ -11,15 +12,25 @@ export interface SampleAppOptions {
   headers?: HeadersMode;
   failMode?: FailMode;
   commandTimeoutMs?: number;
+  /** How long an order waits for payment, in ms (tests shorten it). Default 30 minutes. */
+  orderTtlMs?: number;
 }
 
-/** The sample application: quotes (per-IP and per-API-key limits) and SMS (one per phone per 30 min). */
+/**
+ * The sample application: quotes (per-IP and per-API-key limits), SMS (one per phone per 30 min)
+ * and orders (at most 3 unpaid per user).
+ */
 @Module({})
 export class AppModule {
-  static register({ redisUrl, ...limiter }: SampleAppOptions): DynamicModule {
+  static register({ redisUrl, orderTtlMs, ...limiter }: SampleAppOptions): DynamicModule {
     return {
       module: AppModule,
-      imports: [RedisLimitModule.forRoot({ ...limiter, redis: redisUrl }), QuotesModule, SmsModule],
+      imports: [
+        RedisLimitModule.forRoot({ ...limiter, redis: redisUrl }),
+        QuotesModule,
+        SmsModule,
+        OrdersModule.register({ ttlMs: orderTtlMs }),
+      ],
     };
   }
 }

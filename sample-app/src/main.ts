@@ -56,4 +56,9 @@ Try:
 
   # one SMS per phone per 30 minutes: the second answers 429 with Retry-After: 1800
   curl -i -X POST ${base}/sms -H 'content-type: application/json' -d '{"phone":"+15555550100","text":"Your code is 123456"}'
+
+  # at most 3 unpaid orders per user: the 4th answers 429 until one is paid or lapses (30 min)
+  for i in 1 2 3 4; do curl -s -w ' %{http_code}\\n' -X POST ${base}/orders -H 'x-user-id: alice' -H 'content-type: application/json' -d '{"item":"book"}'; done
+  curl -s ${base}/orders -H 'x-user-id: alice'
+  curl -i -X POST ${base}/orders/<id>/pay -H 'x-user-id: alice'
 `);
