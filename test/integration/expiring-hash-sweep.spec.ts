@@ -55,7 +55,7 @@ describe.each(MODES)('active expiry, %s mode', (mode) => {
     expect(Number(await raw.call('MEMORY', 'USAGE', key('big')))).toBeLessThan(before);
     expect(await hash.count('big')).toBe(100);
     // only the big hash is still listed for sweeping
-    const registry = await Promise.all([0, 1, 2, 3].map((s) => raw.zrange(`${app!.prefix}ehr:{${s}}`, 0, -1)));
+    const registry = await Promise.all([0, 1, 2, 3].map((s) => raw.zrange(`${app!.prefix}ehr:{${s}}`, '0', '-1')));
     expect(registry.flat()).toEqual(['big']);
   });
 
