@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Controller, Get, type Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { Funnel, RateLimit, RedisLimitModule } from '../../lib/index.js';
+import { Funnel, RateLimit } from '../../lib/index.js';
+import { startupError } from '../harness/controller-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
 // Bad decorator options must stop the application at start-up, naming Controller.handler,
@@ -13,17 +13,10 @@ describe('decorator options are checked at app.init()', () => {
   });
   afterAll(() => redis.stop());
 
-  async function init(controller: Type) {
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: redis.url })],
-      controllers: [controller],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    try {
-      await app.init();
-    } finally {
-      await app.close();
-    }
+  // rejects with the start-up error, so the tests below can assert on it with `rejects.toThrow`
+  async function init(controller: Type): Promise<void> {
+    const error = await startupError(redis, controller);
+    if (error !== undefined) throw error;
   }
 
   it.each([

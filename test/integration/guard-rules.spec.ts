@@ -1,8 +1,7 @@
 import 'reflect-metadata';
-import { Controller, Get, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import request from 'supertest';
-import { RateLimit, RedisLimitModule, SkipRateLimit } from '../../lib/index.js';
+import { Controller, Get } from '@nestjs/common';
+import { RateLimit, SkipRateLimit } from '../../lib/index.js';
+import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
@@ -77,25 +76,19 @@ class MistakesController {
 
 describe('guard rules', () => {
   let redis: TestRedis;
-  let app: INestApplication;
-  const get = (path: string) => request(app.getHttpServer()).get(path);
-  const statuses = async (path: string, n: number) => {
-    const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push((await get(path)).status);
-    return out;
-  };
+  let app: ControllerApp;
+  const get = (path: string) => app.http.get(path);
+  const statuses = (path: string, n: number) => statusesOf(() => get(path), n);
 
   beforeAll(async () => {
     redis = await TestRedis.start({ own: true }); // one test stops it
   });
   afterAll(() => redis.stop());
   beforeEach(async () => {
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: uniquePrefix('guard'), commandTimeoutMs: 300 })],
+    app = await controllerApp(redis, {
       controllers: [LoginController, ReportsController, MistakesController],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+      options: { keyPrefix: uniquePrefix('guard'), commandTimeoutMs: 300 },
+    });
   });
   afterEach(() => app.close());
 
