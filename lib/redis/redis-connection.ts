@@ -34,12 +34,25 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       client.on('error', (error: Error) => this.reportFailure(error));
       client.on('ready', () => this.reportSuccess());
     }
+    // a restarted server has lost its scripts: load them before the traffic returns
+    client.on('ready', () => void this.preloadScripts());
   }
 
   async onModuleInit(): Promise<void> {
     await waitUntilReady(this.client, STARTUP_WAIT_MS);
     if (this.client.status !== 'ready') {
       this.reportFailure(new Error(`not ready after ${STARTUP_WAIT_MS} ms (status ${this.client.status})`));
+      return;
+    }
+    await this.preloadScripts();
+  }
+
+  /** Best effort: a script that is not loaded still runs (EVALSHA falls back to EVAL). */
+  private async preloadScripts(): Promise<void> {
+    try {
+      await this.scripts.preload();
+    } catch {
+      // the next call reports the outage, if it is one
     }
   }
 

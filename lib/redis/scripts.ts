@@ -90,6 +90,17 @@ export class ScriptRunner {
     }
   }
 
+  /**
+   * Loads every script on every master, so the first burst of calls after a (re)connect runs
+   * EVALSHA at once instead of each falling back to EVAL with the whole source.
+   */
+  async preload(): Promise<void> {
+    const client = this.client as RedisClient & { nodes?: (role: 'master') => Redis[] };
+    const servers = typeof client.nodes === 'function' ? client.nodes('master') : [client as Redis];
+    const loads = servers.flatMap((server) => [...this.byName.values()].map((s) => server.script('LOAD', s.source)));
+    await this.bounded(Promise.all(loads), 'SCRIPT LOAD');
+  }
+
   script(name: ScriptName): LoadedScript {
     return this.byName.get(name)!;
   }
