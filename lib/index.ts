@@ -18,6 +18,17 @@ export type {
   SetIfBelowResult,
   SlotReservation,
 } from './expiring-hash/expiring-hash.types.js';
+export { DelayQueueService } from './delay-queue/delay-queue.service.js';
+export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
+export type {
+  ConsumeOptions,
+  DelayedHandler,
+  DelayedMessage,
+  DelayQueueConsumer,
+  EnqueueOptions,
+  QueueSize,
+  RescheduleOptions,
+} from './delay-queue/delay-queue.types.js';
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';

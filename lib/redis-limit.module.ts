@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurableModuleClass } from './redis-limit.module-definition.js';
+import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
+import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
@@ -15,6 +17,8 @@ const PROVIDERS = [
   RedisConnection,
   RateLimiterService,
   ExpiringHashService,
+  DelayQueueService,
+  DelayQueueExplorer,
   RateLimitPlans,
   RateLimitGuard,
   MaxPendingPlans,

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
@@ -17,7 +17,7 @@ const NO_TTL = -1;
  * removes expired fields nobody reads. See lua/expiring-hash/hash.lua for the layout.
  */
 @Injectable()
-export class ExpiringHashService implements OnApplicationShutdown {
+export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly keys: ExpiringHashKeys;
   private readonly sweeper: ExpiringHashSweeper;
   private modeOfNewHashes: Promise<ExpiryMode> | undefined;
@@ -136,7 +136,8 @@ export class ExpiringHashService implements OnApplicationShutdown {
     return this.redis.scripts.bounded(this.modeOfNewHashes, 'COMMAND INFO');
   }
 
-  onApplicationShutdown(): Promise<void> {
+  /** Before the connection closes: a sweep pass in flight finishes first. */
+  beforeApplicationShutdown(): Promise<void> {
     return this.sweeper.stop();
   }
 

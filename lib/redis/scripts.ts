@@ -18,6 +18,13 @@ export const SCRIPT_FILES = {
   hashSweep: 'expiring-hash/sweep.lua',
   registryClaim: 'expiring-hash/registry-claim.lua',
   registryRelease: 'expiring-hash/registry-release.lua',
+  queueEnqueue: 'delay-queue/enqueue.lua',
+  queueClaim: 'delay-queue/claim.lua',
+  queueAck: 'delay-queue/ack.lua',
+  queueFail: 'delay-queue/fail.lua',
+  queueCancel: 'delay-queue/cancel.lua',
+  queueReschedule: 'delay-queue/reschedule.lua',
+  queueSize: 'delay-queue/size.lua',
 } as const;
 
 export type ScriptName = keyof typeof SCRIPT_FILES;

@@ -1,0 +1,180 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Logger } from '@nestjs/common';
+import { RedisLimitError } from '../errors.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ConsumeOptions, DelayedHandler, DelayedMessage, DelayQueueConsumer } from './delay-queue.types.js';
+
+/** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
+const MAX_BATCH = 200;
+/** With nothing due, look again after this long anyway: a wake-up lost while the subscriber
+ * was reconnecting costs at most this delay. It is the whole idle cost: one call per 5 s. */
+const IDLE_CHECK_MS = 5000;
+/** After a Redis failure, try again after this long. */
+const RETRY_MS = 500;
+
+export interface ConsumerDeps {
+  redis: RedisConnection;
+  queue: string;
+  keys: string[];
+  handler: DelayedHandler;
+  options: Required<ConsumeOptions>;
+  onStop: (consumer: Consumer) => void;
+}
+
+/**
+ * One consumer of one queue. It sleeps on a local timer until the earliest due time the last
+ * claim reported (corrected for the offset between this machine's clock and the server's), is
+ * woken early by the queue's channel when an earlier message arrives, claims due messages in
+ * batches with one script call, and acknowledges handled ones in batches too.
+ */
+export class Consumer implements DelayQueueConsumer {
+  private readonly logger: Logger;
+  private timer: NodeJS.Timeout | undefined;
+  private wakeAt = Infinity;
+  private claiming = false;
+  /** The last claim filled all the room there was: more may be due when a handler finishes. */
+  private saturated = false;
+  private again = false;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private acks: string[] = [];
+  private flushing: Promise<void> | undefined;
+  /** server clock − local clock, in ms, from the last claim. */
+  private offsetMs = 0;
+
+  constructor(private readonly deps: ConsumerDeps) {
+    this.logger = new Logger(`DelayQueue:${deps.queue}`);
+  }
+
+  start(): void {
+    this.wake();
+  }
+
+  /** A message due at `runAt` (server ms) was enqueued: wake then, if that is earlier than planned. */
+  hint(runAt: number): void {
+    this.planWake(runAt);
+  }
+
+  /** Claim now (after a reconnect, when capacity frees up). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.wakeAt = Infinity;
+    void this.claim();
+  }
+
+  async stop(timeoutMs = 10_000): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.deps.onStop(this);
+    await Promise.race([Promise.allSettled([...this.inFlight]), sleep(timeoutMs, undefined, { ref: false })]);
+    await this.flushAcks();
+  }
+
+  private planWake(serverMs: number): void {
+    if (this.stopped || serverMs >= this.wakeAt) return;
+    clearTimeout(this.timer);
+    this.wakeAt = serverMs;
+    const delay = Math.max(0, serverMs - (Date.now() + this.offsetMs));
+    this.timer = setTimeout(() => this.wake(), delay);
+    this.timer.unref();
+  }
+
+  private async claim(): Promise<void> {
+    this.claiming = true;
+    const { redis, keys, options } = this.deps;
+    try {
+      do {
+        this.again = false;
+        const room = options.concurrency - this.inFlight.size;
+        if (room <= 0) break; // a finishing handler wakes us
+        const reply = (await redis.scripts.run('queueClaim', keys, ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs])) as (string | number)[];
+        const [now, next] = reply as [number, number];
+        this.offsetMs = now - Date.now();
+        for (let i = 2; i < reply.length; i += 4) {
+          this.run({
+            id: String(reply[i]),
+            queue: this.deps.queue,
+            payload: JSON.parse(String(reply[i + 1])) as unknown,
+            runAt: Number(reply[i + 2]),
+            attempt: Number(reply[i + 3]),
+          });
+        }
+        const claimed = (reply.length - 2) / 4;
+        this.saturated = claimed === room;
+        if (claimed === Math.min(room, MAX_BATCH) && claimed < room) this.again = true; // a full batch: maybe more due
+        this.wakeAt = Infinity;
+        this.planWake(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
+        redis.reportSuccess();
+      } while (this.again && !this.stopped);
+    } catch (error) {
+      if (!this.stopped) {
+        if (error instanceof RedisLimitError) this.deps.redis.reportFailure(error);
+        else this.logger.error(`claim failed: ${(error as Error).message}`);
+        this.wakeAt = Infinity;
+        this.planWake(Date.now() + this.offsetMs + RETRY_MS);
+      }
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  private run(message: DelayedMessage): void {
+    const { options } = this.deps;
+    if (message.attempt > options.maxAttempts) {
+      // delivered more often than allowed without an answer: its handler keeps dying
+      void this.fail(message, new Error('the consumer died or timed out on every attempt'), true);
+      return;
+    }
+    const running: Promise<void> = (async () => {
+      try {
+        await this.deps.handler(message);
+        this.ack(message.id);
+      } catch (error) {
+        await this.fail(message, error, message.attempt >= options.maxAttempts);
+      }
+    })().finally(() => {
+      this.inFlight.delete(running);
+      if (this.saturated) this.wake();
+    });
+    this.inFlight.add(running);
+  }
+
+  /** Acks go out in one call per turn of the event loop. */
+  private ack(id: string): void {
+    this.acks.push(id);
+    if (this.acks.length === 1) setImmediate(() => void this.flushAcks());
+  }
+
+  private async flushAcks(): Promise<void> {
+    await this.flushing;
+    if (this.acks.length === 0) return;
+    const ids = this.acks;
+    this.acks = [];
+    this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, ids).then(
+      () => undefined,
+      (error: unknown) => {
+        // unacknowledged, they are delivered again once their lease runs out: at-least-once
+        this.logger.warn(`could not acknowledge ${ids.length} message(s): ${(error as Error).message}`);
+      },
+    );
+    await this.flushing;
+  }
+
+  private async fail(message: DelayedMessage, error: unknown, dead: boolean): Promise<void> {
+    const { options, redis, keys } = this.deps;
+    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const backoff = dead ? -1 : options.backoffMs * 2 ** (message.attempt - 1);
+    try {
+      const dueAgain = Number(await redis.scripts.run('queueFail', keys, ['', message.id, backoff, text]));
+      if (dueAgain >= 0) this.planWake(dueAgain);
+    } catch (failure) {
+      this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);
+    }
+  }
+}

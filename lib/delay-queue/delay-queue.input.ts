@@ -1,0 +1,80 @@
+import { assertKey, describeValue } from '../redis/keys.js';
+import type { ConsumeOptions, EnqueueOptions } from './delay-queue.types.js';
+
+/**
+ * The payload as JSON, checked to come back equal: plain objects, arrays, strings, finite
+ * numbers, booleans and null. Anything JSON would drop or change (undefined, functions, Dates,
+ * Maps, NaN, BigInt, cycles) is a TypeError naming where it sits.
+ */
+export function serializePayload(payload: unknown): string {
+  assertJsonSafe(payload, 'payload', new Set());
+  return JSON.stringify(payload);
+}
+
+function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) return;
+    throw new TypeError(`${path} must be JSON-serializable: ${value} is not a finite number`);
+  }
+  if (typeof value !== 'object') throw new TypeError(`${path} must be JSON-serializable, got ${typeof value}`);
+  if (seen.has(value)) throw new TypeError(`${path} must be JSON-serializable: it is a cycle`);
+  const proto = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
+    throw new TypeError(`${path} must be JSON-serializable: a ${value.constructor?.name ?? 'non-plain object'} would not come back as itself`);
+  }
+  seen.add(value);
+  if (Array.isArray(value)) value.forEach((item, i) => assertJsonSafe(item, `${path}[${i}]`, seen));
+  else for (const [k, item] of Object.entries(value)) assertJsonSafe(item, `${path}.${k}`, seen);
+  seen.delete(value);
+}
+
+/** runAt in ms ('' when a delay is given instead) and the delay: what the scripts take. */
+export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, argument: string): [number | '', number] {
+  const { delayMs, runAt } = opts;
+  if (runAt !== undefined && delayMs !== undefined) throw new TypeError(`${argument}: give runAt or delayMs, not both`);
+  if (runAt !== undefined) {
+    const ms = runAt instanceof Date ? runAt.getTime() : runAt;
+    if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
+      throw new RangeError(`${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`);
+    }
+    return [ms, 0];
+  }
+  const delay = delayMs ?? 0;
+  if (typeof delay !== 'number' || !Number.isSafeInteger(delay) || delay < 0) {
+    throw new RangeError(`${argument}.delayMs must be a whole number of ms >= 0, got ${describeValue(delayMs)}`);
+  }
+  return ['', delay];
+}
+
+/** Queue names and ids: non-empty strings up to 1 KiB (they are keys and set members). */
+export function assertName(value: unknown, argument: string): asserts value is string {
+  assertKey(value, argument);
+  if (Buffer.byteLength(value) > 1024) throw new RangeError(`${argument} must be at most 1024 bytes, got ${Buffer.byteLength(value)}`);
+}
+
+export function assertEnqueueOptions(opts: unknown): asserts opts is EnqueueOptions {
+  if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object, got ${describeValue(opts)}`);
+  const { id } = opts as EnqueueOptions;
+  if (id !== undefined) assertName(id, 'opts.id');
+}
+
+export const CONSUME_DEFAULTS: Required<ConsumeOptions> = {
+  concurrency: 10,
+  visibilityTimeoutMs: 30_000,
+  maxAttempts: 3,
+  backoffMs: 1000,
+};
+
+/** Every consume option checked, defaults filled in; `at` prefixes messages (e.g. a handler's name). */
+export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Required<ConsumeOptions> {
+  if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
+  const resolved = { ...CONSUME_DEFAULTS, ...(opts as ConsumeOptions) };
+  for (const [name, value] of Object.entries(resolved)) {
+    const min = name === 'backoffMs' ? 0 : 1;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+      throw new RangeError(`${at}.${name} must be an integer >= ${min}, got ${describeValue(value)}`);
+    }
+  }
+  return resolved;
+}

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { RedisLimitError } from '../errors.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import type { ScriptName } from '../redis/scripts.js';
+import { Consumer } from './consumer.js';
+import { assertEnqueueOptions, assertName, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
+import type {
+  ConsumeOptions,
+  DelayedHandler,
+  DelayQueueConsumer,
+  EnqueueOptions,
+  QueueSize,
+  RescheduleOptions,
+} from './delay-queue.types.js';
+
+/**
+ * Delayed messages on Redis: a sorted set per queue scored by due time (server clock), claimed in
+ * batches by one script into an in-flight set with a visibility deadline, acknowledged when the
+ * handler resolves, retried with backoff, dead after `maxAttempts`. Consumers sleep on timers and
+ * are woken by the queue's pub/sub channel: they never poll.
+ */
+@Injectable()
+export class DelayQueueService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('DelayQueue');
+  private readonly consumers = new Map<string, Set<Consumer>>();
+  /** Wake-up channel -> queue. */
+  private readonly queueOf = new Map<string, string>();
+  private subscriber: Redis | undefined;
+
+  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {}
+
+  /** Schedules `payload`; resolves its id. An id already scheduled or in flight changes nothing. */
+  async enqueue<T>(queue: string, payload: T, opts: EnqueueOptions = {}): Promise<string> {
+    assertName(queue, 'queue');
+    assertEnqueueOptions(opts);
+    const json = serializePayload(payload);
+    const [runAt, delayMs] = resolveWhen(opts, 'opts');
+    const id = opts.id ?? randomUUID();
+    await this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.channel(queue)]);
+    return id;
+  }
+
+  /** Removes a scheduled message; false when it is in flight, dead or unknown. */
+  async cancel(queue: string, id: string): Promise<boolean> {
+    assertName(queue, 'queue');
+    assertName(id, 'id');
+    return (await this.run('queueCancel', queue, [id])) === 1;
+  }
+
+  /** Moves a scheduled message to a new time; false when it is in flight, dead or unknown. */
+  async reschedule(queue: string, id: string, opts: RescheduleOptions): Promise<boolean> {
+    assertName(queue, 'queue');
+    assertName(id, 'id');
+    if (typeof opts !== 'object' || opts === null) throw new TypeError('opts must be an object { delayMs } or { runAt }');
+    const [runAt, delayMs] = resolveWhen(opts, 'opts');
+    return Number(await this.run('queueReschedule', queue, ['', id, runAt, delayMs, this.channel(queue)])) >= 0;
+  }
+
+  async size(queue: string): Promise<QueueSize> {
+    assertName(queue, 'queue');
+    const [scheduled, inFlight, dead] = (await this.run('queueSize', queue, [])) as number[];
+    return { scheduled: scheduled!, inFlight: inFlight!, dead: dead! };
+  }
+
+  /** Starts consuming `queue` with `handler`; stopped by `stop()` or application shutdown. */
+  consume<T>(queue: string, handler: DelayedHandler<T>, opts?: ConsumeOptions): DelayQueueConsumer {
+    assertName(queue, 'queue');
+    if (typeof handler !== 'function') throw new TypeError('handler must be a function (message) => unknown');
+    const options = resolveConsumeOptions(opts);
+    const consumer = new Consumer({
+      redis: this.redis,
+      queue,
+      keys: this.keys(queue),
+      handler: handler as DelayedHandler,
+      options,
+      onStop: (stopped) => this.forget(queue, stopped),
+    });
+    const consumers = this.consumers.get(queue) ?? new Set();
+    this.consumers.set(queue, consumers);
+    consumers.add(consumer);
+    this.listen(queue);
+    consumer.start();
+    return consumer;
+  }
+
+  /** Before the connections close: stop every consumer, letting handlers in flight finish. */
+  async beforeApplicationShutdown(): Promise<void> {
+    const all = [...this.consumers.values()].flatMap((set) => [...set]);
+    await Promise.all(all.map((consumer) => consumer.stop()));
+    this.subscriber?.disconnect();
+    this.subscriber = undefined;
+  }
+
+  private keys(queue: string): string[] {
+    const keys = this.redis.keys;
+    return [keys.build('dqs', queue), keys.build('dqf', queue), keys.build('dqd', queue), keys.build('dqm', queue)];
+  }
+
+  private channel(queue: string): string {
+    return this.redis.keys.build('dqw', queue);
+  }
+
+  private run(script: ScriptName, queue: string, args: (string | number)[]) {
+    return this.redis.scripts.run(script, this.keys(queue), args);
+  }
+
+  /** One subscriber connection for every consumer of this module: wake-ups carry the due time. */
+  private listen(queue: string): void {
+    if (this.subscriber === undefined) {
+      // unlike the command client, the subscriber queues its SUBSCRIBE until it is connected
+      const client = this.redis.client as Redis & { nodes?: unknown };
+      const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
+      const subscriber = (typeof client.nodes === 'function'
+        ? (client as unknown as { duplicate(nodes?: unknown, options?: object): Redis }).duplicate(undefined, override)
+        : client.duplicate(override)) as Redis;
+      subscriber.on('error', (error: Error) => this.redis.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
+      // wake-ups published while it was disconnected are lost: every consumer looks again
+      subscriber.on('ready', () => this.consumers.forEach((set) => set.forEach((consumer) => consumer.wake())));
+      subscriber.on('message', (from: string, runAt: string) => {
+        const queue = this.queueOf.get(from);
+        if (queue !== undefined) this.consumers.get(queue)?.forEach((consumer) => consumer.hint(Number(runAt)));
+      });
+      this.subscriber = subscriber;
+    }
+    const channel = this.channel(queue);
+    if (!this.queueOf.has(channel)) {
+      this.queueOf.set(channel, queue);
+      this.subscriber.subscribe(channel).catch((error: Error) => this.logger.warn(`could not subscribe to ${channel}: ${error.message}`));
+    }
+  }
+
+  private forget(queue: string, consumer: Consumer): void {
+    this.consumers.get(queue)?.delete(consumer);
+  }
+}

@@ -1,0 +1,12 @@
+-- Cancel a scheduled message (not one in flight or dead).
+-- KEYS[1]  scheduled
+-- KEYS[2]  in flight (unused)
+-- KEYS[3]  dead (unused)
+-- KEYS[4]  data
+-- ARGV[1]  id
+-- Returns  1 if it was scheduled and is gone, else 0
+local rcall = redis.call
+local id = ARGV[1]
+if rcall('ZREM', KEYS[1], id) == 0 then return 0 end
+rcall('HDEL', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+return 1
