@@ -18,6 +18,7 @@ export type {
   SetIfBelowResult,
   SlotReservation,
 } from './expiring-hash/expiring-hash.types.js';
+export type { ExpiredField } from './expiring-hash/notifier.js';
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
 export type {

@@ -39,12 +39,12 @@ export function assertMax(max: unknown, argument = 'max'): asserts max is number
   }
 }
 
-export function assertSetOptions(opts: unknown): asserts opts is ExpiringSetOptions | undefined {
+export function assertSetOptions(opts: unknown, ttlMs: number | undefined): asserts opts is ExpiringSetOptions | undefined {
   if (opts === undefined) return;
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object, got ${describeValue(opts)}`);
   const { notify } = opts as ExpiringSetOptions;
   if (notify === undefined) return;
   assertKey(notify, 'opts.notify');
-  // expiry notifications are delivered through DelayQueueService, which has not landed yet
-  throw new TypeError('opts.notify is not supported yet: it needs DelayQueueService');
+  if (Buffer.byteLength(notify) > 1024) throw new RangeError(`opts.notify must be at most 1024 bytes, got ${Buffer.byteLength(notify)}`);
+  if (ttlMs === undefined) throw new TypeError('opts.notify needs a ttlMs: a field without one never expires');
 }

@@ -7,14 +7,19 @@ export class ExpiringHashKeys {
     readonly shards: number,
   ) {}
 
-  /** The hash and its bucket index: one hash tag, so one cluster slot. */
-  hash(key: string): [string, string] {
-    return [this.keys.build('eh', key), this.keys.build('ehb', key)];
+  /** The hash, its bucket index and its armed notifications: one hash tag, so one cluster slot. */
+  hash(key: string): [string, string, string] {
+    return [this.keys.build('eh', key), this.keys.build('ehb', key), this.keys.build('ehn', key)];
+  }
+
+  /** Which of the `shards` registry keys and notification queues serves `key`. */
+  shardOf(key: string): number {
+    return fnv1a(key) % this.shards;
   }
 
   /** The registry shard that lists `key` when it has fields to sweep. */
   registryOf(key: string): string {
-    return this.registry(fnv1a(key) % this.shards);
+    return this.registry(this.shardOf(key));
   }
 
   registry(shard: number): string {

@@ -1,4 +1,5 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import { RedisLimitError } from '../errors.js';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
@@ -7,6 +8,7 @@ import { assertField, assertMax, assertSetOptions, assertTtl, assertValue } from
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { detectExpiryMode } from './expiry-mode.js';
+import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
 
 const NO_TTL = -1;
@@ -20,12 +22,17 @@ const NO_TTL = -1;
 export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly keys: ExpiringHashKeys;
   private readonly sweeper: ExpiringHashSweeper;
+  private readonly notifier: ExpiryNotifier;
   private modeOfNewHashes: Promise<ExpiryMode> | undefined;
 
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+  constructor(
+    @Inject(RedisConnection) private readonly redis: RedisConnection,
+    @Inject(DelayQueueService) queues: DelayQueueService,
+  ) {
     const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
     this.sweeper = new ExpiringHashSweeper(redis, this.keys, sweepIntervalMs);
+    this.notifier = new ExpiryNotifier(redis, this.keys, queues);
   }
 
   /** Sets `field` to `value`, expiring after `ttlMs` (none: never); replaces value and ttl. */
@@ -34,8 +41,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertField(field);
     assertValue(value);
     if (ttlMs !== undefined) assertTtl(ttlMs);
-    assertSetOptions(opts);
-    await this.write(key, field, value, ttlMs ?? NO_TTL, 0);
+    assertSetOptions(opts, ttlMs);
+    await this.write(key, field, value, ttlMs ?? NO_TTL, 0, opts?.notify);
   }
 
   /** The value of a live field, or null. */
@@ -86,8 +93,9 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertKey(key);
     assertField(field);
     assertTtl(ttlMs);
-    const [done, register] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
+    const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
     await this.register(key, register!);
+    if (notifyAt! >= 0) await this.notifier.schedule(key, field, notifyAt!);
     return done === 1;
   }
 
@@ -122,8 +130,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertValue(value);
     assertTtl(ttlMs);
     assertMax(max);
-    assertSetOptions(opts);
-    const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max);
+    assertSetOptions(opts, ttlMs);
+    const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max, opts?.notify);
     return { accepted: accepted === 1, count: count!, retryAfterMs: accepted === 1 ? 0 : oldestMs!, resetMs: newestMs! };
   }
 
@@ -141,10 +149,12 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     return this.sweeper.stop();
   }
 
-  private async write(key: string, field: string, value: string, ttlMs: number, max: number): Promise<number[]> {
+  private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
     const mode = await this.mode();
-    const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max])) as number[];
+    const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max, notify])) as number[];
     await this.register(key, reply[4]!);
+    // armed in the write itself; a process that dies before this call loses that one timer
+    if (reply[5]! >= 0) await this.notifier.schedule(key, field, reply[5]!);
     return reply;
   }
 
@@ -173,6 +183,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
     this.sweeper.start();
+    this.notifier.start();
     return this.redis.scripts.run(script, this.keys.hash(key), ['', ...args]);
   }
 }

@@ -63,7 +63,5 @@ function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omi
   if (notify !== undefined && (typeof notify !== 'string' || notify.length === 0)) {
     throw new TypeError(`@MaxPending.notify must be a non-empty string (a DelayQueue queue name), got ${describeValue(notify)}`);
   }
-  // refused here rather than on every request: expiry notifications need DelayQueueService
-  if (notify !== undefined) throw new TypeError('@MaxPending.notify is not supported yet: it needs DelayQueueService');
   return { max, ttlMs, name, owner, failMode, notify };
 }

@@ -16,6 +16,7 @@ export const SCRIPT_FILES = {
   hashExpire: 'expiring-hash/expire.lua',
   hashUpdate: 'expiring-hash/update.lua',
   hashSweep: 'expiring-hash/sweep.lua',
+  hashNotify: 'expiring-hash/notify.lua',
   registryClaim: 'expiring-hash/registry-claim.lua',
   registryRelease: 'expiring-hash/registry-release.lua',
   queueEnqueue: 'delay-queue/enqueue.lua',

@@ -1,6 +1,7 @@
 -- The number of live fields; removes the expired ones it has to look at to know.
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index
+-- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- Returns  live fields
 --- @include "hash.lua"

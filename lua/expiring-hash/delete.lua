@@ -1,6 +1,7 @@
 -- Delete fields; an expired field is removed too but not counted.
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index
+-- KEYS[3]  its armed expiry notifications (hash, same hash slot)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2..] fields
 -- Returns  the number of live fields deleted
@@ -17,6 +18,7 @@ for i = 2, #ARGV do
     if expiry ~= nil then
       removed = removed + 1
       if expiry == -1 then meta.persistent = meta.persistent - 1 end
+      if expiry >= 0 then rcall('HDEL', N, notice(expiry, field)) end
     end
   end
 end

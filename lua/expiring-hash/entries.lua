@@ -1,6 +1,7 @@
 -- Every live field with its value and remaining ttl (read-only).
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index (unused)
+-- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- Returns  a flat list: field, value, ms left (-1: no ttl), for each live field
 --- @include "hash.lua"

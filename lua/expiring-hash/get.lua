@@ -1,6 +1,7 @@
 -- Read one live field and its remaining ttl (read-only: an expired field is skipped, not removed).
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index (unused; named so every ExpiringHash script takes the same keys)
+-- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  field
 -- Returns  { value or false, ms left (-1: no ttl, -2: absent or expired) }

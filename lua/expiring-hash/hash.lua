@@ -14,12 +14,17 @@
 -- "<bucket>.<k>" = names (2-byte length + bytes) of fields that expire in that bucket. A chunk
 -- stays near CHUNK bytes so appends and sweeps cost bounded work. A name may be stale (deleted
 -- or re-set since); sweeps check every name against the field itself.
+-- N (KEYS[3]) holds armed expiry notifications: "<expiry>:<field>" -> JSON { q = queue, v = value }.
+-- The expiry in the name makes each arming distinct: deleting or re-setting a live field disarms
+-- its own, never one already due. The value is kept here because native mode loses it at expiry.
 --- @include "../includes/server-time.lua"
 
 local rcall = redis.call
-local H, B = KEYS[1], KEYS[2]
+local H, B, N = KEYS[1], KEYS[2], KEYS[3]
 local NO_TTL, LONG = 4294967295, 4294967294
 local BUCKET_MS, CHUNK, SMALL = 10000, 2048, 128
+-- armed notifications outlive their due time by this much, for consumers that are down a while
+local NOTIFY_GRACE_MS = 86400000
 
 local now = now_ms(ARGV[1])
 local meta, native, meta_before
@@ -75,7 +80,7 @@ local function save_meta()
   end
 end
 
--- Removes H and B once no user field is left.
+-- Removes H and B once no user field is left (N stays: it may hold notifications now due).
 local function drop_if_empty()
   if rcall('HLEN', H) > 1 then return false end
   rcall('DEL', H, B)
@@ -167,10 +172,29 @@ local function index_if_large()
   return true
 end
 
-local function delete_fields(fields)
+local function delete_fields(fields, key)
   for i = 1, #fields, 1000 do
-    rcall('HDEL', H, unpack(fields, i, math.min(i + 999, #fields)))
+    rcall('HDEL', key or H, unpack(fields, i, math.min(i + 999, #fields)))
   end
+end
+
+local function notice(expiry, field)
+  return int(expiry) .. ':' .. field
+end
+
+-- Arms an expiry notification of `field` to `queue`, due at `expiry`.
+local function arm(field, expiry, queue, value)
+  rcall('HSET', N, notice(expiry, field), cjson.encode({ q = queue, v = value }))
+  local keep = expiry + NOTIFY_GRACE_MS
+  local pttl = rcall('PTTL', N)
+  if pttl < 0 or now + pttl < keep then rcall('PEXPIREAT', N, keep) end
+end
+
+-- The notification a live field with expiry `expiry` has armed (decoded), or nil.
+local function armed(field, expiry)
+  if not expiry or expiry < 0 then return nil end
+  local raw = rcall('HGET', N, notice(expiry, field))
+  return raw and cjson.decode(raw) or nil
 end
 
 -- Small hashes: one pass over every field removes the expired ones and makes next, max and

@@ -1,6 +1,7 @@
 -- Set a field with its own ttl, optionally only while fewer than `cap` live fields exist.
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index (indexed hashes only; same hash slot)
+-- KEYS[3]  its armed expiry notifications (hash, same hash slot)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  expiry mode of a hash this call creates: 'i' (index) or 'n' (native HPEXPIREAT)
 -- ARGV[3]  field
@@ -8,9 +9,11 @@
 -- ARGV[5]  ttl in ms, or -1 for a field that never expires
 -- ARGV[6]  cap: 0 for none; else the field is only added while fewer than this many live
 --          fields exist (re-setting a live field is always accepted)
+-- ARGV[7]  a queue to notify when the field expires, or ''
 -- Returns  { accepted (1|0), live fields after the call (-1 when no cap was asked),
 --          ms until the oldest live field expires, ms until the latest does,
---          the time the sweep registry must learn for this hash (ms), or -1 }
+--          the time the sweep registry must learn for this hash (ms), or -1,
+--          the expiry a notification was armed for (ms), or -1 }
 --- @include "hash.lua"
 
 local field, value, ttl, cap = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -25,15 +28,22 @@ if cap > 0 then
     if not meta.indexed then count = scan() end -- exact oldest expiry for retryAfterMs
     save_meta()
     local oldest, newest = horizon()
-    return { 0, count, oldest, newest, -1 }
+    return { 0, count, oldest, newest, -1, -1 }
   end
   if old == nil then count = count + 1 end
 end
 
 local expiry = ttl >= 0 and now + ttl or -1
 write(field, value, expiry)
+-- a live field's notification is replaced (one that is already due stays armed)
+if old and old >= 0 then rcall('HDEL', N, notice(old, field)) end
+local notify_at = -1
+if ARGV[7] ~= '' and expiry >= 0 then
+  arm(field, expiry, ARGV[7], value)
+  notify_at = expiry
+end
 local register = account(field, expiry, old)
 if index_if_large() and meta.next >= 0 then register = meta.next end
 save_meta()
 local oldest, newest = horizon()
-return { 1, count, oldest, newest, register }
+return { 1, count, oldest, newest, register, notify_at }

@@ -1,6 +1,7 @@
 -- Remove a hash's expired fields, in a bounded batch (the background sweep calls this).
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index
+-- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  budget: at most about this many fields are looked at (indexed hashes)
 -- Returns  { when to sweep this hash next (ms), or -1 for never (the hash is gone, has no field

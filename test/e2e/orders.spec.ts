@@ -222,5 +222,15 @@ describe.each(PLATFORMS)('unpaid orders on %s', (platform) => {
       expect(again.status).toBe(201);
       expect(again.headers['x-ratelimit-remaining']).toBe('2');
     });
+
+    it('cancels each order that lapses unpaid exactly once, and never a paid one', async () => {
+      const lapsing = (await order('bob', { item: 'lamp' })).body as UnpaidOrder;
+      const paid = (await order('bob', { item: 'desk' })).body as UnpaidOrder;
+      expect((await ctx.sample.http.post(`/orders/${paid.id}/pay`).set('x-user-id', 'bob')).status).toBe(200);
+      const cancelled = async () => (await ctx.sample.http.get('/orders/cancelled').set('x-user-id', 'bob')).body as UnpaidOrder[];
+      for (const deadline = Date.now() + 10_000; (await cancelled()).length === 0 && Date.now() < deadline; ) await sleep(50);
+      await sleep(500); // time for a duplicate to show up, if there were one
+      expect((await cancelled()).map((o) => [o.id, o.item])).toEqual([[lapsing.id, 'lamp']]);
+    });
   });
 });

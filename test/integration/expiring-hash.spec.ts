@@ -209,9 +209,10 @@ describe('ExpiringHashService input checks', () => {
     await expect(hash().count('k')).resolves.toBe(0);
   });
 
-  it('says plainly that notify waits for DelayQueueService', async () => {
-    await expect(hash().set('k', 'f', 'v', 1000, { notify: 'q' })).rejects.toThrow(/notify is not supported yet/);
-    await expect(hash().set('k', 'f', 'v', 1000, { notify: '' })).rejects.toThrow(/opts.notify must be a non-empty string/);
+  it('checks notify: a queue name, and only with a ttl', async () => {
+    await expect(hash().set('k', 'f', 'v', undefined, { notify: 'q' })).rejects.toThrow(/opts\.notify needs a ttlMs/);
+    await expect(hash().set('k', 'f', 'v', 1000, { notify: '' })).rejects.toThrow(/opts\.notify must be a non-empty string/);
+    await expect(hash().set('k', 'f', 'v', 1000, { notify: 'x'.repeat(2000) })).rejects.toThrow(RangeError);
     expect(await hash().get('k', 'f')).toBeNull();
   });
 

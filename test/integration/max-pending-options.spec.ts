@@ -59,7 +59,6 @@ describe('@MaxPending options are checked at app.init()', () => {
     ['an unknown failMode', 3, { ...GOOD, failMode: 'maybe' }, /OrdersController\.create: @MaxPending\.failMode must be 'closed' or 'open', got maybe/],
     ['an empty notify', 3, { ...GOOD, notify: '' }, /OrdersController\.create: @MaxPending\.notify must be a non-empty string/],
     ['a notify that is not a string', 3, { ...GOOD, notify: 42 }, /OrdersController\.create: @MaxPending\.notify must be a non-empty string.*got 42/],
-    ['a notify (DelayQueueService has not landed)', 3, { ...GOOD, notify: 'orders-expired' }, /OrdersController\.create: @MaxPending\.notify is not supported yet/],
   ])('%s is a TypeError', async (_case, max, options, message) => {
     const error = await init(orders(max, options));
     expect(error).toBeInstanceOf(TypeError);
@@ -122,7 +121,7 @@ describe('@MaxPending options are checked at app.init()', () => {
     @MaxPending(10, { name: 'drafts', ttlMs: 1, failMode: 'open' })
     class GoodController {
       @Post('orders')
-      @MaxPending(3, { ...GOOD, owner: () => 'user', failMode: 'closed' })
+      @MaxPending(3, { ...GOOD, owner: () => 'user', failMode: 'closed', notify: 'orders-expired' })
       create() {
         return 'ok';
       }

@@ -36,6 +36,11 @@ export class OrdersController {
     return this.orders.unpaid(parseUserId(userId));
   }
 
+  @Get('cancelled')
+  cancelled(@Headers('x-user-id') userId: string): Order[] {
+    return this.orders.cancelledOf(parseUserId(userId));
+  }
+
   @Post(':id/pay')
   @HttpCode(HttpStatus.OK)
   async pay(@Headers('x-user-id') userId: string, @Param('id') id: string): Promise<{ id: string; paid: true }> {

@@ -1,7 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ExpiringHashService } from '../../../lib/index.js';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ExpiringHashService, OnDelayed, type DelayedMessage, type ExpiredField } from '../../../lib/index.js';
 import type { OrderRequest } from './order-request.js';
-import { unpaidOrdersKey } from './unpaid-orders.js';
+import { UNPAID_ORDER_EXPIRED, unpaidOrdersKey } from './unpaid-orders.js';
 
 export interface Order extends OrderRequest {
   /** The @MaxPending slot id: the order is that slot's value. */
@@ -19,7 +19,25 @@ export interface UnpaidOrder extends Order {
 /** Unpaid orders live in their user's @MaxPending slots: paying deletes one, lapsing expires it. */
 @Injectable()
 export class OrdersService {
+  private readonly logger = new Logger('Orders');
+  /** Orders that lapsed unpaid, by user (a real app would mark them in its database). */
+  private readonly cancelled = new Map<string, Order[]>();
+
   constructor(@Inject(ExpiringHashService) private readonly expiringHash: ExpiringHashService) {}
+
+  /** An order's slot expired unpaid: the library tells us once, through the DelayQueue. */
+  @OnDelayed(UNPAID_ORDER_EXPIRED)
+  cancel({ payload }: DelayedMessage<ExpiredField>): void {
+    if (payload.value === '') return; // the slot lapsed before its order was stored
+    const order = JSON.parse(payload.value) as Order;
+    this.logger.log(`order ${order.id} of user ${order.userId} cancelled: not paid in time`);
+    this.cancelled.set(order.userId, [...(this.cancelled.get(order.userId) ?? []), order]);
+  }
+
+  /** A user's orders that lapsed unpaid. */
+  cancelledOf(userId: string): Order[] {
+    return this.cancelled.get(userId) ?? [];
+  }
 
   /** Stores the order in its reserved slot, keeping the slot's ttl; null when the slot is gone. */
   async create(id: string, userId: string, request: OrderRequest): Promise<Order | null> {

@@ -1,0 +1,71 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelayQueueService, ExpiringHashService, type ExpiredField, type ExpiryMode } from '../../lib/index.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+import { currentFlavor } from '../harness/redis-server.js';
+
+const MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
+
+describe.each(MODES)('expiry notifications, %s mode', (mode) => {
+  const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 100 } });
+  const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
+  const queues = () => ctx.app.moduleRef.get(DelayQueueService);
+  let n = 0;
+
+  /** Everything delivered on a fresh queue until `quietMs` after `untilMs`. */
+  async function deliveries(act: (queue: string) => Promise<void>, waitMs: number) {
+    const queue = `expired-${mode}-${(n += 1)}`;
+    const got: { message: ExpiredField; at: number }[] = [];
+    const consumer = queues().consume<ExpiredField>(queue, ({ payload }) => {
+      got.push({ message: payload, at: Date.now() });
+    });
+    await act(queue);
+    await sleep(waitMs);
+    await consumer.stop();
+    return got;
+  }
+
+  it('sends exactly one { key, field, value } per expired field', async () => {
+    const got = await deliveries(async (queue) => {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) => hash().set(`owner-${i % 3}`, `f${i}`, `value ${i}`, 100 + i * 10, { notify: queue })),
+      );
+    }, 1500);
+    expect(got.map((g) => g.message).sort((a, b) => a.field.localeCompare(b.field))).toEqual(
+      Array.from({ length: 20 }, (_, i) => ({ key: `owner-${i % 3}`, field: `f${i}`, value: `value ${i}` })).sort((a, b) =>
+        a.field.localeCompare(b.field),
+      ),
+    );
+  });
+
+  it('sends none for a field deleted or re-set before it expired, and follows expire and update', async () => {
+    const started = Date.now();
+    const got = await deliveries(async (queue) => {
+      const key = `orders-${n}`;
+      await hash().set(key, 'paid', 'p', 150, { notify: queue });
+      await hash().set(key, 'reset', 'r', 150, { notify: queue });
+      await hash().set(key, 'moved', 'm', 150, { notify: queue });
+      await hash().set(key, 'edited', 'old', 150, { notify: queue });
+      await hash().set(key, 'renewed', 'first', 150, { notify: queue });
+      await hash().delete(key, 'paid');
+      await hash().set(key, 'reset', 'r2', 150); // re-set without notify disarms
+      expect(await hash().expire(key, 'moved', 600)).toBe(true);
+      expect(await hash().update(key, 'edited', 'new')).toBe(true);
+      await hash().set(key, 'renewed', 'second', 300, { notify: queue }); // re-armed once, for the new expiry
+    }, 1500);
+    const byField = new Map(got.map((g) => [g.message.field, g]));
+    expect(got.map((g) => g.message.field).sort()).toEqual(['edited', 'moved', 'renewed']);
+    expect(byField.get('edited')!.message.value).toBe('new');
+    expect(byField.get('renewed')!.message.value).toBe('second');
+    expect(byField.get('moved')!.at - started).toBeGreaterThanOrEqual(590);
+  });
+
+  it('a field read after it expired still gets its one notification', async () => {
+    const got = await deliveries(async (queue) => {
+      await hash().set('reader', 'f', 'v', 50, { notify: queue });
+      await sleep(60);
+      expect(await hash().get('reader', 'f')).toBeNull();
+      expect(await hash().count('reader')).toBe(0);
+    }, 800);
+    expect(got.map((g) => g.message)).toEqual([{ key: 'reader', field: 'f', value: 'v' }]);
+  });
+});
