@@ -93,19 +93,18 @@ export class Consumer implements DelayQueueConsumer {
         this.again = false;
         const room = options.concurrency - this.inFlight.size;
         if (room <= 0) break; // a finishing handler wakes us
-        const reply = (await redis.scripts.run('queueClaim', keys, ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs])) as (string | number)[];
+        const claim = redis.scripts.send('queueClaim', keys, ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs]);
+        let reply: (string | number)[];
+        try {
+          reply = (await redis.scripts.bounded(claim, 'queueClaim')) as (string | number)[];
+        } catch (error) {
+          // the claim may still run on a Redis that is only slow: whatever it leased is ours to handle
+          claim.then((late) => !this.stopped && this.handle(late as (string | number)[]), () => undefined);
+          throw error;
+        }
         const [now, next] = reply as [number, number];
         this.offsetMs = now - Date.now();
-        for (let i = 2; i < reply.length; i += 4) {
-          this.run({
-            id: String(reply[i]),
-            queue: this.deps.queue,
-            payload: JSON.parse(String(reply[i + 1])) as unknown,
-            runAt: Number(reply[i + 2]),
-            attempt: Number(reply[i + 3]),
-          });
-        }
-        const claimed = (reply.length - 2) / 4;
+        const claimed = this.handle(reply);
         this.saturated = claimed === room;
         if (claimed === Math.min(room, MAX_BATCH) && claimed < room) this.again = true; // a full batch: maybe more due
         this.wakeAt = Infinity;
@@ -122,6 +121,20 @@ export class Consumer implements DelayQueueConsumer {
     } finally {
       this.claiming = false;
     }
+  }
+
+  /** Starts the handlers of a claim's messages; resolves how many there were. */
+  private handle(reply: (string | number)[]): number {
+    for (let i = 2; i < reply.length; i += 4) {
+      this.run({
+        id: String(reply[i]),
+        queue: this.deps.queue,
+        payload: JSON.parse(String(reply[i + 1])) as unknown,
+        runAt: Number(reply[i + 2]),
+        attempt: Number(reply[i + 3]),
+      });
+    }
+    return (reply.length - 2) / 4;
   }
 
   private run(message: DelayedMessage): void {
@@ -171,7 +184,7 @@ export class Consumer implements DelayQueueConsumer {
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const backoff = dead ? -1 : options.backoffMs * 2 ** (message.attempt - 1);
     try {
-      const dueAgain = Number(await redis.scripts.run('queueFail', keys, ['', message.id, backoff, text]));
+      const dueAgain = Number(await redis.scripts.run('queueFail', keys, ['', message.id, backoff, text, message.attempt]));
       if (dueAgain >= 0) this.planWake(dueAgain);
     } catch (failure) {
       this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);

@@ -27,6 +27,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   private readonly consumers = new Map<string, Set<Consumer>>();
   /** Wake-up channel -> queue. */
   private readonly queueOf = new Map<string, string>();
+  private readonly subscriptions = new Map<string, Promise<unknown>>();
   private subscriber: Redis | undefined;
 
   constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {}
@@ -80,8 +81,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const consumers = this.consumers.get(queue) ?? new Set();
     this.consumers.set(queue, consumers);
     consumers.add(consumer);
-    this.listen(queue);
-    consumer.start();
+    // claim once subscribed: an enqueue before then is found by that claim, one after wakes us
+    void this.listen(queue).finally(() => consumer.start());
     return consumer;
   }
 
@@ -91,6 +92,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     await Promise.all(all.map((consumer) => consumer.stop()));
     this.subscriber?.disconnect();
     this.subscriber = undefined;
+    this.subscriptions.clear();
+    this.queueOf.clear();
   }
 
   private keys(queue: string): string[] {
@@ -107,7 +110,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   }
 
   /** One subscriber connection for every consumer of this module: wake-ups carry the due time. */
-  private listen(queue: string): void {
+  private listen(queue: string): Promise<unknown> {
     if (this.subscriber === undefined) {
       // unlike the command client, the subscriber queues its SUBSCRIBE until it is connected
       const client = this.redis.client as Redis & { nodes?: unknown };
@@ -125,10 +128,15 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       this.subscriber = subscriber;
     }
     const channel = this.channel(queue);
-    if (!this.queueOf.has(channel)) {
+    let subscribed = this.subscriptions.get(channel);
+    if (subscribed === undefined) {
       this.queueOf.set(channel, queue);
-      this.subscriber.subscribe(channel).catch((error: Error) => this.logger.warn(`could not subscribe to ${channel}: ${error.message}`));
+      subscribed = this.subscriber.subscribe(channel).catch((error: Error) => {
+        this.logger.warn(`could not subscribe to ${channel}: ${error.message}`);
+      });
+      this.subscriptions.set(channel, subscribed);
     }
+    return subscribed;
   }
 
   private forget(queue: string, consumer: Consumer): void {

@@ -114,10 +114,15 @@ export class ScriptRunner {
   }
 
   run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    return this.bounded(this.send(name, keys, args), name);
+  }
+
+  /** The call without the timeout: for a caller that must still act on a reply that comes late. */
+  send(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
     const script = this.script(name);
     const call = (this.client as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[script.command]!;
     const argv = script.numberOfKeys === undefined ? [keys.length, ...keys, ...args] : [...keys, ...args];
-    return this.bounded(call.apply(this.client, argv), name);
+    return call.apply(this.client, argv);
   }
 
   /** Bounds any client promise by `timeoutMs` and types its failure (one timer, one promise:

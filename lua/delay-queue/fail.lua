@@ -7,13 +7,16 @@
 -- ARGV[2]  id
 -- ARGV[3]  backoff in ms before the next attempt, or -1 to move the message to the dead set
 -- ARGV[4]  the error, as text
--- Returns  when the message is due again (ms); -1 when it died; -2 when it was no longer in
---          flight (its lease had expired and it was handed on)
+-- ARGV[5]  the attempt that failed: a stale failure (its lease expired and the message was
+--          handed on) must not touch the delivery now in flight
+-- Returns  when the message is due again (ms); -1 when it died; -2 when that attempt no longer
+--          holds the message
 --- @include "../includes/server-time.lua"
 
 local rcall = redis.call
 local id = ARGV[2]
-if rcall('ZREM', KEYS[2], id) == 0 then return -2 end
+if not rcall('ZSCORE', KEYS[2], id) or rcall('HGET', KEYS[4], 'a:' .. id) ~= ARGV[5] then return -2 end
+rcall('ZREM', KEYS[2], id)
 local now = now_ms(ARGV[1])
 rcall('HSET', KEYS[4], 'e:' .. id, ARGV[4])
 local backoff = tonumber(ARGV[3])

@@ -200,6 +200,52 @@ describe('DelayQueueService', () => {
   });
 });
 
+describe('DelayQueueService under contention', () => {
+  const ctx = withLimiterApp({ commandTimeoutMs: 300 });
+  const queue = () => ctx.app.moduleRef.get(DelayQueueService);
+
+  it('a claim whose reply comes after the timeout still gets its messages handled, first attempt', async () => {
+    const got = collector<string>(1);
+    const consumer = queue().consume('slow-claim', got.handler, { visibilityTimeoutMs: 20_000 });
+    await queue().enqueue('slow-claim', 'a', { delayMs: 300 });
+    await sleep(150);
+    // writes (scripts included) wait 1 s: the claim due at +300 ms outlives its 300 ms timeout
+    await ctx.app.raw.call('CLIENT', 'PAUSE', '1000', 'WRITE');
+    await got.all();
+    expect(got.received[0]!.message.attempt).toBe(1);
+    await consumer.stop(); // flushes the acknowledgement
+    expect(await queue().size('slow-claim')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+  });
+
+  it("a failure reported after the lease expired does not touch the consumer that now holds the message", async () => {
+    const outcomes: string[] = [];
+    const first = queue().consume(
+      'contended',
+      async (message) => {
+        outcomes.push(`first:${message.attempt}`);
+        await sleep(600);
+        throw new Error('too late to matter');
+      },
+      { visibilityTimeoutMs: 200, concurrency: 1, backoffMs: 10 },
+    );
+    await queue().enqueue('contended', 'x', { id: 'x' });
+    while (outcomes.length === 0) await sleep(10);
+    const second = queue().consume('contended', async (message) => {
+      outcomes.push(`second:${message.attempt}`);
+      await sleep(900);
+    });
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      const size = await queue().size('contended');
+      if (size.scheduled + size.inFlight + size.dead === 0) break;
+      await sleep(20);
+    }
+    await Promise.all([first.stop(), second.stop()]);
+    expect(outcomes).toEqual(['first:1', 'second:2']);
+    expect(await queue().size('contended')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+  });
+});
+
 describe('@OnDelayed', () => {
   const ctx = withLimiterApp();
 

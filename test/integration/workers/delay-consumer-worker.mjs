@@ -1,0 +1,58 @@
+// A separate Node process consuming one delay queue: argv[2] is JSON
+//   { libDir, url, keyPrefix, queue, consume?: ConsumeOptions, blockId?: string, blockMs?: number }
+// It boots RedisLimitModule.forRoot({ redis: url, keyPrefix }) in a Nest application context and
+// consumes `queue` with DelayQueueService.consume. Every delivery is recorded with its own ioredis
+// client: RPUSH `<keyPrefix>started` when the handler begins and RPUSH `<keyPrefix>handled` just
+// before it resolves, each entry JSON { id, attempt, pid, at }. The handler for `blockId` blocks
+// `blockMs` (to be killed mid-handler). Prints one JSON line { event: 'ready', pid } once consuming;
+// on SIGTERM closes the application (which stops the consumer), prints
+// { event: 'stopped', pid, handled } and exits 0. Library warnings and errors go to stderr.
+import 'reflect-metadata';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
+
+const config = JSON.parse(process.argv[2]);
+const { libDir, url, keyPrefix, queue, consume = {}, blockId, blockMs = 0 } = config;
+const { RedisLimitModule, DelayQueueService } = await import(`${libDir}/index.js`);
+
+const toStderr = (level) => (...parts) => process.stderr.write(`[${process.pid} ${level}] ${parts.map(String).join(' ')}\n`);
+const logger = { log() {}, debug() {}, verbose() {}, warn: toStderr('warn'), error: toStderr('error'), fatal: toStderr('fatal') };
+
+const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: url, keyPrefix }), { logger });
+// offline queue on, retried: a record is never dropped because Redis blinked
+const recorder = new Redis(url, { maxRetriesPerRequest: null });
+recorder.on('error', () => undefined);
+
+let handled = 0;
+const record = (list, message) =>
+  recorder.rpush(`${keyPrefix}${list}`, JSON.stringify({ id: message.id, attempt: message.attempt, pid: process.pid, at: Date.now() }));
+
+const consumer = app.get(DelayQueueService).consume(
+  queue,
+  async (message) => {
+    await record('started', message);
+    if (message.id === blockId) await sleep(blockMs);
+    await record('handled', message);
+    handled += 1;
+  },
+  consume,
+);
+
+let stopping = false;
+process.on('SIGTERM', () => {
+  if (stopping) return;
+  stopping = true;
+  void (async () => {
+    await consumer.stop();
+    await app.close();
+    await recorder.quit();
+    process.stdout.write(`${JSON.stringify({ event: 'stopped', pid: process.pid, handled })}\n`);
+    process.exit(0);
+  })().catch((error) => {
+    process.stderr.write(`[${process.pid}] shutdown failed: ${error?.stack ?? error}\n`);
+    process.exit(1);
+  });
+});
+
+process.stdout.write(`${JSON.stringify({ event: 'ready', pid: process.pid })}\n`);
