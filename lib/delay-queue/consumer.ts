@@ -31,6 +31,8 @@ export class Consumer implements DelayQueueConsumer {
   private readonly logger: Logger;
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
+  /** The earliest due time announced while a claim was in flight. */
+  private hinted = Infinity;
   private claiming = false;
   /** The last claim filled all the room there was: more may be due when a handler finishes. */
   private saturated = false;
@@ -52,7 +54,10 @@ export class Consumer implements DelayQueueConsumer {
 
   /** A message due at `runAt` (server ms) was enqueued: wake then, if that is earlier than planned. */
   hint(runAt: number): void {
-    this.planWake(runAt);
+    // a claim in flight may have read the queue before this message arrived: keep the hint for
+    // when its reply plans the next wake-up
+    if (this.claiming) this.hinted = Math.min(this.hinted, runAt);
+    else this.planWake(runAt);
   }
 
   /** Claim now (after a reconnect, when capacity frees up). */
@@ -74,6 +79,14 @@ export class Consumer implements DelayQueueConsumer {
     this.deps.onStop(this);
     await Promise.race([Promise.allSettled([...this.inFlight]), sleep(timeoutMs, undefined, { ref: false })]);
     await this.flushAcks();
+  }
+
+  /** Replaces the planned wake-up by `serverMs`, or by a hint received meanwhile if earlier. */
+  private replan(serverMs: number): void {
+    const at = Math.min(serverMs, this.hinted);
+    this.hinted = Infinity;
+    this.wakeAt = Infinity;
+    this.planWake(at);
   }
 
   private planWake(serverMs: number): void {
@@ -107,16 +120,14 @@ export class Consumer implements DelayQueueConsumer {
         const claimed = this.handle(reply);
         this.saturated = claimed === room;
         if (claimed === Math.min(room, MAX_BATCH) && claimed < room) this.again = true; // a full batch: maybe more due
-        this.wakeAt = Infinity;
-        this.planWake(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
+        this.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
         redis.reportSuccess();
       } while (this.again && !this.stopped);
     } catch (error) {
       if (!this.stopped) {
         if (error instanceof RedisLimitError) this.deps.redis.reportFailure(error);
         else this.logger.error(`claim failed: ${(error as Error).message}`);
-        this.wakeAt = Infinity;
-        this.planWake(Date.now() + this.offsetMs + RETRY_MS);
+        this.replan(Date.now() + this.offsetMs + RETRY_MS);
       }
     } finally {
       this.claiming = false;
