@@ -5,10 +5,13 @@ import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 
 /** Hashes one claim leases from a registry shard. */
 const CLAIM_BATCH = 100;
-/** Fields one sweep call may look at: keeps every call well under a millisecond or two. */
-const SWEEP_BUDGET = 1000;
-/** A sweeper that dies holding a lease delays those hashes by this much, no more. */
-const LEASE_MS = 30_000;
+/** Fields one sweep call may look at: about 5 µs each, so a call stays near a millisecond. */
+const SWEEP_BUDGET = 250;
+/** Sweep calls one shard has in flight: a pass must not queue thousands of calls ahead of the
+ * application's own commands. */
+const SWEEPS_IN_FLIGHT = 8;
+/** A sweeper that dies (or times out) holding a lease delays those hashes by this much, no more. */
+const LEASE_MS = 10_000;
 
 /**
  * Removes expired fields nobody reads. Every instance runs one; they share the work through the
@@ -74,9 +77,11 @@ export class ExpiringHashSweeper {
     const scripts = this.redis.scripts;
     const [lease, ...claimed] = (await scripts.run('registryClaim', [registry], ['', CLAIM_BATCH, LEASE_MS])) as string[];
     if (claimed.length === 0) return false;
-    const results = await Promise.all(
-      claimed.map((key) => scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET]) as Promise<number[]>),
-    );
+    const results: number[][] = [];
+    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT) {
+      const batch = claimed.slice(i, i + SWEEPS_IN_FLIGHT);
+      results.push(...(await Promise.all(batch.map((key) => scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET]) as Promise<number[]>))));
+    }
     const pairs = claimed.flatMap((key, i) => [key, results[i]![0]!]);
     await scripts.run('registryRelease', [registry], [lease!, ...pairs]);
     return claimed.length === CLAIM_BATCH || results.some(([, more]) => more === 1);

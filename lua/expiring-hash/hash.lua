@@ -30,20 +30,36 @@ local now = now_ms(ARGV[1])
 local meta, native, meta_before
 local b_created = false -- B gained a bucket: its expiry must follow H's
 
+-- next and max are written relative to base ('' for none): the meta field is in every hash,
+-- and in hashes of one or two items its bytes are a large share of the whole.
+local function relative(t)
+  return t < 0 and '' or int(t - meta.base)
+end
+
+local function absolute(text, base)
+  return text == '' and -1 or base + tonumber(text)
+end
+
 local function meta_string()
-  return table.concat({ meta.mode, int(meta.base), int(meta.next), int(meta.max),
+  return table.concat({ meta.mode, int(meta.base), relative(meta.next), relative(meta.max),
     int(meta.persistent), meta.indexed and '1' or '0' }, ',')
+end
+
+local META = '^(%a),(%d+),(-?%d*),(-?%d*),(%d+),(%d)$'
+
+local function parse_meta(raw)
+  local mode, base, nxt, max, persistent, indexed = string.match(raw, META)
+  base = tonumber(base)
+  return { mode = mode, base = base, next = absolute(nxt, base), max = absolute(max, base),
+    persistent = tonumber(persistent), indexed = indexed == '1' }
 end
 
 -- Reads the meta field; returns false when H does not exist.
 local function load_meta()
   local raw = rcall('HGET', H, '')
   if not raw then return false end
-  local mode, base, nxt, max, persistent, indexed =
-    string.match(raw, '^(%a),(-?%d+),(-?%d+),(-?%d+),(%d+),(%d)$')
-  meta = { mode = mode, base = tonumber(base), next = tonumber(nxt), max = tonumber(max),
-    persistent = tonumber(persistent), indexed = indexed == '1' }
-  native = mode == 'n'
+  meta = parse_meta(raw)
+  native = meta.mode == 'n'
   meta_before = raw
   return true
 end
@@ -65,10 +81,7 @@ local function save_meta()
   local raw = meta_string()
   if raw == meta_before and not b_created then return end
   local before_expiry = -2
-  if meta_before then
-    local _, _, _, max, persistent = string.match(meta_before, '^(%a),(-?%d+),(-?%d+),(-?%d+),(%d+)')
-    before_expiry = key_expiry({ max = tonumber(max), persistent = tonumber(persistent) })
-  end
+  if meta_before then before_expiry = key_expiry(parse_meta(meta_before)) end
   rcall('HSET', H, '', raw)
   meta_before = raw
   local expiry = key_expiry(meta)
@@ -290,21 +303,29 @@ local function live_count()
   return live
 end
 
+-- Whether the sweeper has work here: a field due before the key's own expiry takes everything
+-- (while no field lacks a ttl, the key expires with the latest one). The server expires a native
+-- hash's fields itself; only an indexed one has buckets to trim.
+local function needs_sweep()
+  if meta.next < 0 or (native and not meta.indexed) then return false end
+  return meta.persistent > 0 or meta.next < meta.max
+end
+
 -- Accounts for `field` going from expiry `old` (nil: absent, -1: none) to `expiry` (-1: none).
 -- Returns the time the sweep registry must learn for this hash, or -1.
 local function account(field, expiry, old)
+  local needed, lowered = needs_sweep(), false
   if old == -1 then meta.persistent = meta.persistent - 1 end
   if expiry < 0 then
     meta.persistent = meta.persistent + 1
-    return -1
+  else
+    lowered = meta.next < 0 or expiry < meta.next
+    if lowered then meta.next = expiry end
+    if expiry > meta.max then meta.max = expiry end
+    index_add(field, expiry, old)
   end
-  local register = -1
-  if meta.next < 0 or expiry < meta.next then meta.next, register = expiry, expiry end
-  if expiry > meta.max then meta.max = expiry end
-  index_add(field, expiry, old)
-  -- the server expires a native hash's fields; only an indexed one has buckets to trim
-  if native and not meta.indexed then return -1 end
-  return register
+  if needs_sweep() and (lowered or not needed) then return meta.next end
+  return -1
 end
 
 -- ms until the earliest and the latest expiry of a live field (0 when none has a ttl).

@@ -43,7 +43,7 @@ if ARGV[7] ~= '' and expiry >= 0 then
   notify_at = expiry
 end
 local register = account(field, expiry, old)
-if index_if_large() and meta.next >= 0 then register = meta.next end
+if index_if_large() and needs_sweep() then register = meta.next end
 save_meta()
 local oldest, newest = horizon()
 return { 1, count, oldest, newest, register, notify_at }
