@@ -16,28 +16,42 @@ local now = now_ms(ARGV[1])
 local limit = tonumber(ARGV[2])
 local deadline = now + tonumber(ARGV[3])
 
-local expired = rcall('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
-for i = 1, #expired do
-  rcall('ZREM', KEYS[2], expired[i])
-  rcall('ZADD', KEYS[1], now, expired[i])
+-- the heads first: an idle queue costs these two reads and nothing more
+local function head(key)
+  local h = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return h[2] and tonumber(h[2]) or nil
+end
+
+local lease_head = head(KEYS[2])
+if lease_head and lease_head <= now then
+  local expired = rcall('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+  for i = 1, #expired do
+    rcall('ZREM', KEYS[2], expired[i])
+    rcall('ZADD', KEYS[1], now, expired[i])
+  end
+  lease_head = head(KEYS[2])
 end
 
 local reply = { now, -1 }
-local due = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-for i = 1, #due, 2 do
-  local id = due[i]
-  rcall('ZREM', KEYS[1], id)
-  rcall('ZADD', KEYS[2], deadline, id)
-  reply[#reply + 1] = id
-  reply[#reply + 1] = rcall('HGET', KEYS[4], 'p:' .. id) or 'null'
-  reply[#reply + 1] = tonumber(due[i + 1])
-  reply[#reply + 1] = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
+local scheduled_head = head(KEYS[1])
+if scheduled_head and scheduled_head <= now then
+  local due = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  for i = 1, #due, 2 do
+    local id = due[i]
+    rcall('ZREM', KEYS[1], id)
+    rcall('ZADD', KEYS[2], deadline, id)
+    reply[#reply + 1] = id
+    reply[#reply + 1] = rcall('HGET', KEYS[4], 'p:' .. id) or 'null'
+    reply[#reply + 1] = tonumber(due[i + 1])
+    reply[#reply + 1] = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
+  end
+  scheduled_head = head(KEYS[1])
+  if #due > 0 then lease_head = math.min(lease_head or deadline, deadline) end
 end
 
-local next_due = -1
-for k = 1, 2 do
-  local head = rcall('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
-  if head[2] and (next_due < 0 or tonumber(head[2]) < next_due) then next_due = tonumber(head[2]) end
+if scheduled_head and (not lease_head or scheduled_head < lease_head) then
+  reply[2] = scheduled_head
+elseif lease_head then
+  reply[2] = lease_head
 end
-reply[2] = next_due
 return reply
