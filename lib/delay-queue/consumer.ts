@@ -134,7 +134,7 @@ export class Consumer implements DelayQueueConsumer {
     }
   }
 
-  /** Starts the handlers of a claim's messages; resolves how many there were. */
+  /** Starts the handlers of a claim's messages; returns how many there were. */
   private handle(reply: (string | number)[]): number {
     for (let i = 2; i < reply.length; i += 4) {
       this.run({

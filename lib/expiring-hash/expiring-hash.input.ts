@@ -26,19 +26,6 @@ export function assertValue(value: unknown, argument = 'value'): asserts value i
   assertWellFormed(value, argument);
 }
 
-/** A ttl is a positive whole number of ms. */
-export function assertTtl(ttlMs: unknown, argument = 'ttlMs'): asserts ttlMs is number {
-  if (typeof ttlMs !== 'number' || !Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
-    throw new RangeError(`${argument} must be a positive integer (ms), got ${describeValue(ttlMs)}`);
-  }
-}
-
-export function assertMax(max: unknown, argument = 'max'): asserts max is number {
-  if (typeof max !== 'number' || !Number.isSafeInteger(max) || max <= 0) {
-    throw new RangeError(`${argument} must be a positive integer, got ${describeValue(max)}`);
-  }
-}
-
 export function assertSetOptions(opts: unknown, ttlMs: number | undefined): asserts opts is ExpiringSetOptions | undefined {
   if (opts === undefined) return;
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object, got ${describeValue(opts)}`);

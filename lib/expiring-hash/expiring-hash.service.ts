@@ -4,7 +4,8 @@ import { RedisLimitError } from '../errors.js';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { Reply, ScriptName } from '../redis/scripts.js';
-import { assertField, assertMax, assertSetOptions, assertTtl, assertValue } from './expiring-hash.input.js';
+import { assertPositiveInteger } from '../rate-limit/policy.js';
+import { assertField, assertSetOptions, assertValue } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { detectExpiryMode } from './expiry-mode.js';
@@ -24,6 +25,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly sweeper: ExpiringHashSweeper;
   private readonly notifier: ExpiryNotifier;
   private modeOfNewHashes: Promise<ExpiryMode> | undefined;
+  private knownMode: ExpiryMode | undefined;
 
   constructor(
     @Inject(RedisConnection) private readonly redis: RedisConnection,
@@ -40,7 +42,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertKey(key);
     assertField(field);
     assertValue(value);
-    if (ttlMs !== undefined) assertTtl(ttlMs);
+    if (ttlMs !== undefined) assertPositiveInteger(ttlMs, 'ttlMs');
     assertSetOptions(opts, ttlMs);
     await this.write(key, field, value, ttlMs ?? NO_TTL, 0, opts?.notify);
   }
@@ -92,9 +94,9 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   async expire(key: string, field: string, ttlMs: number): Promise<boolean> {
     assertKey(key);
     assertField(field);
-    assertTtl(ttlMs);
+    assertPositiveInteger(ttlMs, 'ttlMs');
     const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
-    await this.register(key, register!);
+    this.register(key, register!);
     if (notifyAt! >= 0) await this.notifier.schedule(key, field, notifyAt!);
     return done === 1;
   }
@@ -128,20 +130,22 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertKey(key);
     assertField(field);
     assertValue(value);
-    assertTtl(ttlMs);
-    assertMax(max);
+    assertPositiveInteger(ttlMs, 'ttlMs');
+    assertPositiveInteger(max, 'max');
     assertSetOptions(opts, ttlMs);
     const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max, opts?.notify);
     return { accepted: accepted === 1, count: count!, retryAfterMs: accepted === 1 ? 0 : oldestMs!, resetMs: newestMs! };
   }
 
   /** The mode this process gives new hashes (existing hashes keep the one they were made with). */
-  mode(): Promise<ExpiryMode> {
+  async mode(): Promise<ExpiryMode> {
+    if (this.knownMode !== undefined) return this.knownMode;
     this.modeOfNewHashes ??= detectExpiryMode(this.redis.client, this.redis.options.expiringHash.mode).catch((error: unknown) => {
       this.modeOfNewHashes = undefined; // Redis was down: ask again next time
       throw error;
     });
-    return this.redis.scripts.bounded(this.modeOfNewHashes, 'COMMAND INFO');
+    this.knownMode = await this.redis.scripts.bounded(this.modeOfNewHashes, 'COMMAND INFO');
+    return this.knownMode;
   }
 
   /** Before the connection closes: a sweep pass in flight finishes first. */
@@ -152,7 +156,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
     const mode = await this.mode();
     const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max, notify])) as number[];
-    await this.register(key, reply[4]!);
+    this.register(key, reply[4]!);
     // armed in the write itself; a process that dies before this call loses that one timer
     if (reply[5]! >= 0) await this.notifier.schedule(key, field, reply[5]!);
     return reply;
@@ -167,19 +171,17 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /**
    * Tells the sweep registry (another slot, hence another call) when this hash next has work.
-   * The write has happened by then, so a failure here must not fail it: the hash's own key
-   * expiry still bounds how long an unswept field can hold memory.
+   * Sent without waiting: the write has happened, the caller need not pay a second round trip,
+   * and a lost registration only delays memory the hash's own key expiry still bounds.
    */
-  private async register(key: string, at: number): Promise<void> {
+  private register(key: string, at: number): void {
     if (at < 0) return;
-    const client = this.redis.client;
-    try {
-      await this.redis.scripts.bounded(client.zadd(this.keys.registryOf(key), 'LT', at, key), 'ZADD');
-    } catch (error) {
-      if (!(error instanceof RedisLimitError)) throw error;
-      this.redis.reportFailure(error);
-    }
+    const zadd = this.redis.client.zadd(this.keys.registryOf(key), 'LT', at, key);
+    this.redis.scripts.bounded(zadd, 'ZADD').catch((error: unknown) => {
+      if (error instanceof RedisLimitError) this.redis.reportFailure(error);
+    });
   }
+
 
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
     this.sweeper.start();

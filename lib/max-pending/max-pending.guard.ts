@@ -7,10 +7,9 @@ import {
   type CanActivate,
   type ExecutionContext,
 } from '@nestjs/common';
-import { RedisLimitError } from '../errors.js';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 import { rateLimitHeaders } from '../rate-limit/headers.js';
-import { limiterUnavailable, setHeaders, tooManyRequests } from '../rate-limit/http.js';
+import { applyFailMode, setHeaders, tooManyRequests } from '../rate-limit/http.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
@@ -49,9 +48,7 @@ export class MaxPendingGuard implements CanActivate {
       const opts = plan.notify ? { notify: plan.notify } : undefined;
       reservation = await this.expiringHash.reserve(key, slot.slotId, '', plan.ttlMs, plan.max, opts);
     } catch (error) {
-      if (!(error instanceof RedisLimitError)) throw error;
-      this.redis.reportFailure(error);
-      if (plan.failMode === 'closed') throw limiterUnavailable();
+      applyFailMode(error, plan.failMode, this.redis);
       holdSlot(request, slot); // an id for the handler, but nothing in Redis to release
       return true;
     }

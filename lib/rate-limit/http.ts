@@ -1,4 +1,7 @@
 import { HttpException, HttpStatus, ServiceUnavailableException } from '@nestjs/common';
+import { RedisLimitError } from '../errors.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { FailMode } from '../redis-limit.options.js';
 import { retryAfterSeconds } from './headers.js';
 
 interface HeaderTarget {
@@ -19,6 +22,17 @@ export function setHeaders(response: unknown, headers: Record<string, string>): 
 export function tooManyRequests(response: unknown, retryAfterMs: number, message = 'Too Many Requests'): HttpException {
   setHeaders(response, { 'Retry-After': retryAfterSeconds(retryAfterMs) });
   return new HttpException({ statusCode: HttpStatus.TOO_MANY_REQUESTS, message, retryAfterMs }, HttpStatus.TOO_MANY_REQUESTS);
+}
+
+/**
+ * What a guard does when Redis could not decide: reports the outage (once per outage), then
+ * throws 503 under failMode 'closed' or returns under 'open'. Anything but a Redis failure is
+ * rethrown as it is.
+ */
+export function applyFailMode(error: unknown, failMode: FailMode, redis: RedisConnection): void {
+  if (!(error instanceof RedisLimitError)) throw error;
+  redis.reportFailure(error);
+  if (failMode === 'closed') throw limiterUnavailable();
 }
 
 /** 503 for failMode 'closed' when Redis cannot decide. */

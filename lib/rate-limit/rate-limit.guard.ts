@@ -6,10 +6,9 @@ import {
   type CanActivate,
   type ExecutionContext,
 } from '@nestjs/common';
-import { RedisLimitError } from '../errors.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { rateLimitHeaders } from './headers.js';
-import { limiterUnavailable, setHeaders, tooManyRequests } from './http.js';
+import { applyFailMode, setHeaders, tooManyRequests } from './http.js';
 import { RateLimitPlans, stackFor, type PlannedLimit, type RoutePlan } from './rate-limit.plans.js';
 import { RateLimiterService } from './rate-limiter.service.js';
 
@@ -43,9 +42,7 @@ export class RateLimitGuard implements CanActivate {
     try {
       result = await this.limiter.decide(stack);
     } catch (error) {
-      if (!(error instanceof RedisLimitError)) throw error;
-      this.redis.reportFailure(error);
-      if (plan.failMode === 'closed') throw limiterUnavailable();
+      applyFailMode(error, plan.failMode, this.redis);
       return true;
     }
     this.redis.reportSuccess();

@@ -1,17 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DelayQueueService, ExpiringHashService, type ExpiredField, type ExpiryMode } from '../../lib/index.js';
+import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../../lib/index.js';
+import { EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
-import { currentFlavor } from '../harness/redis-server.js';
 
-const MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
-
-describe.each(MODES)('expiry notifications, %s mode', (mode) => {
+describe.each(EXPIRY_MODES)('expiry notifications, %s mode', (mode) => {
   const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 100 } });
   const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
   const queues = () => ctx.app.moduleRef.get(DelayQueueService);
   let n = 0;
 
-  /** Everything delivered on a fresh queue until `quietMs` after `untilMs`. */
+  /** Everything delivered on a fresh queue while `act` runs and for `waitMs` after it. */
   async function deliveries(act: (queue: string) => Promise<void>, waitMs: number) {
     const queue = `expired-${mode}-${(n += 1)}`;
     const got: { message: ExpiredField; at: number }[] = [];

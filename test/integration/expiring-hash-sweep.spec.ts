@@ -1,20 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ExpiringHashService, type ExpiryMode } from '../../lib/index.js';
+import { ExpiringHashService } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
-import { currentFlavor, TestRedis } from '../harness/redis-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 
-const MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
-
-async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await sleep(50);
-  }
-}
-
-describe.each(MODES)('active expiry, %s mode', (mode) => {
+describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
   let redis: TestRedis;
   const apps: LimiterApp[] = [];
   beforeAll(async () => {

@@ -1,21 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ExpiringHashService, type ExpiryMode } from '../../lib/index.js';
+import { ExpiringHashService } from '../../lib/index.js';
+import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { currentFlavor } from '../harness/redis-server.js';
 
-// Index mode runs everywhere; native mode where the server has HPEXPIRE (Redis 8 here).
-const MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
-
-/** Polls `probe` until it returns true; generous, because timers and sweeps are not exact. */
-async function eventually(probe: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await sleep(25);
-  }
-}
-
-describe.each(MODES)('ExpiringHashService, %s mode', (mode) => {
+describe.each(EXPIRY_MODES)('ExpiringHashService, %s mode', (mode) => {
   // no background sweep here: reads alone must never show an expired field
   const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 0 } });
   const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
@@ -186,7 +175,11 @@ describe('ExpiringHashService input checks', () => {
   const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 0 } });
   const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
 
-  it.each([0, -1, NaN, Infinity, 1.5, '100' as unknown as number])('ttl %p is a RangeError naming ttlMs', async (ttl) => {
+  it('a ttl that is not a number is a TypeError naming ttlMs', async () => {
+    await expect(hash().set('k', 'f', 'v', '100' as unknown as number)).rejects.toThrow(new TypeError('ttlMs must be a positive integer, got "100"'));
+  });
+
+  it.each([0, -1, NaN, Infinity, 1.5])('ttl %p is a RangeError naming ttlMs', async (ttl) => {
     await expect(hash().set('k', 'f', 'v', ttl)).rejects.toThrow(RangeError);
     await expect(hash().set('k', 'f', 'v', ttl)).rejects.toThrow(/ttlMs/);
     await expect(hash().expire('k', 'f', ttl)).rejects.toThrow(/ttlMs/);
