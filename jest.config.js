@@ -15,21 +15,42 @@ const common = {
   modulePathIgnorePatterns: ['<rootDir>/test/compat/fixtures'],
 };
 
+// Suites about one server's own life (a database index, DEBUG SLEEP, the server's version, a
+// standalone restart) have no cluster form; the topology project covers a cluster's outages.
+const STANDALONE_ONLY = ['module.spec.ts', 'server-flavor.spec.ts', 'redis-outage.spec.ts'];
+
+function clusterProjects(suite) {
+  if (process.env.REDIS_URL) return [];
+  return [
+    {
+      ...common,
+      displayName: `${suite}:cluster`,
+      testMatch: [`<rootDir>/test/${suite}/**/*.spec.ts`],
+      testPathIgnorePatterns: ['/node_modules/', ...STANDALONE_ONLY.map((file) => `/${file.replace(/\./g, '\\.')}$`)],
+      globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
+    },
+  ];
+}
+
 export default {
   // per-project testTimeout is ignored by jest: it belongs here
   testTimeout: 60_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
-    // the integration and e2e suites run on the system's Redis 7, and on Redis 8.0 and Valkey 8.1
-    // (Debian trixie builds the harness unpacks) where those can be had
-    ...['integration', 'e2e'].flatMap((suite) =>
-      ['redis7', ...extraFlavors].map((flavor) => ({
+    // the integration and e2e suites run on the system's Redis 7, on Redis 8.0 and Valkey 8.1
+    // (Debian trixie builds the harness unpacks) where those can be had, and on a 3-master Redis
+    // Cluster of the system's Redis 7
+    ...['integration', 'e2e'].flatMap((suite) => [
+      ...['redis7', ...extraFlavors].map((flavor) => ({
         ...common,
         displayName: flavor === 'redis7' ? suite : `${suite}:${flavor}`,
         testMatch: [`<rootDir>/test/${suite}/**/*.spec.ts`],
         globals: { __REDIS_FLAVOR__: flavor },
       })),
-    ),
+      ...clusterProjects(suite),
+    ]),
+    // cluster and sentinel only: spread over masters, hostile hash tags, failovers
+    ...(process.env.REDIS_URL ? [] : [{ ...common, displayName: 'topology', testMatch: ['<rootDir>/test/topology/**/*.spec.ts'] }]),
     {
       ...common,
       displayName: 'compat',

@@ -26,7 +26,7 @@ import { NestFactory } from '@nestjs/core';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { DelayQueueService, RedisLimitModule } from '../lib/index.js';
-import { TestRedis } from '../test/harness/redis-server.js';
+import { RedisNode } from '../test/harness/redis-server.js';
 import { now } from './delay-queue.clock.js';
 import type { ChildMessage, Contender, WorkerConfig, WorkerReport } from './delay-queue.worker.js';
 
@@ -578,7 +578,7 @@ async function quiet(): Promise<number> {
 }
 
 async function withFreshRedis<T>(run: (url: string, monitor: Redis) => Promise<T>): Promise<T> {
-  const redis = await TestRedis.start({ own: true });
+  const redis = await RedisNode.start({ own: true });
   const monitor = new Redis(redis.url);
   try {
     await monitor.ping();
@@ -715,7 +715,7 @@ function printTables(results: Record<Contender, Results>): void {
 }
 
 async function machine(): Promise<string> {
-  const redis = await TestRedis.start({ own: true });
+  const redis = await RedisNode.start({ own: true });
   const client = new Redis(redis.url);
   const version = /^redis_version:(\S+)/m.exec(await client.info('server'))![1];
   client.disconnect();

@@ -18,7 +18,7 @@ import { RedisConnection } from '../lib/redis/redis-connection.js';
 import { RedisKeys } from '../lib/redis/keys.js';
 import { loadScripts, type ScriptName } from '../lib/redis/scripts.js';
 import type { RedisFlavor } from '../test/harness/redis-binary.js';
-import { TestRedis } from '../test/harness/redis-server.js';
+import { RedisNode } from '../test/harness/redis-server.js';
 
 const FLAVORS: RedisFlavor[] = ['redis7', 'redis8', 'valkey8'];
 // redis7 only by default: each run loads 1.1M fields (1-2 min here) and the whole bench should stay near 6 min
@@ -166,7 +166,7 @@ async function serverVersion(admin: Redis): Promise<string> {
 }
 
 async function memoryRun(flavor: RedisFlavor): Promise<void> {
-  const server = await TestRedis.start({ flavor, own: true });
+  const server = await RedisNode.start({ flavor, own: true });
   const admin = new Redis(server.url);
   serverVersions.push(`${flavor}: ${await serverVersion(admin)}`);
   const apps = [await boot(server.url, { mode: 'index', sweepIntervalMs: 0 })];
@@ -321,7 +321,7 @@ const cpuSeconds = async (admin: Redis) => {
 };
 
 async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[]> {
-  const server = await TestRedis.start({ flavor, own: true });
+  const server = await RedisNode.start({ flavor, own: true });
   const admin = new Redis(server.url);
   const version = `${flavor}: ${await serverVersion(admin)}`;
   if (!serverVersions.includes(version)) serverVersions.push(version);

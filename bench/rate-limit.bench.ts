@@ -8,7 +8,7 @@ import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterUnion } from 'rate-limiter-flexible';
 import { RateLimiterService, RedisLimitModule, type RateLimitAlgorithm } from '../lib/index.js';
-import { TestRedis } from '../test/harness/redis-server.js';
+import { RedisNode } from '../test/harness/redis-server.js';
 
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 20_000);
 const CONCURRENCY = 64;
@@ -59,7 +59,7 @@ async function measure(call: Call, client: Redis): Promise<Sample> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
-  const redis = await TestRedis.start();
+  const redis = await RedisNode.start();
   const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: 'bench:' }), {
     logger: false,
   });

@@ -1,12 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { RedisLimitModule, type FailMode, type HeadersMode } from '../../lib/index.js';
+import { RedisLimitModule, type FailMode, type HeadersMode, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { QuotesModule } from './quotes/quotes.module.js';
 import { SmsModule } from './sms/sms.module.js';
 
 export interface SampleAppOptions {
-  /** The Redis every limit is kept in, e.g. redis://127.0.0.1:6380. */
-  redisUrl: string;
+  /** The Redis every limit is kept in: a URL such as redis://127.0.0.1:6380, a cluster
+   * (`{ cluster: { nodes } }`) or sentinels (`{ sentinels, name }`). */
+  redis: NonNullable<RedisLimitModuleOptions['redis']>;
   /** Prefix of the limiter's keys (tests pass a fresh one each). Default: the library's 'rl:'. */
   keyPrefix?: string;
   headers?: HeadersMode;
@@ -22,11 +23,11 @@ export interface SampleAppOptions {
  */
 @Module({})
 export class AppModule {
-  static register({ redisUrl, orderTtlMs, ...limiter }: SampleAppOptions): DynamicModule {
+  static register({ orderTtlMs, ...limiter }: SampleAppOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
-        RedisLimitModule.forRoot({ ...limiter, redis: redisUrl }),
+        RedisLimitModule.forRoot(limiter),
         QuotesModule,
         SmsModule,
         OrdersModule.register({ ttlMs: orderTtlMs }),

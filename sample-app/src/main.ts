@@ -1,18 +1,21 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { TestRedis } from '../../test/harness/redis-server.js';
+import { RedisNode } from '../../test/harness/redis-server.js';
 import { AppModule } from './app.module.js';
+import { redisFromEnv } from './redis-from-env.js';
 
-// `npm start`: the sample app on PORT (default 3000), against REDIS_URL or, when it is unset, a
-// redis-server started for this process and stopped with it.
+// `npm start`: the sample app on PORT (default 3000), against REDIS_URL, a cluster
+// (REDIS_CLUSTER_NODES=host:port,host:port), sentinels (REDIS_SENTINELS=host:port,... with
+// REDIS_SENTINEL_NAME) or, when none is set, a redis-server started for this process and stopped with it.
 const logger = new Logger('SampleApp');
 const port = Number(process.env['PORT'] ?? 3000);
-const embedded = process.env['REDIS_URL'] ? undefined : await TestRedis.start();
-const redisUrl = embedded?.url ?? process.env['REDIS_URL']!;
-if (embedded) logger.log(`REDIS_URL is unset: started an embedded redis-server at ${redisUrl}`);
+const configured = redisFromEnv(process.env);
+const embedded = configured ? undefined : await RedisNode.start();
+const redis = configured ?? embedded!.url;
+if (embedded) logger.log(`REDIS_URL is unset: started an embedded redis-server at ${embedded.url}`);
 
-const app = await NestFactory.create(AppModule.register({ redisUrl }));
+const app = await NestFactory.create(AppModule.register({ redis }));
 await app.listen(port).catch(async (error: unknown) => {
   await app.close();
   await embedded?.stop();

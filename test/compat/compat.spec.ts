@@ -3,7 +3,7 @@ import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TestRedis } from '../harness/redis-server.js';
+import { RedisNode } from '../harness/redis-server.js';
 
 // The packed tarball, installed by npm into two real consumer apps that then run their own jest:
 // a Nest 11 CommonJS app (resolves the `require` build) and a Nest 12 ES module app (`import`).
@@ -48,7 +48,7 @@ function run(cmd: string, args: string[], cwd: string, env = childEnv()): Promis
 
 describe('packed tarball in consumer apps', () => {
   let tmp: string | undefined;
-  let redis: TestRedis | undefined;
+  let redis: RedisNode | undefined;
 
   beforeAll(async () => {
     tmp = await mkdtemp(join(tmpdir(), 'nest-redis-limit-compat-'));
@@ -67,7 +67,7 @@ describe('packed tarball in consumer apps', () => {
     });
     for (const install of await Promise.all(installs)) expect(install).toMatchObject({ code: 0 });
 
-    redis = await TestRedis.start();
+    redis = await RedisNode.start();
   }, 240_000);
 
   afterAll(async () => {

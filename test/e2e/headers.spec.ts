@@ -25,7 +25,7 @@ describe.each(PLATFORMS)('rate-limit headers on %s', (platform: Platform) => {
   afterAll(() => redis.stop());
   afterEach(() => sample?.close());
 
-  const boot = async (headers: HeadersMode) => (sample = await bootSample(platform, { redisUrl: redis.url, headers }));
+  const boot = async (headers: HeadersMode) => (sample = await bootSample(platform, { redis: redis.connection, headers }));
 
   it("'draft' sends RateLimit-Policy and RateLimit only", async () => {
     const { http } = await boot('draft');

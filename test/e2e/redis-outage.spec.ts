@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { Response } from 'supertest';
-import { TestRedis } from '../harness/redis-server.js';
+import { RedisNode } from '../harness/redis-server.js';
 import { bootSample, inSequence, PLATFORMS, type SampleApp } from './sample-app.js';
 
 // Each test owns its redis-server, so stopping, pausing or flushing it disturbs no other test.
@@ -18,10 +18,10 @@ async function timed(send: () => Promise<Response>): Promise<{ response: Respons
 }
 
 describe.each(PLATFORMS)('Redis outages on %s', (platform) => {
-  let redis: TestRedis;
+  let redis: RedisNode;
   let sample: SampleApp | undefined;
   beforeEach(async () => {
-    redis = await TestRedis.start({ own: true, args: ['--enable-debug-command', 'local'] });
+    redis = await RedisNode.start({ own: true, args: ['--enable-debug-command', 'local'] });
   });
   afterEach(async () => {
     await sample?.close();
@@ -30,7 +30,7 @@ describe.each(PLATFORMS)('Redis outages on %s', (platform) => {
   });
 
   const boot = async (failMode: 'open' | 'closed') =>
-    (sample = await bootSample(platform, { redisUrl: redis.url, failMode, commandTimeoutMs: COMMAND_TIMEOUT_MS }));
+    (sample = await bootSample(platform, { redis: redis.url, failMode, commandTimeoutMs: COMMAND_TIMEOUT_MS }));
   const quote = () => sample!.http.get('/quotes/ACME');
 
   it("failMode 'closed' answers 503 promptly once Redis is gone", async () => {

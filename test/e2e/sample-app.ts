@@ -42,7 +42,7 @@ export async function inSequence(count: number, send: (i: number) => request.Tes
  */
 export function withSampleApp(
   platform: Platform,
-  options: Omit<SampleAppOptions, 'redisUrl'> = {},
+  options: Omit<SampleAppOptions, 'redis'> = {},
   server: StartOptions = {},
 ) {
   const context = {} as { redis: TestRedis; sample: SampleApp };
@@ -51,7 +51,7 @@ export function withSampleApp(
   });
   afterAll(() => context.redis.stop());
   beforeEach(async () => {
-    context.sample = await bootSample(platform, { redisUrl: context.redis.url, ...options });
+    context.sample = await bootSample(platform, { redis: context.redis.connection, ...options });
   });
   afterEach(() => context.sample.close());
   return context;

@@ -21,7 +21,7 @@ export interface ControllerAppSetup {
  */
 async function createApp(redis: TestRedis, setup: ControllerAppSetup): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.url, ...setup.options })],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, ...setup.options })],
     controllers: setup.controllers,
     providers: setup.providers ?? [],
   }).compile();

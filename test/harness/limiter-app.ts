@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import { RateLimiterService, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { TestRedis as TestRedisClass, type TestRedis } from './redis-server.js';
 
@@ -16,16 +15,18 @@ export function uniquePrefix(label = 't'): string {
 export async function limiterModule(redis: TestRedis, options: RedisLimitModuleOptions = {}) {
   const prefix = options.keyPrefix ?? uniquePrefix();
   const moduleRef: TestingModule = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.url, ...options, keyPrefix: prefix })],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, ...options, keyPrefix: prefix })],
   }).compile();
   await moduleRef.init();
-  const raw = new Redis(redis.url);
+  const raw = redis.client();
   return {
     moduleRef,
     /** Every key this module writes starts with it. */
     prefix,
     limiter: moduleRef.get(RateLimiterService),
     raw,
+    /** Every key matching `pattern`, on every master of a cluster. */
+    keys: (pattern: string) => redis.keys(pattern),
     async close() {
       raw.disconnect();
       await moduleRef.close();

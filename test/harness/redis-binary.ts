@@ -56,6 +56,16 @@ function trixieServer(flavor: 'redis8' | 'valkey8'): string {
   return join(dir, 'bin', `${flavor}-server`);
 }
 
+/** redis-cli (Debian's redis-tools, which redis-server depends on): joins test clusters. */
+export function redisCli(): string {
+  const found = onPath('redis-cli');
+  if (found) return found;
+  systemRedisServer(); // installs redis-tools with it where it can
+  const installed = onPath('redis-cli');
+  if (!installed) throw new Error(`redis-cli was not found on PATH. ${INSTALL_HINT}`);
+  return installed;
+}
+
 const binaries = new Map<RedisFlavor, string>();
 
 /** The redis-server (or valkey-server) executable of `flavor`, fetched or installed on first use. */

@@ -1,6 +1,9 @@
 import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
 import { RedisMemoryServer } from 'redis-memory-server';
+import type { RedisLimitModuleOptions } from '../../lib/index.js';
 import { FLAVORS, redisServerBinary, type RedisFlavor } from './redis-binary.js';
+import { TestCluster } from './redis-cluster.js';
 
 export interface StartOptions {
   /** Extra redis-server arguments, e.g. ['--appendonly', 'yes']. */
@@ -10,6 +13,18 @@ export interface StartOptions {
   /** Start a server of its own even when REDIS_URL is set: for tests that stop, pause or
    * otherwise disturb their server, which they must never do to one they did not start. */
   own?: boolean;
+}
+
+/** Standalone servers, or a 3-master Redis Cluster (the jest `:cluster` projects). */
+export type Topology = 'standalone' | 'cluster';
+
+/** The topology this test process runs against (jest projects set it per project). */
+export function currentTopology(): Topology {
+  const topology = (globalThis as { __REDIS_TOPOLOGY__?: string }).__REDIS_TOPOLOGY__ ?? process.env['REDIS_TOPOLOGY'] ?? 'standalone';
+  if (topology !== 'standalone' && topology !== 'cluster') {
+    throw new Error(`REDIS_TOPOLOGY must be standalone or cluster, got ${topology}`);
+  }
+  return topology;
 }
 
 /** The server flavor this test process runs against (jest projects set it per project). */
@@ -22,11 +37,27 @@ export function currentFlavor(): RedisFlavor {
 }
 
 /**
+ * What a test runs against: one server or a cluster, behind the same face. `connection` is what
+ * RedisLimitModule's `redis` option takes; `client()` a raw client to look at keys with.
+ */
+export type TestRedis = RedisNode | TestCluster;
+
+export const TestRedis = {
+  /** A fresh server (or cluster, in the `:cluster` projects) for one test file or suite. */
+  start(options: StartOptions = {}): Promise<TestRedis> {
+    return currentTopology() === 'cluster' && !process.env['REDIS_URL']
+      ? TestCluster.start({ flavor: options.flavor, args: options.args })
+      : RedisNode.start(options);
+  },
+};
+
+/**
  * A real redis-server on a free loopback port, started for one test file or suite and stopped
  * after it (redis-memory-server spawns it, and kills it if this process dies). With REDIS_URL
  * set, every handle points at that server instead and start/stop do nothing.
  */
-export class TestRedis {
+export class RedisNode {
+  readonly topology = 'standalone';
   private server: RedisMemoryServer | undefined;
   private running = false;
 
@@ -38,20 +69,74 @@ export class TestRedis {
     readonly flavor: RedisFlavor,
   ) {}
 
-  static async start(options: StartOptions = {}): Promise<TestRedis> {
+  static async start(options: StartOptions = {}): Promise<RedisNode> {
     const external = options.own ? undefined : process.env['REDIS_URL'];
     if (external) {
       const url = new URL(external);
-      return new TestRedis(url.hostname, Number(url.port || 6379), true, [], currentFlavor());
+      return new RedisNode(url.hostname, Number(url.port || 6379), true, [], currentFlavor());
     }
     const flavor = options.flavor ?? currentFlavor();
-    const redis = new TestRedis('127.0.0.1', await freePort(), false, options.args ?? [], flavor);
+    const redis = new RedisNode('127.0.0.1', await freePort(), false, options.args ?? [], flavor);
     await redis.resume();
     return redis;
   }
 
   get url(): string {
     return this.external ? process.env['REDIS_URL']! : `redis://${this.host}:${this.port}`;
+  }
+
+  get connection(): NonNullable<RedisLimitModuleOptions['redis']> {
+    return this.url;
+  }
+
+  /** A raw client of this server, for a test to inspect or disturb it; the caller disconnects it. */
+  client(): Redis {
+    return new Redis(this.url);
+  }
+
+  /** Every key matching `pattern` (KEYS: test data sets are small). */
+  async keys(pattern: string): Promise<string[]> {
+    const client = this.client();
+    try {
+      return await client.keys(pattern);
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** Runs one command on this server (the one master), as TestCluster runs it on each. */
+  async onEveryMaster(...command: string[]): Promise<unknown[]> {
+    const client = this.client();
+    try {
+      return [await client.call(command[0]!, ...command.slice(1))];
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** How many connections listen on `channel`. */
+  async subscribers(channel: string): Promise<number> {
+    const client = this.client();
+    try {
+      const [, count] = (await client.pubsub('NUMSUB', channel)) as [string, number];
+      return Number(count);
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** The server process' pid, while it runs. */
+  get pid(): number | undefined {
+    const info = this.server?.getInstanceInfo();
+    return info ? info.childProcess?.pid : undefined;
+  }
+
+  /** Sends `signal` to the server process (SIGKILL for a crash, SIGSTOP/SIGCONT for a hang). */
+  signal(signal: NodeJS.Signals): void {
+    if (this.external) throw new Error('will not signal a server this test did not start');
+    const pid = this.pid;
+    if (pid === undefined) throw new Error('the server is not running');
+    process.kill(pid, signal);
   }
 
   /** Stops the server; the port stays reserved for `resume()`. A no-op on REDIS_URL's server. */
@@ -79,7 +164,7 @@ export class TestRedis {
   }
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   for (;;) {
     const port = await new Promise<number>((resolve, reject) => {
       const probe = createServer();

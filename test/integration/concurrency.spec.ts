@@ -41,7 +41,7 @@ describe('exactness under concurrency', () => {
     it.each(ALGORITHMS)('%s: 4 × 250 calls with limit 100 grant exactly 100', async (algorithm) => {
       const prefix = uniquePrefix('procs');
       const worker = join(process.cwd(), 'test/integration/workers/consume-worker.mjs');
-      const args = [worker, libDir, redis.url, prefix, 'shared', algorithm, '100', String(WINDOW_MS), '250'];
+      const args = [worker, libDir, JSON.stringify(redis.connection), prefix, 'shared', algorithm, '100', String(WINDOW_MS), '250'];
       const outputs = await Promise.all(Array.from({ length: 4 }, () => run(process.execPath, args)));
       const granted = outputs.map(({ stdout }) => (JSON.parse(stdout) as { granted: number }).granted);
       expect(granted.reduce((a, b) => a + b, 0)).toBe(100);

@@ -22,7 +22,7 @@ interface Delivery {
 }
 
 interface WorkerConfig {
-  url: string;
+  redis: TestRedis['connection'];
   keyPrefix: string;
   queue: string;
   consume?: ConsumeOptions;
@@ -126,7 +126,7 @@ describe('DelayQueueService across Node processes', () => {
     /** Until `count` connections listen for `queue`'s wake-ups: consumers that will hear of new work. */
     const listening = (queue: string, count: number) =>
       until(
-        async () => Number(((await app.raw.pubsub('NUMSUB', `${app.prefix}dqw:{${queue}}`)) as [string, number])[1]) >= count,
+        async () => (await redis.subscribers(`${app.prefix}dqw:{${queue}}`)) >= count,
         10_000,
         () => `fewer than ${count} consumers subscribed to ${queue}`,
       );
@@ -143,7 +143,7 @@ describe('DelayQueueService across Node processes', () => {
     it('3 consumer processes handle 5,000 messages exactly once between them, each some', async () => {
       const { app, queues, deliveries, listening } = await testSide(redis);
       const queue = 'bulk';
-      const workers = await Promise.all([0, 1, 2].map(() => startWorker({ url: redis.url, keyPrefix: app.prefix, queue })));
+      const workers = await Promise.all([0, 1, 2].map(() => startWorker({ redis: redis.connection, keyPrefix: app.prefix, queue })));
       await listening(queue, workers.length);
 
       const ids = Array.from({ length: 5000 }, (_, i) => `m-${i}`);
@@ -183,7 +183,7 @@ describe('DelayQueueService across Node processes', () => {
       const queue = 'crash';
       const visibilityTimeoutMs = 2000; // the lease must outlive the time it takes this test to see it and kill -9
       const victim = await startWorker({
-        url: redis.url,
+        redis: redis.connection,
         keyPrefix: app.prefix,
         queue,
         consume: { visibilityTimeoutMs },
@@ -256,7 +256,7 @@ describe('DelayQueueService across Node processes', () => {
     cleanups.push(() => redis.stop());
     const { app, queues, deliveries, listening } = await testSide(redis);
     const queue = 'restart';
-    const worker = await startWorker({ url: redis.url, keyPrefix: app.prefix, queue, consume: { visibilityTimeoutMs: 5000 } });
+    const worker = await startWorker({ redis: redis.connection, keyPrefix: app.prefix, queue, consume: { visibilityTimeoutMs: 5000 } });
     // told of the first due time, the consumer claims while the server is down: it must retry
     await listening(queue, 1);
 

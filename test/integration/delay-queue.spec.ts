@@ -263,7 +263,7 @@ describe('@OnDelayed', () => {
     class RemindersModule {}
     const prefix = uniquePrefix('ondelayed');
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: ctx.redis.url, keyPrefix: prefix }), RemindersModule],
+      imports: [RedisLimitModule.forRoot({ redis: ctx.redis.connection, keyPrefix: prefix }), RemindersModule],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
@@ -281,7 +281,7 @@ describe('@OnDelayed', () => {
       handle() {}
     }
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: ctx.redis.url, keyPrefix: uniquePrefix('ondelayed') })],
+      imports: [RedisLimitModule.forRoot({ redis: ctx.redis.connection, keyPrefix: uniquePrefix('ondelayed') })],
       providers: [Broken],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });

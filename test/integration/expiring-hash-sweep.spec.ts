@@ -42,7 +42,7 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     const before = Number(await raw.call('MEMORY', 'USAGE', key('big'), 'SAMPLES', '0'));
 
     await eventually(async () => (await raw.hlen(key('big'))) === 101); // 100 live + the meta field
-    await eventually(async () => (await raw.exists(...Array.from({ length: 20 }, (_, u) => key(`small-${u}`)))) === 0);
+    await eventually(async () => (await Promise.all(Array.from({ length: 20 }, (_, u) => raw.exists(key(`small-${u}`))))).every((n) => n === 0));
     expect(Number(await raw.call('MEMORY', 'USAGE', key('big'), 'SAMPLES', '0'))).toBeLessThan(before);
     expect(await hash.count('big')).toBe(100);
     // only the big hash is still listed for sweeping
@@ -56,9 +56,8 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     await Promise.all(
       Array.from({ length: 200 }, (_, u) => writers[u % 3]!.set(`user-${u}`, 'slot', 'v', 100 + (u % 50))),
     );
-    const raw = a!.raw;
-    await eventually(async () => (await raw.keys(`${a!.prefix}eh:*`)).length === 0);
-    await eventually(async () => (await raw.keys(`${a!.prefix}ehr:*`)).length === 0);
+    await eventually(async () => (await redis.keys(`${a!.prefix}eh:*`)).length === 0);
+    await eventually(async () => (await redis.keys(`${a!.prefix}ehr:*`)).length === 0);
   });
 
   it('a claim leases each due hash to one sweeper only', async () => {

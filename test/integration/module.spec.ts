@@ -10,14 +10,14 @@ import {
   type RedisLimitModuleOptions,
 } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { RedisNode } from '../harness/redis-server.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 
 describe('RedisLimitModule', () => {
-  let redis: TestRedis;
+  let redis: RedisNode;
   let raw: Redis;
   beforeAll(async () => {
-    redis = await TestRedis.start();
+    redis = await RedisNode.start();
     raw = new Redis(redis.url);
   });
   afterAll(async () => {
@@ -90,7 +90,7 @@ describe('RedisLimitModule', () => {
   });
 
   it('starts within a few seconds when Redis is unreachable, and calls then fail fast', async () => {
-    const down = await TestRedis.start({ own: true });
+    const down = await RedisNode.start({ own: true });
     await down.stop();
     const started = performance.now();
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: down.url, commandTimeoutMs: 300 })]);
@@ -104,7 +104,7 @@ describe('RedisLimitModule', () => {
   });
 
   it('bounds a hung Redis by commandTimeoutMs', async () => {
-    const hung = await TestRedis.start({ own: true });
+    const hung = await RedisNode.start({ own: true });
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: hung.url, commandTimeoutMs: 200 })]);
     const pauser = new Redis(hung.url);
     await pauser.call('CLIENT', 'PAUSE', '3000', 'ALL');

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
-import { TestRedis } from '../harness/redis-server.js';
+import { RedisNode } from '../harness/redis-server.js';
 
 // Each integration project runs against the server it names: check that it really does.
 describe('the server under test', () => {
   it('is the flavor this project asked for', async () => {
-    const redis = await TestRedis.start({ own: true });
+    const redis = await RedisNode.start({ own: true });
     const client = new Redis(redis.url);
     try {
       const info = await client.info('server');

@@ -1,11 +1,12 @@
-// A separate Node process hammering one key: argv = compiled lib dir, redis url, key prefix,
+// A separate Node process hammering one key: argv = compiled lib dir, redis (JSON: a URL or
+// `{ cluster: { nodes } }`), key prefix,
 // key, algorithm, limit, windowMs, calls. Prints how many calls were granted.
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 
-const [libDir, url, keyPrefix, key, algorithm, limit, windowMs, calls] = process.argv.slice(2);
+const [libDir, redis, keyPrefix, key, algorithm, limit, windowMs, calls] = process.argv.slice(2);
 const { RedisLimitModule, RateLimiterService } = await import(`${libDir}/index.js`);
-const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: url, keyPrefix }), {
+const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: JSON.parse(redis), keyPrefix }), {
   logger: false,
 });
 const limiter = app.get(RateLimiterService);
