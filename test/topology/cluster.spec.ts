@@ -1,0 +1,182 @@
+import 'reflect-metadata';
+import { Test } from '@nestjs/testing';
+import {
+  DelayQueueService,
+  ExpiringHashService,
+  RateLimiterService,
+  RedisLimitModule,
+  type RedisLimitModuleOptions,
+} from '../../lib/index.js';
+import { escapeKeyPart } from '../../lib/redis/keys.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { loadScripts } from '../../lib/redis/scripts.js';
+import { uniquePrefix } from '../harness/limiter-app.js';
+import { TestCluster } from '../harness/redis-cluster.js';
+import type { RedisNode } from '../harness/redis-server.js';
+
+describe('on a 3-master Redis Cluster', () => {
+  let cluster: TestCluster;
+  const closers: (() => Promise<unknown>)[] = [];
+  beforeAll(async () => {
+    cluster = await TestCluster.start({ flavor: 'redis7' });
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  afterAll(() => cluster?.stop());
+
+  async function boot(options: RedisLimitModuleOptions = {}) {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLimitModule.forRoot({ redis: cluster.connection, keyPrefix: uniquePrefix('cluster'), ...options })],
+    }).compile();
+    await moduleRef.init();
+    closers.push(() => moduleRef.close());
+    return moduleRef;
+  }
+
+  const slotOf = async (key: string) => Number(await cluster.ask(cluster.nodes[0]!, 'CLUSTER', 'KEYSLOT', key));
+  const dbsize = async (node: RedisNode) => Number(await cluster.ask(node, 'DBSIZE'));
+
+  it('10,000 user keys spread over all three masters', async () => {
+    const masters = await cluster.masters();
+    const before = await Promise.all(masters.map(dbsize));
+    const limiter = (await boot()).get(RateLimiterService);
+    const policy = { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' as const };
+    for (let i = 0; i < 10_000; i += 500) {
+      await Promise.all(Array.from({ length: 500 }, (_, j) => limiter.consume(`user-${i + j}`, policy)));
+    }
+    const perMaster = (await Promise.all(masters.map(dbsize))).map((n, i) => n - before[i]!);
+    console.log(`10,000 user keys per master (DBSIZE): ${perMaster.join(' / ')}`);
+    expect(perMaster.reduce((a, b) => a + b, 0)).toBe(10_000);
+    // a third each, give or take: hash slots are CRC16 of the user key, evenly split by redis-cli
+    for (const count of perMaster) expect(count).toBeGreaterThan(2500);
+  });
+
+  it('spreads the global state: sweep registry shards and notify timer queues land on every master', async () => {
+    const moduleRef = await boot();
+    const { keys } = moduleRef.get(RedisConnection);
+    const masters = await cluster.masters();
+    const registry = Array.from({ length: 16 }, (_, n) => keys.build('ehr', String(n)));
+    const timers = Array.from({ length: 16 }, (_, n) => keys.build('dqs', `nrl.expiring-hash.notify.${n}`));
+    const perMaster = async (names: string[]) => {
+      const owners = await Promise.all(names.map(async (name) => (await cluster.masterOf(name)).port));
+      return masters.map((m) => owners.filter((port) => port === m.port).length);
+    };
+    const registrySpread = await perMaster(registry);
+    const timerSpread = await perMaster(timers);
+    console.log(`16 sweep registry shards per master: ${registrySpread.join(' / ')}; 16 notify timer queues: ${timerSpread.join(' / ')}`);
+    expect(registrySpread.every((n) => n > 0)).toBe(true);
+    expect(timerSpread.every((n) => n > 0)).toBe(true);
+
+    // and the sweep works across them: short-lived fields of many users leave without a read
+    const hash = moduleRef.get(ExpiringHashService);
+    await Promise.all(Array.from({ length: 300 }, (_, u) => hash.set(`u${u}`, 'a', 'v', 100)));
+    await Promise.all(Array.from({ length: 300 }, (_, u) => hash.set(`u${u}`, 'b', 'v', 60_000)));
+    const deadline = Date.now() + 20_000;
+    let left = Infinity;
+    while (left > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      const lens = await Promise.all(Array.from({ length: 300 }, (_, u) => moduleRef.get(RedisConnection).client.hlen(keys.build('eh', `u${u}`))));
+      left = lens.filter((n) => n > 2).length; // 'a' swept: the live field 'b' and the meta field remain
+    }
+    expect(left).toBe(0);
+  });
+
+  it('a hostile key maps to its own slot: braces cannot pick another', async () => {
+    const moduleRef = await boot();
+    const limiter = moduleRef.get(RateLimiterService);
+    const hash = moduleRef.get(ExpiringHashService);
+    const { keys } = moduleRef.get(RedisConnection);
+    const victimSlot = await slotOf(keys.build('fw', 'victim'));
+    const hostile = ['{victim}', 'x}{victim', '}{victim}{', 'victim}', '{victim', '{}victim', '%7Bvictim%7D', 'a:{victim}:b'];
+    for (const key of hostile) {
+      // three features for one user key: each script call would fail with CROSSSLOT if any two
+      // of its keys were in different slots
+      await limiter.decide([
+        { key, scope: 'x', policy: { limit: 5, windowMs: 1000 } },
+        { key, scope: '{victim}', funnel: { capacity: 5, leakingDurationMs: 1000 } },
+      ]);
+      await hash.set(key, 'f', 'v', 60_000);
+      const written = await cluster.keys(`*{${escapeKeyPart(key)}}`);
+      expect(written.length).toBeGreaterThanOrEqual(3);
+      const slots = new Set(await Promise.all(written.map(slotOf)));
+      // every key of this user is in the slot its escaped key names, which is not the victim's
+      expect([...slots]).toEqual([await slotOf(`{${escapeKeyPart(key)}}`)]);
+      expect(slots.has(victimSlot)).toBe(false);
+    }
+    // '%7Bvictim%7D' is a user key of its own, not the escaped form of '{victim}'
+    expect(await cluster.keys(`*{%257Bvictim%257D}`)).not.toEqual([]);
+  });
+
+  it('loads every script on every master at start-up', async () => {
+    await cluster.onEveryMaster('SCRIPT', 'FLUSH');
+    await boot();
+    const shas = loadScripts().map((s) => s.sha1);
+    const loaded = await cluster.onEveryMaster('SCRIPT', 'EXISTS', ...shas);
+    expect(loaded).toEqual((await cluster.masters()).map(() => shas.map(() => 1)));
+  });
+
+  it('recovers a NOSCRIPT when a slot moves to a master that lacks the scripts (resharding)', async () => {
+    const limiter = (await boot()).get(RateLimiterService);
+    const policy = { limit: 10, windowMs: 600_000 };
+    const key = 'moving';
+    for (let i = 0; i < 4; i++) await limiter.consume(key, policy);
+    const infos = await cluster.describe();
+    const slot = await slotOf(`{${key}}`);
+    const from = infos.find((i) => i.role === 'master' && i.slots.some(([a, b]) => slot >= a && slot <= b))!;
+    const to = infos.find((i) => i.role === 'master' && i.id !== from.id)!;
+    await cluster.ask(cluster.node(to.port), 'SCRIPT', 'FLUSH');
+    await cluster.ask(cluster.node(to.port), 'CONFIG', 'RESETSTAT');
+    await moveSlot(cluster, slot, from, to);
+    expect((await cluster.masterOf(`{${key}}`)).port).toBe(to.port);
+
+    // the counter came along, and the script runs on its new master
+    const decisions = [];
+    for (let i = 0; i < 7; i++) decisions.push(await limiter.consume(key, policy));
+    expect(decisions.map((d) => d.remaining)).toEqual([5, 4, 3, 2, 1, 0, 0]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, true, false]);
+    // the new master answered the first EVALSHA with NOSCRIPT (Redis 7.0 counts that nowhere),
+    // was sent the source once with EVAL, then ran the other six by sha
+    const stats = String(await cluster.ask(cluster.node(to.port), 'INFO', 'commandstats'));
+    expect(stats).toMatch(/cmdstat_eval:calls=1,/);
+    expect(stats).toMatch(/cmdstat_evalsha:calls=6,/);
+  });
+
+  it('takes a Cluster client the app owns, and leaves it open at shutdown', async () => {
+    const client = cluster.client();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLimitModule.forRoot({ redis: client, keyPrefix: uniquePrefix('owned') })],
+    }).compile();
+    await moduleRef.init();
+    const queues = moduleRef.get(DelayQueueService);
+    const got: unknown[] = [];
+    const consumer = queues.consume('jobs', async (message) => {
+      got.push(message.payload);
+    });
+    await queues.enqueue('jobs', { n: 1 }, { delayMs: 50 });
+    const deadline = Date.now() + 10_000;
+    while (got.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    await consumer.stop();
+    await moduleRef.close();
+    expect(got).toEqual([{ n: 1 }]);
+    expect(client.status).toBe('ready');
+    expect(await client.ping()).toBe('PONG');
+    client.disconnect();
+  });
+});
+
+/** Moves one hash slot and its keys between masters, the way redis-cli --cluster reshard does. */
+async function moveSlot(cluster: TestCluster, slot: number, from: { id: string; port: number }, to: { id: string; port: number }) {
+  const source = cluster.node(from.port);
+  const target = cluster.node(to.port);
+  await cluster.ask(target, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id);
+  await cluster.ask(source, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id);
+  for (;;) {
+    const keys = (await cluster.ask(source, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')) as string[];
+    if (keys.length === 0) break;
+    await cluster.ask(source, 'MIGRATE', target.host, String(target.port), '', '0', '5000', 'KEYS', ...keys);
+  }
+  for (const node of await cluster.masters()) {
+    await cluster.ask(node, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+  }
+}
