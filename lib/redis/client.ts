@@ -21,7 +21,8 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
     connectTimeout: Math.max(1000, commandTimeoutMs * 4),
     // a disconnect while Redis is unreachable must not leave a 2 s timer holding the process open
     disconnectTimeout: commandTimeoutMs,
-    retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2000),
+    // capped at 1 s: after a Sentinel failover each attempt asks the sentinels for the master anew
+    retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1000),
   };
   if (isClusterConfig(redis)) {
     const { nodes, options = {} } = redis.cluster;
@@ -33,7 +34,11 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
     });
     return { client, owned: true };
   }
-  const client = typeof redis === 'string' ? new Redis(redis, defaults) : new Redis({ ...defaults, ...redis });
+  if (typeof redis === 'string') return { client: new Redis(redis, defaults), owned: true };
+  // behind Sentinel, follow +switch-master at once: a planned failover leaves the old master
+  // writable for seconds, and counts written there are lost when it rejoins as a replica
+  const sentinel = redis?.sentinels ? { failoverDetector: true } : {};
+  const client = new Redis({ ...defaults, ...sentinel, ...redis });
   return { client, owned: true };
 }
 

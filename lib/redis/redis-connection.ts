@@ -4,6 +4,7 @@ import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } fr
 import { createClient, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient } from './scripts.js';
+import { serverHasCommand } from './server-commands.js';
 
 /** How long start-up waits for Redis before going on without it (guards then apply failMode). */
 const STARTUP_WAIT_MS = 2000;
@@ -21,6 +22,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly owned: boolean;
   private readonly logger = new Logger('RedisLimit');
   private outage = false;
+  private readonly commands = new Map<string, Promise<boolean>>();
 
   constructor(@Inject(REDIS_LIMIT_OPTIONS) raw: RedisLimitModuleOptions) {
     this.options = resolveOptions(raw);
@@ -63,8 +65,32 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       const ended = new Promise((resolve) => this.client.once('end', resolve));
       await this.scripts.bounded(Promise.all([ended, this.client.quit()]), 'QUIT');
     } catch {
-      this.client.disconnect();
+      // no answer in time: disconnect below drops the socket
     }
+    // also after a clean QUIT: only disconnect() closes a Sentinel client's failover-detector
+    // connections to the sentinels (ioredis 6), which would otherwise keep the process alive
+    this.client.disconnect();
+  }
+
+  /**
+   * Whether the server knows `command`, asked once. While Redis is unreachable the answer waits
+   * for the next connection; a server that refuses to say (e.g. an ACL without COMMAND) counts as
+   * not knowing it.
+   */
+  hasCommand(command: string): Promise<boolean> {
+    let known = this.commands.get(command);
+    if (known === undefined) {
+      known = new Promise<boolean>((resolve) => {
+        const ask = () =>
+          serverHasCommand(this.client, command).then(resolve, (error: Error) => {
+            if (error.name === 'ReplyError') resolve(false);
+            else this.client.once('ready', ask);
+          });
+        ask();
+      });
+      this.commands.set(command, known);
+    }
+    return known;
   }
 
   reportFailure(error: Error): void {

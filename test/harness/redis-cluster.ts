@@ -1,11 +1,9 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { ClusterConfig } from '../../lib/index.js';
+import { ask } from './ask.js';
 import { redisCli, type RedisFlavor } from './redis-binary.js';
 import { currentFlavor, RedisNode } from './redis-server.js';
 
@@ -52,10 +50,8 @@ export class TestCluster {
     const flavor = options.flavor ?? currentFlavor();
     const nodes = await Promise.all(
       Array.from({ length: masters * (1 + replicas) }, () => {
-        // after the caller's args: the last --dir wins, and each node needs its own
-        const dir = mkdtempSync(join(tmpdir(), 'nrl-cluster-'));
-        process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-        const clusterArgs = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--dir', dir];
+        // each node writes nodes.conf in a directory of its own (RedisNode gives it one)
+        const clusterArgs = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'];
         const timeout = ['--cluster-node-timeout', String(nodeTimeoutMs)];
         return RedisNode.start({ own: true, flavor, args: [...args, ...clusterArgs, ...timeout] });
       }),
@@ -124,10 +120,13 @@ export class TestCluster {
     return Promise.all((await this.masters()).map((m) => this.ask(m, ...command)));
   }
 
-  /** How many connections listen on `channel`, summed over every node (each counts its own). */
+  /** How many connections listen on `channel`, plain or sharded, summed over every node (each
+   * counts its own). */
   async subscribers(channel: string): Promise<number> {
     const live = this.nodes.filter((n) => n.pid !== undefined);
-    const counts = await Promise.all(live.map((n) => this.ask(n, 'PUBSUB', 'NUMSUB', channel) as Promise<[string, number]>));
+    const counts = await Promise.all(
+      live.flatMap((n) => ['NUMSUB', 'SHARDNUMSUB'].map((kind) => this.ask(n, 'PUBSUB', kind, channel) as Promise<[string, number]>)),
+    );
     return counts.reduce((sum, [, n]) => sum + Number(n), 0);
   }
 
@@ -163,15 +162,8 @@ export class TestCluster {
   }
 
   /** One command on one node, over a short-lived connection. */
-  async ask(node: RedisNode, ...command: string[]): Promise<unknown> {
-    const client = new Redis({ host: node.host, port: node.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      return await client.call(command[0]!, ...command.slice(1));
-    } finally {
-      client.disconnect();
-    }
+  ask(node: RedisNode, ...command: string[]): Promise<unknown> {
+    return ask(node, ...command);
   }
 }
 

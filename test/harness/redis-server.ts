@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RedisMemoryServer } from 'redis-memory-server';
 import type { RedisLimitModuleOptions } from '../../lib/index.js';
@@ -154,8 +157,12 @@ export class RedisNode {
       // which refuses a port it handed out in the last 15-30 s and silently picks another
       await this.server.start();
     } else {
+      // a directory of its own for what the server writes (a replica's sync RDB, AOF, a cluster's
+      // nodes.conf), kept across stop/resume; the caller's --dir, coming later, wins
+      const dir = mkdtempSync(join(tmpdir(), 'nrl-redis-'));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
       this.server = await RedisMemoryServer.create({
-        instance: { ip: this.host, port: this.port, args: ['--save', '', ...this.args] },
+        instance: { ip: this.host, port: this.port, args: ['--save', '', '--dir', dir, ...this.args] },
         binary: { systemBinary: redisServerBinary(this.flavor) },
         autoStart: true,
       });

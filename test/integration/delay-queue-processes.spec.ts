@@ -1,6 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type ConsumeOptions, type DelayedMessage } from '../../lib/index.js';
@@ -250,9 +248,7 @@ describe('DelayQueueService across Node processes', () => {
   });
 
   it('a Redis restart (AOF) while consumers wait loses no scheduled message and the consumer keeps running', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'dq-aof-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const redis = await TestRedis.start({ own: true, args: ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] });
+    const redis = await TestRedis.start({ own: true, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
     cleanups.push(() => redis.stop());
     const { app, queues, deliveries, listening } = await testSide(redis);
     const queue = 'restart';
