@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import { RedisLimitError } from '../errors.js';
+import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { ScriptName } from '../redis/scripts.js';
 import { Consumer } from './consumer.js';
@@ -14,23 +12,25 @@ import type {
   QueueSize,
   RescheduleOptions,
 } from './delay-queue.types.js';
+import { WakeUps } from './wake-ups.js';
 
 /**
  * Delayed messages on Redis: a sorted set per queue scored by due time (server clock), claimed in
  * batches by one script into an in-flight set with a visibility deadline, acknowledged when the
  * handler resolves, retried with backoff, dead after `maxAttempts`. Consumers sleep on timers and
- * are woken by the queue's pub/sub channel: they never poll.
+ * are woken by the queue's pub/sub channel (see WakeUps): they never poll.
  */
 @Injectable()
 export class DelayQueueService implements BeforeApplicationShutdown {
-  private readonly logger = new Logger('DelayQueue');
   private readonly consumers = new Map<string, Set<Consumer>>();
-  /** Wake-up channel -> queue. */
-  private readonly queueOf = new Map<string, string>();
-  private readonly subscriptions = new Map<string, Promise<unknown>>();
-  private subscriber: Redis | undefined;
+  private readonly wakeUps: WakeUps;
 
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {}
+  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+    this.wakeUps = new WakeUps(redis, {
+      hint: (queue, runAt) => this.consumers.get(queue)?.forEach((consumer) => consumer.hint(runAt)),
+      resync: () => this.consumers.forEach((set) => set.forEach((consumer) => consumer.wake())),
+    });
+  }
 
   /** Schedules `payload`; resolves its id. An id already scheduled or in flight changes nothing. */
   async enqueue<T>(queue: string, payload: T, opts: EnqueueOptions = {}): Promise<string> {
@@ -39,7 +39,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const json = serializePayload(payload);
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const id = opts.id ?? randomUUID();
-    await this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.channel(queue)]);
+    const publish = await this.wakeUps.publishCommand();
+    await this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.wakeUps.channel(queue), publish]);
     return id;
   }
 
@@ -56,7 +57,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     assertName(id, 'id');
     if (typeof opts !== 'object' || opts === null) throw new TypeError('opts must be an object { delayMs } or { runAt }');
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
-    return Number(await this.run('queueReschedule', queue, ['', id, runAt, delayMs, this.channel(queue)])) >= 0;
+    const publish = await this.wakeUps.publishCommand();
+    return Number(await this.run('queueReschedule', queue, ['', id, runAt, delayMs, this.wakeUps.channel(queue), publish])) >= 0;
   }
 
   async size(queue: string): Promise<QueueSize> {
@@ -82,7 +84,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     this.consumers.set(queue, consumers);
     consumers.add(consumer);
     // claim once subscribed: an enqueue before then is found by that claim, one after wakes us
-    void this.listen(queue).finally(() => consumer.start());
+    void this.wakeUps.listen(queue).finally(() => consumer.start());
     return consumer;
   }
 
@@ -90,10 +92,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     const all = [...this.consumers.values()].flatMap((set) => [...set]);
     await Promise.all(all.map((consumer) => consumer.stop()));
-    this.subscriber?.disconnect();
-    this.subscriber = undefined;
-    this.subscriptions.clear();
-    this.queueOf.clear();
+    this.wakeUps.close();
   }
 
   private keys(queue: string): string[] {
@@ -101,42 +100,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     return [keys.build('dqs', queue), keys.build('dqf', queue), keys.build('dqd', queue), keys.build('dqm', queue)];
   }
 
-  private channel(queue: string): string {
-    return this.redis.keys.build('dqw', queue);
-  }
-
   private run(script: ScriptName, queue: string, args: (string | number)[]) {
     return this.redis.scripts.run(script, this.keys(queue), args);
-  }
-
-  /** One subscriber connection for every consumer of this module: wake-ups carry the due time. */
-  private listen(queue: string): Promise<unknown> {
-    if (this.subscriber === undefined) {
-      // unlike the command client, the subscriber queues its SUBSCRIBE until it is connected
-      const client = this.redis.client as Redis & { nodes?: unknown };
-      const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
-      const subscriber = (typeof client.nodes === 'function'
-        ? (client as unknown as { duplicate(nodes?: unknown, options?: object): Redis }).duplicate(undefined, override)
-        : client.duplicate(override)) as Redis;
-      subscriber.on('error', (error: Error) => this.redis.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
-      // wake-ups published while it was disconnected are lost: every consumer looks again
-      subscriber.on('ready', () => this.consumers.forEach((set) => set.forEach((consumer) => consumer.wake())));
-      subscriber.on('message', (from: string, runAt: string) => {
-        const queue = this.queueOf.get(from);
-        if (queue !== undefined) this.consumers.get(queue)?.forEach((consumer) => consumer.hint(Number(runAt)));
-      });
-      this.subscriber = subscriber;
-    }
-    const channel = this.channel(queue);
-    let subscribed = this.subscriptions.get(channel);
-    if (subscribed === undefined) {
-      this.queueOf.set(channel, queue);
-      subscribed = this.subscriber.subscribe(channel).catch((error: Error) => {
-        this.logger.warn(`could not subscribe to ${channel}: ${error.message}`);
-      });
-      this.subscriptions.set(channel, subscribed);
-    }
-    return subscribed;
   }
 
   private forget(queue: string, consumer: Consumer): void {

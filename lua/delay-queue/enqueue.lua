@@ -9,6 +9,7 @@
 -- ARGV[4]  runAt in ms, or '' to use now + ARGV[5]
 -- ARGV[5]  delay in ms (when ARGV[4] is '')
 -- ARGV[6]  wake-up channel: told the new runAt when it becomes the queue's earliest
+-- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
 -- Returns  { 1 if scheduled now, 0 if the id was already scheduled or in flight; its runAt (ms) }
 --- @include "../includes/server-time.lua"
 
@@ -25,5 +26,5 @@ rcall('HSET', KEYS[4], 'p:' .. id, ARGV[3])
 rcall('HDEL', KEYS[4], 'a:' .. id)
 local head = rcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 rcall('ZADD', KEYS[1], run_at, id)
-if head[2] == nil or run_at < tonumber(head[2]) then rcall('PUBLISH', ARGV[6], int(run_at)) end
+if head[2] == nil or run_at < tonumber(head[2]) then rcall(ARGV[7], ARGV[6], int(run_at)) end
 return { 1, run_at }

@@ -8,6 +8,7 @@
 -- ARGV[3]  runAt in ms, or '' to use now + ARGV[4]
 -- ARGV[4]  delay in ms (when ARGV[3] is '')
 -- ARGV[5]  wake-up channel
+-- ARGV[6]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
 -- Returns  the new runAt (ms), or -1 when the id is not scheduled
 --- @include "../includes/server-time.lua"
 
@@ -18,5 +19,5 @@ local now = now_ms(ARGV[1])
 local run_at = ARGV[3] ~= '' and tonumber(ARGV[3]) or now + tonumber(ARGV[4])
 local head = rcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 rcall('ZADD', KEYS[1], run_at, id)
-if run_at < tonumber(head[2]) then rcall('PUBLISH', ARGV[5], int(run_at)) end
+if run_at < tonumber(head[2]) then rcall(ARGV[6], ARGV[5], int(run_at)) end
 return run_at

@@ -142,6 +142,33 @@ describe('on a 3-master Redis Cluster', () => {
     expect(stats).toMatch(/cmdstat_evalsha:calls=6,/);
   });
 
+  it("keeps DelayQueue wake-ups on the queue's shard (SSUBSCRIBE / SPUBLISH, not a cluster-wide PUBLISH)", async () => {
+    const moduleRef = await boot();
+    const queues = moduleRef.get(DelayQueueService);
+    const channel = moduleRef.get(RedisConnection).keys.build('dqw', 'sharded');
+    const owner = await cluster.masterOf(channel);
+    const got: string[] = [];
+    const consumer = queues.consume('sharded', async (message) => {
+      got.push(message.id);
+    });
+    const count = async (node: RedisNode, kind: string) => Number(((await cluster.ask(node, 'PUBSUB', kind, channel)) as [string, number])[1]);
+    for (const deadline = Date.now() + 10_000; (await count(owner, 'SHARDNUMSUB')) === 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(await count(owner, 'SHARDNUMSUB')).toBe(1);
+    expect(await Promise.all(cluster.nodes.map((n) => count(n, 'NUMSUB')))).toEqual(cluster.nodes.map(() => 0));
+
+    await Promise.all(cluster.nodes.map((n) => cluster.ask(n, 'CONFIG', 'RESETSTAT')));
+    await queues.enqueue('sharded', 'x', { id: 'woken', delayMs: 100 });
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+    await consumer.stop();
+    expect(got).toEqual(['woken']);
+    const stats = await Promise.all(cluster.nodes.map(async (n) => String(await cluster.ask(n, 'INFO', 'commandstats'))));
+    expect(stats.filter((s) => /cmdstat_spublish:calls=1,/.test(s))).toHaveLength(1);
+    expect(stats[cluster.nodes.indexOf(owner)]).toMatch(/cmdstat_spublish:calls=1,/);
+    expect(stats.filter((s) => s.includes('cmdstat_publish:'))).toEqual([]);
+  });
+
   it('takes a Cluster client the app owns, and leaves it open at shutdown', async () => {
     const client = cluster.client();
     const moduleRef = await Test.createTestingModule({

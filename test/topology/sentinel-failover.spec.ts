@@ -48,8 +48,8 @@ describe('Sentinel: a failover during load', () => {
     sentinel = await TestSentinel.start();
   });
   afterAll(async () => {
+    agent.destroy(); // first: idle keep-alive sockets would hold the server's close open
     await app?.close();
-    agent.destroy();
     await sentinel?.stop();
   });
 
