@@ -22,7 +22,6 @@ export interface WakeUpListener {
  */
 export class WakeUps {
   private readonly logger = new Logger('DelayQueue');
-  private readonly cluster: boolean;
   private command: WakeCommand | undefined;
   private commandKnown: Promise<WakeCommand> | undefined;
   private subscriber: Redis | Cluster | undefined;
@@ -34,8 +33,7 @@ export class WakeUps {
     private readonly redis: RedisConnection,
     private readonly listener: WakeUpListener,
   ) {
-    this.cluster = typeof (redis.client as { nodes?: unknown }).nodes === 'function';
-    if (!this.cluster) this.command = 'PUBLISH';
+    if (!redis.cluster) this.command = 'PUBLISH';
   }
 
   channel(queue: string): string {
@@ -79,7 +77,7 @@ export class WakeUps {
     // unlike the command client, the subscriber queues its SUBSCRIBE until it is connected
     const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
     const client = this.redis.client;
-    const subscriber = this.cluster
+    const subscriber = this.redis.cluster
       ? (client as Cluster).duplicate(undefined, { ...override, shardedSubscribers: command === 'SPUBLISH' })
       : (client as Redis).duplicate(override);
     subscriber.on('error', (error: Error) => this.redis.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable } from '@nestjs/common';
-import { assertKey } from '../redis/keys.js';
+import { assertKey, describeValue } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import {
   assertPermits,
@@ -104,11 +104,23 @@ export class RateLimiterService {
    */
   async decide(limits: readonly StackedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
+    if (this.redis.cluster) assertOneKey(checked);
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(spec.kind, key, limits[i]!.scope));
     const args: (string | number)[] = [options.now ?? '', options.peek ? '0' : '1'];
     for (const { spec, permits } of checked) args.push(spec.algorithm, spec.limit, spec.windowMs, permits);
     const reply = (await this.redis.scripts.run('rateLimitDecide', keys, args)) as number[];
     return parseReply(reply, checked);
+  }
+}
+
+/** On a cluster a stack's keys must share a slot, which only the same user key guarantees:
+ * refused here, naming both keys, rather than as a CROSSSLOT reply from Redis. */
+function assertOneKey(limits: CheckedLimit[]): void {
+  const other = limits.findIndex((limit) => limit.key !== limits[0]!.key);
+  if (other > 0) {
+    throw new TypeError(
+      `limits[${other}].key must equal limits[0].key on Redis Cluster (one slot per call): got ${describeValue(limits[other]!.key)} and ${describeValue(limits[0]!.key)}`,
+    );
   }
 }
 

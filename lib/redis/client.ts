@@ -42,6 +42,11 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
   return { client, owned: true };
 }
 
+/** A Redis Cluster client (duck-typed, like isClient). */
+export function isCluster(client: RedisClient): boolean {
+  return typeof (client as { nodes?: unknown }).nodes === 'function';
+}
+
 function isClient(value: unknown): value is RedisClient {
   // Duck-typed: the app's ioredis may be another copy than ours, so instanceof would lie.
   const candidate = value as { defineCommand?: unknown; status?: unknown } | undefined;

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
 import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
-import { createClient, waitUntilReady } from './client.js';
+import { createClient, isCluster, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient } from './scripts.js';
 import { serverHasCommand } from './server-commands.js';
@@ -17,6 +17,8 @@ const STARTUP_WAIT_MS = 2000;
 export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   readonly options: ResolvedOptions;
   readonly client: RedisClient;
+  /** A Redis Cluster: every call's keys must share one slot. */
+  readonly cluster: boolean;
   readonly keys: RedisKeys;
   readonly scripts: ScriptRunner;
   private readonly owned: boolean;
@@ -28,6 +30,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     this.options = resolveOptions(raw);
     const { client, owned } = createClient(this.options.redis, this.options.commandTimeoutMs);
     this.client = client;
+    this.cluster = isCluster(client);
     this.owned = owned;
     this.keys = new RedisKeys(this.options.keyPrefix);
     this.scripts = new ScriptRunner(client, this.options.commandTimeoutMs);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
+import { isCluster } from './client.js';
 import { LUA_DIR } from './lua-dir.js';
 
 /** Every script the library runs, by the name code calls it with. */
@@ -103,8 +104,7 @@ export class ScriptRunner {
    * EVALSHA at once instead of each falling back to EVAL with the whole source.
    */
   async preload(): Promise<void> {
-    const client = this.client as RedisClient & { nodes?: (role: 'master') => Redis[] };
-    const servers = typeof client.nodes === 'function' ? client.nodes('master') : [client as Redis];
+    const servers = isCluster(this.client) ? (this.client as Cluster).nodes('master') : [this.client as Redis];
     const loads = servers.flatMap((server) => [...this.byName.values()].map((s) => server.script('LOAD', s.source)));
     await this.bounded(Promise.all(loads), 'SCRIPT LOAD');
   }

@@ -160,7 +160,7 @@ export class RedisNode {
       // a directory of its own for what the server writes (a replica's sync RDB, AOF, a cluster's
       // nodes.conf), kept across stop/resume; the caller's --dir, coming later, wins
       const dir = mkdtempSync(join(tmpdir(), 'nrl-redis-'));
-      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      removeAtExit(dir);
       this.server = await RedisMemoryServer.create({
         instance: { ip: this.host, port: this.port, args: ['--save', '', '--dir', dir, ...this.args] },
         binary: { systemBinary: redisServerBinary(this.flavor) },
@@ -169,6 +169,14 @@ export class RedisNode {
     }
     this.running = true;
   }
+}
+
+const removals = new Set<string>();
+
+/** Removes `dir` when this process exits (one exit listener for all of them). */
+export function removeAtExit(dir: string): void {
+  if (removals.size === 0) process.once('exit', () => removals.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  removals.add(dir);
 }
 
 export async function freePort(): Promise<number> {

@@ -220,7 +220,7 @@ describe('DelayQueueService under contention', () => {
     await queue().enqueue('slow-claim', 'a', { delayMs: 300 });
     await sleep(150);
     // writes (scripts included) wait 1 s: the claim due at +300 ms outlives its 300 ms timeout
-    await ctx.app.raw.call('CLIENT', 'PAUSE', '1000', 'WRITE');
+    await ctx.redis.onEveryMaster('CLIENT', 'PAUSE', '1000', 'WRITE');
     await got.all();
     expect(got.received[0]!.message.attempt).toBe(1);
     await consumer.stop(); // flushes the acknowledgement

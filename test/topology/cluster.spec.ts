@@ -108,6 +108,20 @@ describe('on a 3-master Redis Cluster', () => {
     expect(await cluster.keys(`*{%257Bvictim%257D}`)).not.toEqual([]);
   });
 
+  it('refuses a stack over two user keys (two slots) with a TypeError naming them, before Redis', async () => {
+    const limiter = (await boot()).get(RateLimiterService);
+    const policy = { limit: 5, windowMs: 1000 };
+    await expect(
+      limiter.decide([
+        { key: 'alice', policy },
+        { key: 'alice', scope: 'daily', policy },
+        { key: 'bob', policy },
+      ]),
+    ).rejects.toThrow(new TypeError('limits[2].key must equal limits[0].key on Redis Cluster (one slot per call): got "bob" and "alice"'));
+    expect(await cluster.keys('*{alice}')).toEqual([]);
+    expect((await limiter.decide([{ key: 'alice', policy }, { key: 'alice', scope: 'daily', policy }])).allowed).toBe(true);
+  });
+
   it('loads every script on every master at start-up', async () => {
     await cluster.onEveryMaster('SCRIPT', 'FLUSH');
     await boot();
