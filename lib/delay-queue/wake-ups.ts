@@ -23,7 +23,6 @@ export interface WakeUpListener {
 export class WakeUps {
   private readonly logger = new Logger('DelayQueue');
   private command: WakeCommand | undefined;
-  private commandKnown: Promise<WakeCommand> | undefined;
   private subscriber: Redis | Cluster | undefined;
   /** channel -> queue */
   private readonly queueOf = new Map<string, string>();
@@ -46,9 +45,14 @@ export class WakeUps {
     return this.command ?? this.redis.scripts.bounded(this.knownCommand(), 'COMMAND INFO SPUBLISH');
   }
 
-  /** Subscribes to `queue`'s wake-ups; resolves once subscribed (or the attempt was logged). */
+  /** Subscribes to `queue`'s wake-ups; resolves once subscribed (or the attempt was logged).
+   * While Redis is unreachable it waits: there is nothing to consume then anyway. */
   async listen(queue: string): Promise<unknown> {
-    const command = this.command ?? (await this.knownCommand());
+    let command = this.command;
+    while (command === undefined) {
+      // not events.once: it rejects on the 'error' events an outage brings
+      command = await this.knownCommand().catch(() => new Promise<undefined>((resolve) => this.redis.client.once('ready', () => resolve(undefined))));
+    }
     const subscriber = (this.subscriber ??= this.createSubscriber(command));
     const channel = this.channel(queue);
     let subscribed = this.subscriptions.get(channel);
@@ -69,8 +73,7 @@ export class WakeUps {
   }
 
   private knownCommand(): Promise<WakeCommand> {
-    this.commandKnown ??= this.redis.hasCommand('SPUBLISH').then((sharded) => (this.command = sharded ? 'SPUBLISH' : 'PUBLISH'));
-    return this.commandKnown;
+    return this.redis.hasCommand('SPUBLISH').then((sharded) => (this.command = sharded ? 'SPUBLISH' : 'PUBLISH'));
   }
 
   private createSubscriber(command: WakeCommand): Redis | Cluster {

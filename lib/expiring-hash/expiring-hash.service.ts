@@ -140,10 +140,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   /** The mode this process gives new hashes (existing hashes keep the one they were made with). */
   async mode(): Promise<ExpiryMode> {
     if (this.knownMode !== undefined) return this.knownMode;
-    this.modeOfNewHashes ??= detectExpiryMode(this.redis.client, this.redis.options.expiringHash.mode).catch((error: unknown) => {
-      this.modeOfNewHashes = undefined; // Redis was down: ask again next time
-      throw error;
-    });
+    this.modeOfNewHashes ??= detectExpiryMode((command) => this.redis.hasCommand(command), this.redis.options.expiringHash.mode);
     this.knownMode = await this.redis.scripts.bounded(this.modeOfNewHashes, 'COMMAND INFO');
     return this.knownMode;
   }

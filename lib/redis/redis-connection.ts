@@ -76,20 +76,17 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Whether the server knows `command`, asked once. While Redis is unreachable the answer waits
-   * for the next connection; a server that refuses to say (e.g. an ACL without COMMAND) counts as
-   * not knowing it.
+   * Whether the server knows `command`, asked once. Rejects at once while Redis is unreachable
+   * (and asks again next time); a server that refuses to say (an ACL without COMMAND) counts as
+   * not knowing it. Unbounded: callers bound it.
    */
   hasCommand(command: string): Promise<boolean> {
     let known = this.commands.get(command);
     if (known === undefined) {
-      known = new Promise<boolean>((resolve) => {
-        const ask = () =>
-          serverHasCommand(this.client, command).then(resolve, (error: Error) => {
-            if (error.name === 'ReplyError') resolve(false);
-            else this.client.once('ready', ask);
-          });
-        ask();
+      known = serverHasCommand(this.client, command).catch((error: Error) => {
+        if (error.name === 'ReplyError') return false;
+        this.commands.delete(command);
+        throw error;
       });
       this.commands.set(command, known);
     }

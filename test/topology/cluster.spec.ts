@@ -204,6 +204,28 @@ describe('on a 3-master Redis Cluster', () => {
     expect(await client.ping()).toBe('PONG');
     client.disconnect();
   });
+
+  // last: it stops the whole cluster
+  it('a consumer started while the cluster is down begins once it is back, woken by its shard', async () => {
+    const moduleRef = await boot({ commandTimeoutMs: 300 });
+    const queues = moduleRef.get(DelayQueueService);
+    await cluster.stop();
+    const got: string[] = [];
+    const consumer = queues.consume('late-start', async (message) => {
+      got.push(message.id);
+    });
+    await expect(queues.enqueue('late-start', 'x')).rejects.toMatchObject({ code: expect.stringMatching(/^REDIS_(UNAVAILABLE|TIMEOUT)$/) });
+    await cluster.resume();
+    const channel = moduleRef.get(RedisConnection).keys.build('dqw', 'late-start');
+    for (const deadline = Date.now() + 20_000; (await cluster.subscribers(channel)) === 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await cluster.subscribers(channel)).toBe(1);
+    await queues.enqueue('late-start', 'x', { id: 'after', delayMs: 100 });
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+    await consumer.stop();
+    expect(got).toEqual(['after']);
+  });
 });
 
 /** Moves one hash slot and its keys between masters, the way redis-cli --cluster reshard does. */
