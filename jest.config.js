@@ -45,7 +45,8 @@ export default {
         ...common,
         displayName: flavor === 'redis7' ? suite : `${suite}:${flavor}`,
         testMatch: [`<rootDir>/test/${suite}/**/*.spec.ts`],
-        globals: { __REDIS_FLAVOR__: flavor },
+        // on the system's Redis 7, modules connect as a least-privilege ACL user (see aclRules)
+        globals: { __REDIS_FLAVOR__: flavor, __REDIS_ACL__: flavor === 'redis7' },
       })),
       ...clusterProjects(suite),
     ]),

@@ -43,3 +43,4 @@ export {
   RedisUnavailableError,
   type RedisLimitErrorCode,
 } from './errors.js';
+export { aclRules, type AclOptions } from './redis/acl.js';

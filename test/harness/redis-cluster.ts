@@ -72,6 +72,11 @@ export class TestCluster {
     return { cluster: { nodes: this.nodes.map(({ host, port }) => ({ host, port })) } };
   }
 
+  /** What a raw client connects with (the same as a module's: clusters have no ACL user here). */
+  get rawConnection(): ClusterConfig {
+    return this.connection;
+  }
+
   /** A raw cluster client, for a test to inspect keys with; the caller disconnects it. */
   client(): Cluster {
     return new Cluster(this.connection.cluster.nodes);

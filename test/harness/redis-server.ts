@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RedisMemoryServer } from 'redis-memory-server';
-import type { RedisLimitModuleOptions } from '../../lib/index.js';
+import { aclRules, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { FLAVORS, redisServerBinary, type RedisFlavor } from './redis-binary.js';
 import { TestCluster } from './redis-cluster.js';
 
@@ -28,6 +28,14 @@ export function currentTopology(): Topology {
     throw new Error(`REDIS_TOPOLOGY must be standalone or cluster, got ${topology}`);
   }
   return topology;
+}
+
+/** The least-privilege user modules connect as in the jest projects that set `__REDIS_ACL__`
+ * (raw clients a test inspects with stay the default user). Every test key prefix starts 'test:'. */
+export const ACL_USER = { username: 'nrl-app', password: 'nrl-app-secret', keyPrefix: 'test:' };
+
+function aclOn(): boolean {
+  return (globalThis as { __REDIS_ACL__?: boolean }).__REDIS_ACL__ === true && !process.env['REDIS_URL'];
 }
 
 /** The server flavor this test process runs against (jest projects set it per project). */
@@ -70,6 +78,8 @@ export class RedisNode {
     readonly external: boolean,
     private readonly args: string[],
     readonly flavor: RedisFlavor,
+    /** Modules connect as ACL_USER. */
+    readonly acl = false,
   ) {}
 
   static async start(options: StartOptions = {}): Promise<RedisNode> {
@@ -79,7 +89,11 @@ export class RedisNode {
       return new RedisNode(url.hostname, Number(url.port || 6379), true, [], currentFlavor());
     }
     const flavor = options.flavor ?? currentFlavor();
-    const redis = new RedisNode('127.0.0.1', await freePort(), false, options.args ?? [], flavor);
+    const acl = aclOn();
+    const user = acl
+      ? ['--user', ACL_USER.username, 'on', `>${ACL_USER.password}`, ...aclRules({ keyPrefix: ACL_USER.keyPrefix, fieldExpiry: flavor === 'redis8' })]
+      : [];
+    const redis = new RedisNode('127.0.0.1', await freePort(), false, [...user, ...(options.args ?? [])], flavor, acl);
     await redis.resume();
     return redis;
   }
@@ -88,7 +102,14 @@ export class RedisNode {
     return this.external ? process.env['REDIS_URL']! : `redis://${this.host}:${this.port}`;
   }
 
+  /** What a module connects with: as ACL_USER where the project asks for it, else `url`. */
   get connection(): NonNullable<RedisLimitModuleOptions['redis']> {
+    if (!this.acl) return this.url;
+    return `redis://${ACL_USER.username}:${ACL_USER.password}@${this.host}:${this.port}`;
+  }
+
+  /** What a raw client connects with: the default user, allowed everything. */
+  get rawConnection(): string {
     return this.url;
   }
 

@@ -21,6 +21,8 @@ interface Delivery {
 
 interface WorkerConfig {
   redis: TestRedis['connection'];
+  /** Where the worker records deliveries: the test's own connection, not the module's user. */
+  recorder: TestRedis['rawConnection'];
   keyPrefix: string;
   queue: string;
   consume?: ConsumeOptions;
@@ -141,7 +143,7 @@ describe('DelayQueueService across Node processes', () => {
     it('3 consumer processes handle 5,000 messages exactly once between them, each some', async () => {
       const { app, queues, deliveries, listening } = await testSide(redis);
       const queue = 'bulk';
-      const workers = await Promise.all([0, 1, 2].map(() => startWorker({ redis: redis.connection, keyPrefix: app.prefix, queue })));
+      const workers = await Promise.all([0, 1, 2].map(() => startWorker({ redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue })));
       await listening(queue, workers.length);
 
       const ids = Array.from({ length: 5000 }, (_, i) => `m-${i}`);
@@ -182,6 +184,7 @@ describe('DelayQueueService across Node processes', () => {
       const visibilityTimeoutMs = 2000; // the lease must outlive the time it takes this test to see it and kill -9
       const victim = await startWorker({
         redis: redis.connection,
+        recorder: redis.rawConnection,
         keyPrefix: app.prefix,
         queue,
         consume: { visibilityTimeoutMs },
@@ -252,7 +255,7 @@ describe('DelayQueueService across Node processes', () => {
     cleanups.push(() => redis.stop());
     const { app, queues, deliveries, listening } = await testSide(redis);
     const queue = 'restart';
-    const worker = await startWorker({ redis: redis.connection, keyPrefix: app.prefix, queue, consume: { visibilityTimeoutMs: 5000 } });
+    const worker = await startWorker({ redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue, consume: { visibilityTimeoutMs: 5000 } });
     // told of the first due time, the consumer claims while the server is down: it must retry
     await listening(queue, 1);
 

@@ -1,6 +1,6 @@
 // A separate Node process consuming one delay queue: argv[2] is JSON
-//   { libDir, redis, keyPrefix, queue, consume?: ConsumeOptions, blockId?: string, blockMs?: number }
-// (`redis`: a URL or `{ cluster: { nodes } }`). It boots RedisLimitModule.forRoot({ redis, keyPrefix }) in a Nest application context and
+//   { libDir, redis, recorder, keyPrefix, queue, consume?: ConsumeOptions, blockId?: string, blockMs?: number }
+// (`redis`, the module's connection, and `recorder`, the test's own: a URL or `{ cluster: { nodes } }`). It boots RedisLimitModule.forRoot({ redis, keyPrefix }) in a Nest application context and
 // consumes `queue` with DelayQueueService.consume. Every delivery is recorded with its own ioredis
 // client: RPUSH `<keyPrefix>started` when the handler begins and RPUSH `<keyPrefix>handled` just
 // before it resolves, each entry JSON { id, attempt, pid, at }. The handler for `blockId` blocks
@@ -13,7 +13,7 @@ import { NestFactory } from '@nestjs/core';
 import { Cluster, Redis } from 'ioredis';
 
 const config = JSON.parse(process.argv[2]);
-const { libDir, redis, keyPrefix, queue, consume = {}, blockId, blockMs = 0 } = config;
+const { libDir, redis, recorder: recordTo, keyPrefix, queue, consume = {}, blockId, blockMs = 0 } = config;
 const { RedisLimitModule, DelayQueueService } = await import(`${libDir}/index.js`);
 
 const toStderr = (level) => (...parts) => process.stderr.write(`[${process.pid} ${level}] ${parts.map(String).join(' ')}\n`);
@@ -22,9 +22,9 @@ const logger = { log() {}, debug() {}, verbose() {}, warn: toStderr('warn'), err
 const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis, keyPrefix }), { logger });
 // offline queue on, retried: a record is never dropped because Redis blinked
 const recorder =
-  typeof redis === 'string'
-    ? new Redis(redis, { maxRetriesPerRequest: null })
-    : new Cluster(redis.cluster.nodes, { redisOptions: { maxRetriesPerRequest: null } });
+  typeof recordTo === 'string'
+    ? new Redis(recordTo, { maxRetriesPerRequest: null })
+    : new Cluster(recordTo.cluster.nodes, { redisOptions: { maxRetriesPerRequest: null } });
 recorder.on('error', () => undefined);
 
 let handled = 0;

@@ -1,0 +1,45 @@
+/**
+ * Everything the library sends, directly or from inside its scripts (Redis checks a script's
+ * commands against the caller's ACL too). Grouped by why.
+ */
+const COMMANDS = [
+  // scripts: run by sha, sent whole on NOSCRIPT, loaded on every master at (re)connect
+  'evalsha', 'eval', 'script|load',
+  // asked once: does the server have HPEXPIRE / SPUBLISH (a refusal counts as no)
+  'command|info',
+  // ioredis: the ready check (waits out LOADING after a restart) and a clean close
+  'info', 'quit',
+  // Redis Cluster clients: the slot map, and redirects while a slot migrates
+  'cluster|slots', 'asking',
+  // DelayQueue wake-ups: published from scripts, heard by one subscriber connection
+  'publish', 'subscribe', 'unsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe',
+  // inside the scripts
+  'time', 'del', 'pexpire', 'pexpireat', 'pttl', 'persist',
+  'hget', 'hmget', 'hgetall', 'hset', 'hdel', 'hlen', 'hincrby',
+  'zadd', 'zrem', 'zscore', 'zcard', 'zrange', 'zrangebyscore', 'zremrangebyscore',
+];
+
+/** ExpiringHash native mode (Redis >= 7.4): a server without them refuses to name them in an ACL. */
+const FIELD_EXPIRY_COMMANDS = ['hpexpireat', 'hpexpiretime'];
+
+export interface AclOptions {
+  /** The module's keyPrefix. Default 'rl:'. */
+  keyPrefix?: string;
+  /** Also grant the field-expiry commands of ExpiringHash native mode (Redis >= 7.4). Default false. */
+  fieldExpiry?: boolean;
+}
+
+/**
+ * The ACL rules of a Redis user that can do what this library needs and nothing else: its
+ * commands, on keys and channels under its key prefix. For `ACL SETUSER <name> on ><password>
+ * ...rules`, or a `user` line in redis.conf / users.acl.
+ */
+export function aclRules({ keyPrefix = 'rl:', fieldExpiry = false }: AclOptions = {}): string[] {
+  if (typeof keyPrefix !== 'string' || keyPrefix.length === 0) {
+    throw new TypeError(`keyPrefix must be a non-empty string, got ${String(keyPrefix)}`);
+  }
+  // a prefix is matched literally: glob characters in it are escaped
+  const pattern = `${keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  const commands = fieldExpiry ? [...COMMANDS, ...FIELD_EXPIRY_COMMANDS] : COMMANDS;
+  return ['resetkeys', `~${pattern}`, 'resetchannels', `&${pattern}`, '-@all', ...commands.map((c) => `+${c}`)];
+}

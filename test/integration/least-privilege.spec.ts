@@ -1,0 +1,185 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import 'reflect-metadata';
+import { Test } from '@nestjs/testing';
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  aclRules,
+  DelayQueueService,
+  ExpiringHashService,
+  RateLimiterService,
+  RedisLimitModule,
+  type ExpiredField,
+  type RedisLimitModuleOptions,
+} from '../../lib/index.js';
+import { eventually, EXPIRY_MODES } from '../harness/expiring-hash.js';
+import { freePort, RedisNode } from '../harness/redis-server.js';
+
+const USER = 'limiter';
+const PASSWORD = 'limiter-secret';
+
+async function boot(redis: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}) {
+  const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forRoot({ redis, ...options })] }).compile();
+  await moduleRef.init();
+  return moduleRef;
+}
+
+/** Every feature once, through `redis`: rate limits, a stack, ExpiringHash with a notification, DelayQueue. */
+async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPrefix: string) {
+  const moduleRef = await boot(redis, { keyPrefix, expiringHash: { mode: EXPIRY_MODES[0], sweepIntervalMs: 50 } });
+  try {
+    const limiter = moduleRef.get(RateLimiterService);
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+      const policy = { limit: 1, windowMs: 60_000, algorithm };
+      expect((await limiter.consume('u', policy)).allowed).toBe(true);
+      expect((await limiter.consume('u', policy)).allowed).toBe(false);
+      await limiter.reset('u', policy);
+      expect((await limiter.peek('u', policy)).remaining).toBe(1);
+    }
+    expect((await limiter.funnel('u', { capacity: 2, leakingDurationMs: 1000 })).allowed).toBe(true);
+    const stack = await limiter.decide([
+      { key: 'u', scope: 'a', policy: { limit: 5, windowMs: 1000 } },
+      { key: 'u', scope: 'b', funnel: { capacity: 5, leakingDurationMs: 1000 } },
+    ]);
+    expect(stack.allowed).toBe(true);
+
+    const hash = moduleRef.get(ExpiringHashService);
+    const queues = moduleRef.get(DelayQueueService);
+    const expired: ExpiredField[] = [];
+    const delivered: unknown[] = [];
+    const consumers = [
+      queues.consume<ExpiredField>('expired', ({ payload }) => void expired.push(payload)),
+      queues.consume('jobs', async ({ payload, attempt }) => {
+        if (attempt === 1) throw new Error('once');
+        delivered.push(payload);
+      }, { backoffMs: 10 }),
+    ];
+    expect((await hash.setIfBelow('h', 'slot', 'v', 60_000, 3)).accepted).toBe(true);
+    await hash.set('h', 'short', 'gone', 100, { notify: 'expired' });
+    await hash.expire('h', 'slot', 120_000);
+    await hash.update('h', 'slot', 'v2');
+    expect(await hash.get('h', 'slot')).toBe('v2');
+    expect(Object.keys(await hash.getAll('h')).sort()).toEqual(['short', 'slot']);
+    await hash.delete('h', 'nothing');
+    await queues.enqueue('jobs', { n: 1 }, { id: 'j1', delayMs: 50 });
+    await queues.enqueue('jobs', { n: 2 }, { id: 'j2', delayMs: 60_000 });
+    expect(await queues.reschedule('jobs', 'j2', { delayMs: 60_000 })).toBe(true);
+    expect(await queues.cancel('jobs', 'j2')).toBe(true);
+    await eventually(async () => expired.length === 1 && delivered.length === 1 && (await hash.count('h')) === 1);
+    expect(expired).toEqual([{ key: 'h', field: 'short', value: 'gone' }]);
+    expect(await queues.size('jobs')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+    await sleep(200); // a sweep round or two
+    await Promise.all(consumers.map((c) => c.stop()));
+  } finally {
+    await moduleRef.close();
+  }
+}
+
+describe('a least-privilege ACL user (aclRules)', () => {
+  let server: RedisNode;
+  let admin: Redis;
+  const rules = aclRules({ keyPrefix: 'app:', fieldExpiry: EXPIRY_MODES.includes('native') });
+  beforeAll(async () => {
+    server = await RedisNode.start({ own: true, args: ['--user', USER, 'on', `>${PASSWORD}`, ...rules] });
+    admin = server.client();
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await server?.stop();
+  });
+
+  it('runs every feature with only the rules aclRules gives, and no command is refused', async () => {
+    await admin.call('ACL', 'LOG', 'RESET');
+    await exerciseEverything(`redis://${USER}:${PASSWORD}@${server.host}:${server.port}`, 'app:');
+    // ioredis labels its connections with CLIENT SETINFO (Redis >= 7.2) and shrugs off a refusal
+    const refused = ((await admin.call('ACL', 'LOG')) as unknown[][]).map((entry) => entry[entry.indexOf('object') + 1]);
+    expect(refused.filter((command) => command !== 'client|setinfo')).toEqual([]);
+    expect((await admin.keys('*')).every((key) => key.startsWith('app:'))).toBe(true);
+  });
+
+  it('reaches nothing outside its prefix: another prefix is refused, and named in the error', async () => {
+    const moduleRef = await boot(`redis://${USER}:${PASSWORD}@${server.host}:${server.port}`, { keyPrefix: 'other:' });
+    try {
+      const attempt = moduleRef.get(RateLimiterService).consume('u', { limit: 1, windowMs: 1000 });
+      await expect(attempt).rejects.toMatchObject({ code: 'SCRIPT_ERROR', message: expect.stringMatching(/NOPERM/) });
+      expect(await admin.keys('other:*')).toEqual([]);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it('escapes glob characters in the prefix and grants field expiry only when asked', () => {
+    expect(aclRules({ keyPrefix: 'a*b?[c]:' })).toEqual(expect.arrayContaining(['~a\\*b\\?\\[c\\]:*', '&a\\*b\\?\\[c\\]:*']));
+    expect(aclRules()).toEqual(expect.arrayContaining(['resetkeys', '~rl:*', 'resetchannels', '&rl:*', '-@all', '+evalsha']));
+    expect(aclRules()).not.toContain('+hpexpireat');
+    expect(aclRules({ fieldExpiry: true })).toContain('+hpexpireat');
+    expect(() => aclRules({ keyPrefix: '' })).toThrow(new TypeError('keyPrefix must be a non-empty string, got '));
+  });
+});
+
+describe('password and TLS', () => {
+  let dir: string;
+  let server: RedisNode;
+  let tlsPort: number;
+  let ca: Buffer;
+  beforeAll(async () => {
+    // a throwaway CA and a certificate for 127.0.0.1 it signed, made with openssl as a deployment would
+    dir = mkdtempSync(join(tmpdir(), 'nrl-tls-'));
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+    writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=nrl test CA', '-keyout', 'ca.key', '-out', 'ca.crt');
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
+    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'san.ext', '-out', 'server.crt');
+    ca = readFileSync(join(dir, 'ca.crt'));
+    tlsPort = await freePort();
+    const tls = ['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key')];
+    tls.push('--tls-ca-cert-file', join(dir, 'ca.crt'), '--tls-auth-clients', 'no');
+    server = await RedisNode.start({ own: true, args: ['--requirepass', PASSWORD, ...tls] });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a password in the URL works; a wrong one leaves the module up, answering per failMode', async () => {
+    const good = await boot(`redis://:${PASSWORD}@${server.host}:${server.port}`, { keyPrefix: 'pw:' });
+    const bad = await boot(`redis://:wrong@${server.host}:${server.port}`, { keyPrefix: 'pw:', commandTimeoutMs: 300 });
+    try {
+      expect((await good.get(RateLimiterService).consume('u', { limit: 1, windowMs: 1000 })).allowed).toBe(true);
+      await expect(bad.get(RateLimiterService).consume('u', { limit: 1, windowMs: 1000 })).rejects.toMatchObject({
+        code: expect.stringMatching(/^REDIS_(UNAVAILABLE|TIMEOUT)$/),
+      });
+    } finally {
+      await good.close();
+      await bad.close();
+    }
+  });
+
+  it('runs every feature over TLS, verifying the server against its CA', async () => {
+    const options: RedisOptions = { host: '127.0.0.1', port: tlsPort, password: PASSWORD, tls: { ca } };
+    await exerciseEverything(options, 'tls:');
+    // a rediss:// URL on a client the app builds and owns
+    const owned = new Redis(`rediss://:${PASSWORD}@127.0.0.1:${tlsPort}`, { tls: { ca } });
+    const moduleRef = await boot(owned, { keyPrefix: 'tls-url:' });
+    try {
+      expect((await moduleRef.get(RateLimiterService).consume('u', { limit: 1, windowMs: 1000 })).allowed).toBe(true);
+    } finally {
+      await moduleRef.close();
+      owned.disconnect();
+    }
+  });
+
+  it('refuses a server whose certificate it cannot verify: the module stays up, answering per failMode', async () => {
+    const moduleRef = await boot(`rediss://:${PASSWORD}@127.0.0.1:${tlsPort}`, { keyPrefix: 'untrusted:', commandTimeoutMs: 300 });
+    try {
+      await expect(moduleRef.get(RateLimiterService).consume('u', { limit: 1, windowMs: 1000 })).rejects.toMatchObject({
+        code: expect.stringMatching(/^REDIS_(UNAVAILABLE|TIMEOUT)$/),
+      });
+    } finally {
+      await moduleRef.close();
+    }
+  });
+});
