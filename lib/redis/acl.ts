@@ -7,10 +7,11 @@ const COMMANDS = [
   'evalsha', 'eval', 'script|load',
   // asked once: does the server have HPEXPIRE / SPUBLISH (a refusal counts as no)
   'command|info',
-  // ioredis: the ready check (waits out LOADING after a restart) and a clean close
-  'info', 'quit',
-  // Redis Cluster clients: the slot map, and redirects while a slot migrates
-  'cluster|slots', 'asking',
+  // ioredis: the ready check (waits out LOADING after a restart), the names it gives its cluster
+  // subscriber connections (and yours, with connectionName), a clean close
+  'info', 'client|setname', 'quit',
+  // Redis Cluster clients: the ready check, the slot map, and redirects while a slot migrates
+  'cluster|info', 'cluster|slots', 'asking',
   // DelayQueue wake-ups: published from scripts, heard by one subscriber connection
   'publish', 'subscribe', 'unsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe',
   // inside the scripts

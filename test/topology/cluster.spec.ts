@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import {
+  aclRules,
   DelayQueueService,
   ExpiringHashService,
   RateLimiterService,
@@ -203,6 +204,33 @@ describe('on a 3-master Redis Cluster', () => {
     expect(client.status).toBe('ready');
     expect(await client.ping()).toBe('PONG');
     client.disconnect();
+  });
+
+  it('runs as a least-privilege ACL user (aclRules), including the cluster commands', async () => {
+    const rules = aclRules({ keyPrefix: 'acl:' });
+    await Promise.all(cluster.nodes.map((n) => cluster.ask(n, 'ACL', 'SETUSER', 'limiter', 'on', '>secret', ...rules)));
+    await Promise.all(cluster.nodes.map((n) => cluster.ask(n, 'ACL', 'LOG', 'RESET')));
+    const { nodes } = cluster.connection.cluster;
+    const moduleRef = await boot({
+      redis: { cluster: { nodes, options: { redisOptions: { username: 'limiter', password: 'secret' } } } },
+      keyPrefix: 'acl:',
+    });
+    const limiter = moduleRef.get(RateLimiterService);
+    const queues = moduleRef.get(DelayQueueService);
+    const got: string[] = [];
+    const consumer = queues.consume('acl-jobs', async (message) => {
+      got.push(message.id);
+    });
+    for (let u = 0; u < 30; u++) expect((await limiter.consume(`user-${u}`, { limit: 1, windowMs: 60_000 })).allowed).toBe(true);
+    await moduleRef.get(ExpiringHashService).set('h', 'f', 'v', 60_000);
+    await queues.enqueue('acl-jobs', 'x', { id: 'j', delayMs: 50 });
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+    await consumer.stop();
+    expect(got).toEqual(['j']);
+    // ioredis' CLIENT SETINFO label (Redis >= 7.2) is the only refusal it may meet
+    const logs = (await cluster.onEveryMaster('ACL', 'LOG')) as unknown[][][];
+    const refused = logs.flat().map((entry) => entry[entry.indexOf('object') + 1]);
+    expect(refused.filter((command) => command !== 'client|setinfo')).toEqual([]);
   });
 
   // last: it stops the whole cluster
