@@ -24,7 +24,6 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly keys: ExpiringHashKeys;
   private readonly sweeper: ExpiringHashSweeper;
   private readonly notifier: ExpiryNotifier;
-  private modeOfNewHashes: Promise<ExpiryMode> | undefined;
   private knownMode: ExpiryMode | undefined;
 
   constructor(
@@ -139,9 +138,11 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /** The mode this process gives new hashes (existing hashes keep the one they were made with). */
   async mode(): Promise<ExpiryMode> {
-    if (this.knownMode !== undefined) return this.knownMode;
-    this.modeOfNewHashes ??= detectExpiryMode((command) => this.redis.hasCommand(command), this.redis.options.expiringHash.mode);
-    this.knownMode = await this.redis.scripts.bounded(this.modeOfNewHashes, 'COMMAND INFO');
+    // until known, asked again on each call: hasCommand keeps the answer, not a failure
+    this.knownMode ??= await this.redis.scripts.bounded(
+      detectExpiryMode((command) => this.redis.hasCommand(command), this.redis.options.expiringHash.mode),
+      'COMMAND INFO',
+    );
     return this.knownMode;
   }
 
@@ -178,7 +179,6 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
       if (error instanceof RedisLimitError) this.redis.reportFailure(error);
     });
   }
-
 
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
     this.sweeper.start();

@@ -4,7 +4,6 @@ import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } fr
 import { createClient, isCluster, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient } from './scripts.js';
-import { serverHasCommand } from './server-commands.js';
 
 /** How long start-up waits for Redis before going on without it (guards then apply failMode). */
 const STARTUP_WAIT_MS = 2000;
@@ -76,14 +75,17 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Whether the server knows `command`, asked once. Rejects at once while Redis is unreachable
-   * (and asks again next time); a server that refuses to say (an ACL without COMMAND) counts as
-   * not knowing it. Unbounded: callers bound it.
+   * Whether the server knows `command`, asked once with COMMAND INFO rather than guessed from a
+   * version string (Valkey 8 reports a Redis-compatible version yet lacks HPEXPIRE; a cluster's
+   * nodes are expected to agree). Rejects at once while Redis is unreachable (and asks again next
+   * time); a server that refuses to say (an ACL without COMMAND) counts as not knowing it.
+   * Unbounded: callers bound it.
    */
   hasCommand(command: string): Promise<boolean> {
     let known = this.commands.get(command);
     if (known === undefined) {
-      known = serverHasCommand(this.client, command).catch((error: Error) => {
+      const info = this.client.call('COMMAND', 'INFO', command) as Promise<unknown[]>;
+      known = info.then(([entry]) => Array.isArray(entry)).catch((error: Error) => {
         if (error.name === 'ReplyError') return false;
         this.commands.delete(command);
         throw error;

@@ -195,7 +195,7 @@ export class RedisNode {
 const removals = new Set<string>();
 
 /** Removes `dir` when this process exits (one exit listener for all of them). */
-export function removeAtExit(dir: string): void {
+function removeAtExit(dir: string): void {
   if (removals.size === 0) process.once('exit', () => removals.forEach((d) => rmSync(d, { recursive: true, force: true })));
   removals.add(dir);
 }

@@ -20,6 +20,7 @@ import { throwError, type Observable } from 'rxjs';
 import { ExpiringHashService, MaxPending, PendingSlot } from '../../lib/index.js';
 import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
+import { eventually } from '../harness/expiring-hash.js';
 import { TestRedis } from '../harness/redis-server.js';
 
 // How MaxPendingGuard and its interceptor act on a request: class vs handler, shared names,
@@ -246,5 +247,7 @@ describe('@MaxPending guard and interceptor', () => {
     } finally {
       await redis.resume();
     }
+    // the same application reserves again once Redis is back (its first call met the outage)
+    await eventually(async () => (await post('/mistakes/closed')).status === 201);
   });
 });
