@@ -168,12 +168,13 @@ describe('rate-limit algorithms at explicit times', () => {
 
     it('uses the server clock: a refused call says how long to wait, and waiting that long works', async () => {
       const key = nextKey();
-      const short: RateLimitPolicy = { limit: 1, windowMs: 200, algorithm };
-      await limiter.consume(key, short);
-      const refused = await limiter.consume(key, short);
+      const short: RateLimitPolicy = { limit: 1, windowMs: 500, algorithm };
+      // On a loaded machine a window boundary can fall between two calls: call until one is refused.
+      let refused = await limiter.consume(key, short);
+      for (let attempt = 0; attempt < 3 && refused.allowed; attempt++) refused = await limiter.consume(key, short);
       expect(refused.allowed).toBe(false);
       expect(refused.retryAfterMs).toBeGreaterThan(0);
-      expect(refused.retryAfterMs).toBeLessThanOrEqual(200);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(500);
       await new Promise((r) => setTimeout(r, refused.retryAfterMs + 5));
       expect((await limiter.consume(key, short)).allowed).toBe(true);
     });
