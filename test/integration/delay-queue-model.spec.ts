@@ -1,0 +1,219 @@
+import fc from 'fast-check';
+import { DelayQueueService } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import type { ScriptName } from '../../lib/redis/scripts.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+
+// The DelayQueue scripts against a state machine, at explicit times (the scripts' test hook):
+// each id is scheduled (runAt), in flight (lease deadline, attempt), dead, or gone. Random
+// enqueues, claims, acks, fails (sometimes stale), cancels, reschedules and clock steps on a small
+// pool of ids, so duplicates, redeliveries and ties happen. Every reply and, after every step,
+// the sizes must agree; at the end of a run the sets and the data hash must be exactly the model.
+//
+// Ties: claims order due messages by time, then by id bytewise (the sorted sets' order, which
+// also decides which of several equal-time messages a limited claim takes). Leases run out
+// lazily: a message past its deadline is still in flight, and can be acked or failed, until a
+// claim hands it on.
+
+type Where = 'scheduled' | 'inFlight' | 'dead';
+
+interface Message {
+  where: Where;
+  /** runAt, lease deadline or time of death (ms): its score in the set it is in. */
+  at: number;
+  payload: string;
+  /** Deliveries since it was enqueued. */
+  attempts: number;
+  error?: string | undefined;
+}
+
+const byTimeThenId = ([a, x]: [string, Message], [b, y]: [string, Message]) => x.at - y.at || (a < b ? -1 : a > b ? 1 : 0);
+
+class QueueModel {
+  readonly messages = new Map<string, Message>();
+
+  private ordered(where: Where): [string, Message][] {
+    return [...this.messages].filter(([, m]) => m.where === where).sort(byTimeThenId);
+  }
+
+  enqueue(id: string, payload: string, runAt: number): [number, number] {
+    const m = this.messages.get(id);
+    if (m && m.where !== 'dead') return [0, m.at];
+    // new, or dead and starting afresh
+    this.messages.set(id, { where: 'scheduled', at: runAt, payload, attempts: 0 });
+    return [1, runAt];
+  }
+
+  claim(now: number, limit: number, visibilityMs: number): (string | number)[] {
+    // leases that ran out are due again now, at most `limit` of them per claim
+    for (const [, m] of this.ordered('inFlight').filter(([, m]) => m.at <= now).slice(0, limit)) {
+      m.where = 'scheduled';
+      m.at = now;
+    }
+    const claimed: (string | number)[] = [];
+    for (const [id, m] of this.ordered('scheduled').filter(([, m]) => m.at <= now).slice(0, limit)) {
+      m.attempts += 1;
+      claimed.push(id, m.payload, m.at, m.attempts);
+      m.where = 'inFlight';
+      m.at = now + visibilityMs;
+    }
+    const next = [...this.messages.values()].filter((m) => m.where !== 'dead').map((m) => m.at);
+    return [now, next.length > 0 ? Math.min(...next) : -1, ...claimed];
+  }
+
+  ack(ids: string[]): number {
+    return ids.filter((id) => this.messages.get(id)?.where === 'inFlight' && this.messages.delete(id)).length;
+  }
+
+  fail(now: number, id: string, backoffMs: number, error: string, attempt: number): number {
+    const m = this.messages.get(id);
+    if (m?.where !== 'inFlight' || m.attempts !== attempt) return -2;
+    m.error = error;
+    if (backoffMs < 0) {
+      m.where = 'dead';
+      m.at = now;
+      return -1;
+    }
+    m.where = 'scheduled';
+    m.at = now + backoffMs;
+    return m.at;
+  }
+
+  cancel(id: string): number {
+    return this.messages.get(id)?.where === 'scheduled' && this.messages.delete(id) ? 1 : 0;
+  }
+
+  reschedule(id: string, runAt: number): number {
+    const m = this.messages.get(id);
+    if (m?.where !== 'scheduled') return -1;
+    m.at = runAt;
+    return runAt;
+  }
+
+  size(): number[] {
+    const count = (where: Where) => [...this.messages.values()].filter((m) => m.where === where).length;
+    return [count('scheduled'), count('inFlight'), count('dead')];
+  }
+}
+
+/** A runAt `at` ms from now (may be past), or a delay: the two forms the scripts take. */
+type When = { at: number } | { delayMs: number };
+
+type Op =
+  | { kind: 'enqueue'; id: number; when: When }
+  | { kind: 'claim'; limit: number; visibilityMs: number }
+  | { kind: 'ack'; ids: number[] }
+  /** attempt null: the one in flight (when there is one) */
+  | { kind: 'fail'; id: number; backoffMs: number; attempt: number | null }
+  | { kind: 'cancel'; id: number }
+  | { kind: 'reschedule'; id: number; when: When }
+  | { kind: 'advance'; ms: number };
+
+// ids whose bytewise order is not their length order, to pin down how ties are broken
+const IDS = ['a', 'b', 'c', 'aa', 'ab', 'b1', 'm10', 'm9'];
+const id = fc.integer({ min: 0, max: IDS.length - 1 });
+const when: fc.Arbitrary<When> = fc.oneof(
+  // a few fixed offsets so equal runAts (ties) are common
+  fc.record({ at: fc.oneof(fc.constantFrom(0, 20, 100), fc.integer({ min: -50, max: 300 })) }),
+  fc.record({ delayMs: fc.oneof(fc.constantFrom(0, 20, 100), fc.integer({ min: 0, max: 300 })) }),
+);
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('enqueue' as const), id, when }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('claim' as const),
+      limit: fc.integer({ min: 1, max: 5 }),
+      visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })),
+    }),
+  },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), ids: fc.array(id, { minLength: 1, maxLength: 3 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('fail' as const),
+      id,
+      backoffMs: fc.oneof(fc.constant(-1), fc.constant(0), fc.integer({ min: 0, max: 300 })),
+      attempt: fc.option(fc.integer({ min: 1, max: 4 })),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), id }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('reschedule' as const), id, when }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 5_000 })) }),
+  },
+);
+
+describe('DelayQueue scripts agree with a state-machine model', () => {
+  const ctx = withLimiterApp();
+  let run = 0;
+
+  it('on random operation sequences', async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const service = ctx.app.moduleRef.get(DelayQueueService);
+    // the service's own (private) key and wake-up helpers, so the keys, channel and publish
+    // command are exactly what it passes (PUBLISH standalone, SPUBLISH on a cluster)
+    const wakeUps = service['wakeUps'];
+    const publish = await wakeUps.publishCommand();
+
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 150, size: 'max' }), async (ops) => {
+        const queue = `mq${(run += 1)}`;
+        const keys = service['keys'](queue);
+        const channel = wakeUps.channel(queue);
+        const call = (script: ScriptName, args: (string | number)[]) => connection.scripts.run(script, keys, args);
+        // only the explicit `now` counts: nothing in a queue expires
+        let now = 2_000_000_000_000;
+        const model = new QueueModel();
+        const runAt = (w: When) => ('at' in w ? now + w.at : now + w.delayMs);
+        const timeArgs = (w: When) => ('at' in w ? [now + w.at, 0] : ['', w.delayMs]);
+
+        for (const [step, o] of ops.entries()) {
+          if (o.kind === 'advance') {
+            now += o.ms;
+          } else if (o.kind === 'enqueue') {
+            const payload = JSON.stringify({ step });
+            const reply = await call('queueEnqueue', [now, IDS[o.id]!, payload, ...timeArgs(o.when), channel, publish]);
+            expect(reply).toEqual(model.enqueue(IDS[o.id]!, payload, runAt(o.when)));
+          } else if (o.kind === 'claim') {
+            expect(await call('queueClaim', [now, o.limit, o.visibilityMs])).toEqual(model.claim(now, o.limit, o.visibilityMs));
+          } else if (o.kind === 'ack') {
+            const ids = o.ids.map((i) => IDS[i]!);
+            expect(await call('queueAck', ids)).toBe(model.ack(ids));
+          } else if (o.kind === 'fail') {
+            const target = IDS[o.id]!;
+            const attempt = o.attempt ?? Math.max(1, model.messages.get(target)?.attempts ?? 1);
+            const error = `Error: step ${step}`;
+            expect(await call('queueFail', [now, target, o.backoffMs, error, attempt])).toBe(model.fail(now, target, o.backoffMs, error, attempt));
+          } else if (o.kind === 'cancel') {
+            expect(await call('queueCancel', [IDS[o.id]!])).toBe(model.cancel(IDS[o.id]!));
+          } else {
+            const reply = await call('queueReschedule', [now, IDS[o.id]!, ...timeArgs(o.when), channel, publish]);
+            expect(reply).toBe(model.reschedule(IDS[o.id]!, runAt(o.when)));
+          }
+          expect(await call('queueSize', [])).toEqual(model.size());
+        }
+
+        // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:' per id)
+        const client = connection.client;
+        const scores = async (key: string) => {
+          const flat = await client.zrange(key, '0', '-1', 'WITHSCORES');
+          return Object.fromEntries(flat.flatMap((v, i) => (i % 2 === 0 ? [[v, Number(flat[i + 1])]] : [])));
+        };
+        const expected = (where: Where) => Object.fromEntries([...model.messages].filter(([, m]) => m.where === where).map(([k, m]) => [k, m.at]));
+        expect(await scores(keys[0]!)).toEqual(expected('scheduled'));
+        expect(await scores(keys[1]!)).toEqual(expected('inFlight'));
+        expect(await scores(keys[2]!)).toEqual(expected('dead'));
+        const fields: Record<string, string> = {};
+        for (const [k, m] of model.messages) {
+          fields[`p:${k}`] = m.payload;
+          if (m.attempts > 0) fields[`a:${k}`] = String(m.attempts);
+          if (m.error !== undefined) fields[`e:${k}`] = m.error;
+        }
+        expect(await client.hgetall(keys[3]!)).toEqual(fields);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
