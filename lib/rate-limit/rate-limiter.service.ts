@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable } from '@nestjs/common';
 import { assertKey, describeValue } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { DecisionBatcher } from './decision-batch.js';
 import {
   assertPermits,
   funnelSpec,
@@ -48,7 +49,11 @@ interface CheckedLimit {
 
 @Injectable()
 export class RateLimiterService {
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {}
+  private readonly batcher: DecisionBatcher;
+
+  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+    this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
+  }
 
   /** Charges `permits` (default 1) if they fit; never waits. */
   async consume(key: string, policy: RateLimitPolicy, permits = 1): Promise<RateLimitDecision> {
@@ -106,10 +111,9 @@ export class RateLimiterService {
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
     if (this.redis.cluster) assertOneKey(checked);
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(spec.kind, key, limits[i]!.scope));
-    const args: (string | number)[] = [options.now ?? '', options.peek ? '0' : '1'];
+    const args: (string | number)[] = [options.peek ? '0' : '1', checked.length];
     for (const { spec, permits } of checked) args.push(spec.algorithm, spec.limit, spec.windowMs, permits);
-    const reply = (await this.redis.scripts.run('rateLimitDecide', keys, args)) as number[];
-    return parseReply(reply, checked);
+    return parseReply(await this.batcher.decide(keys, args, options.now), checked);
   }
 }
 

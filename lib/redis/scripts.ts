@@ -147,6 +147,11 @@ export class ScriptRunner {
 function classify(error: unknown, what: string): Error {
   if (error instanceof RedisTimeoutError) return error;
   const isReply = error instanceof Error && error.name === 'ReplyError';
-  if (isReply && !TRANSIENT_REPLY.test(error.message)) return new RedisScriptError(what, error);
+  if (isReply) return replyFailure(what, error);
   return new RedisUnavailableError(what, error);
+}
+
+/** An error reply, from Redis or from a script that caught it for one part of a batch. */
+export function replyFailure(what: string, error: Error): RedisScriptError | RedisUnavailableError {
+  return TRANSIENT_REPLY.test(error.message) ? new RedisUnavailableError(what, error) : new RedisScriptError(what, error);
 }

@@ -1,13 +1,17 @@
--- Decide a stack of rate limits in one atomic step: every limit grants, or none is charged.
--- KEYS[1..n]  one state key per limit, all in one hash slot
+-- Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none
+-- is charged. One call carries one stack or a batch of independent stacks (calls made in the same
+-- tick), so N decisions cost one round trip and one script start, not N.
+-- KEYS[1..n]  one state key per limit, stacks in ARGV order; on a cluster all in one hash slot
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2]     '1' to consume, '0' to peek (inspect without charging)
--- ARGV[3..]   four per limit i, in KEYS order: algorithm ('fw' | 'sw' | 'tb'), limit (permits),
+-- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
+--             limits m, then four per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits),
 --             windowMs (ms), permits to charge
--- Returns     { allowed (1|0), then four per limit: allowed (1|0), remaining (permits),
---             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again) }
--- Each algorithm returns a decision { allowed, remaining, retry, reset, commit() }; `reset` may
--- be a function when computing it costs a call that a committed decision does not need.
+-- Returns     per stack: allowed (1|0), then four per limit: allowed (1|0), remaining (permits),
+--             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again);
+--             or, for a stack whose Redis call failed, -1 and the error text (other stacks of
+--             the batch are not affected)
+-- Each algorithm is a table of functions returning plain values (see its include): no table or
+-- closure per decision, which would cost more than the decision's own Redis calls.
 --- @include "../includes/server-time.lua"
 --- @include "fixed-window.lua"
 --- @include "sliding-window.lua"
@@ -15,27 +19,48 @@
 
 local algorithms = { fw = fixed_window, sw = sliding_window, tb = token_bucket }
 local now = now_ms(ARGV[1])
-local consume = ARGV[2] == '1'
+local reply, n = {}, 0
+-- per-limit verdicts of the stack being decided, reused by every stack of the batch
+local alg, ok, remaining, retry, reset, state = {}, {}, {}, {}, {}, {}
 
-local decisions, allowed = {}, true
-for i = 1, #KEYS do
-  local a = 3 + (i - 1) * 4
-  local decide = algorithms[ARGV[a]]
-  local d = decide(KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), now)
-  decisions[i] = d
-  allowed = allowed and d.allowed
+-- one stack of m limits whose first key is KEYS[k] and whose first limit argument is ARGV[a];
+-- appends its verdicts to `reply`
+local function decide_stack(consume, m, k, a)
+  local allowed = true
+  for i = 1, m do
+    local at = a + (i - 1) * 4
+    alg[i] = algorithms[ARGV[at]]
+    ok[i], remaining[i], retry[i], reset[i], state[i] =
+      alg[i].check(KEYS[k + i - 1], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now)
+    allowed = allowed and ok[i]
+  end
+  local commit = allowed and consume
+  n = n + 1
+  reply[n] = allowed and 1 or 0
+  for i = 1, m do
+    local at = a + (i - 1) * 4
+    if commit then
+      remaining[i], reset[i] =
+        alg[i].commit(KEYS[k + i - 1], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now, state[i])
+    elseif reset[i] == nil then
+      reset[i] = alg[i].reset(KEYS[k + i - 1], tonumber(ARGV[at + 2]), now)
+    end
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = ok[i] and 1 or 0, remaining[i], retry[i], reset[i]
+    n = n + 4
+  end
 end
 
-if allowed and consume then
-  for i = 1, #decisions do decisions[i].commit() end
-end
-
-local reply = { allowed and 1 or 0 }
-for i = 1, #decisions do
-  local d = decisions[i]
-  reply[#reply + 1] = d.allowed and 1 or 0
-  reply[#reply + 1] = d.remaining
-  reply[#reply + 1] = d.retry
-  reply[#reply + 1] = type(d.reset) == 'function' and d.reset() or d.reset
+local a, k = 2, 1
+while a <= #ARGV do
+  local m = tonumber(ARGV[a + 1])
+  local mark = n
+  -- a failing call (e.g. WRONGTYPE on a key someone else wrote) fails its own stack only
+  local done, err = pcall(decide_stack, ARGV[a] == '1', m, k, a + 2)
+  if not done then
+    for i = mark + 1, n do reply[i] = nil end
+    reply[mark + 1], reply[mark + 2] = -1, type(err) == 'table' and (err.err or 'error') or tostring(err)
+    n = mark + 2
+  end
+  a, k = a + 2 + m * 4, k + m
 end
 return reply

@@ -3,8 +3,11 @@
 -- limit * windowMs units, each ms adds `limit` units and a permit costs windowMs units (callers
 -- keep limit * windowMs <= 2^53). State: hash { u = units, t = ms of last update }; the key
 -- expires when the bucket would be full again, which is the same as having no key.
--- token_bucket(key, limit, windowMs, permits, now) -> decision (see decide.lua)
-local function token_bucket(key, limit, windowMs, permits, now)
+-- token_bucket.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, units
+-- token_bucket.commit(key, limit, windowMs, permits, now, units) -> remaining, reset
+local token_bucket = {}
+
+function token_bucket.check(key, limit, windowMs, permits, now)
   local full = limit * windowMs
   local units = full
   local state = redis.call('HMGET', key, 'u', 't')
@@ -13,20 +16,16 @@ local function token_bucket(key, limit, windowMs, permits, now)
     units = math.min(full, tonumber(state[1]) + elapsed * limit)
   end
   local cost = permits * windowMs
-  local d = {
-    allowed = units >= cost,
-    remaining = math.floor(units / windowMs),
-    retry = 0,
-    reset = math.ceil((full - units) / limit),
-  }
-  if not d.allowed then d.retry = math.ceil((cost - units) / limit) end
-  d.commit = function()
-    local left = units - cost
-    local untilFull = math.ceil((full - left) / limit)
-    redis.call('HSET', key, 'u', int(left), 't', int(now))
-    redis.call('PEXPIRE', key, int(untilFull))
-    d.remaining = math.floor(left / windowMs)
-    d.reset = untilFull
-  end
-  return d
+  local allowed = units >= cost
+  local retry = 0
+  if not allowed then retry = math.ceil((cost - units) / limit) end
+  return allowed, math.floor(units / windowMs), retry, math.ceil((full - units) / limit), units
+end
+
+function token_bucket.commit(key, limit, windowMs, permits, now, units)
+  local left = units - permits * windowMs
+  local untilFull = math.ceil((limit * windowMs - left) / limit)
+  redis.call('HSET', key, 'u', int(left), 't', int(now))
+  redis.call('PEXPIRE', key, int(untilFull))
+  return math.floor(left / windowMs), untilFull
 end

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
+import fc from 'fast-check';
 import {
   aclRules,
   DelayQueueService,
@@ -11,6 +12,7 @@ import {
 import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { loadScripts } from '../../lib/redis/scripts.js';
+import { clusterSlot } from '../../lib/redis/slot.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { TestCluster } from '../harness/redis-cluster.js';
 import type { RedisNode } from '../harness/redis-server.js';
@@ -107,6 +109,14 @@ describe('on a 3-master Redis Cluster', () => {
     }
     // '%7Bvictim%7D' is a user key of its own, not the escaped form of '{victim}'
     expect(await cluster.keys(`*{%257Bvictim%257D}`)).not.toEqual([]);
+  });
+
+  it("computes a key's slot as the cluster does (decisions are batched per slot)", async () => {
+    const samples = fc.sample(fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.constantFrom('{}', '{a}b', 'x{}{y}', '{{z}}')), 300);
+    for (const key of samples) {
+      const raw = `rl:fw:${key}`;
+      expect([raw, clusterSlot(raw)]).toEqual([raw, await slotOf(raw)]);
+    }
   });
 
   it('refuses a stack over two user keys (two slots) with a TypeError naming them, before Redis', async () => {

@@ -1,0 +1,73 @@
+import { RedisScriptError, type RateLimitPolicy } from '../../lib/index.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+
+// Decisions made in the same tick travel as one script call (per cluster slot); each must still
+// be decided as if alone, in call order, and fail alone.
+describe('decisions made together are sent together', () => {
+  const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 0 } });
+  const policy: RateLimitPolicy = { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' };
+  let run = 0;
+  const nextKey = () => `batch-${++run}`;
+
+  async function scriptCalls(): Promise<number> {
+    const infos = (await ctx.redis.onEveryMaster('INFO', 'commandstats')) as string[];
+    let calls = 0;
+    for (const info of infos) for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+    return calls;
+  }
+
+  it('300 concurrent decisions cost a handful of script calls, not 300', async () => {
+    const key = nextKey(); // one user key (one slot), 300 scopes: batched on a cluster as well
+    const before = await scriptCalls();
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => ctx.app.limiter.decide([{ key, scope: `s${i}`, policy, permits: 1 + (i % 5) }])),
+    );
+    const calls = (await scriptCalls()) - before;
+    results.forEach((r, i) => expect(r.decisions[0]).toMatchObject({ allowed: true, remaining: 4 - (i % 5) }));
+    expect(calls).toBeGreaterThanOrEqual(3); // at most 128 stacks per call
+    expect(calls).toBeLessThanOrEqual(10);
+  });
+
+  it('the same key several times in one batch is decided in call order', async () => {
+    const key = nextKey();
+    const results = await Promise.all(Array.from({ length: 8 }, () => ctx.app.limiter.consume(key, policy)));
+    expect(results.map((r) => r.allowed)).toEqual([true, true, true, true, true, false, false, false]);
+    expect(results.map((r) => r.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0]);
+  });
+
+  it('peeks, consumes and stacks mix in one batch', async () => {
+    const key = nextKey();
+    const [peek, consumed, stack, after] = await Promise.all([
+      ctx.app.limiter.peek(key, policy),
+      ctx.app.limiter.consume(key, policy, 2),
+      ctx.app.limiter.decide([
+        { key, policy, permits: 3 },
+        { key, scope: 'other', policy: { limit: 1, windowMs: 1000, algorithm: 'token-bucket' } },
+      ]),
+      ctx.app.limiter.peek(key, policy),
+    ]);
+    expect(peek).toMatchObject({ allowed: true, remaining: 5 });
+    expect(consumed).toMatchObject({ allowed: true, remaining: 3 });
+    expect(stack.allowed).toBe(true);
+    expect(stack.decisions.map((d) => d.remaining)).toEqual([0, 0]);
+    expect(after).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it("a key holding another type fails its own decision only, not the batch's others", async () => {
+    const key = nextKey();
+    const broken = nextKey();
+    await ctx.app.raw.set(`${ctx.app.prefix}fw:{${broken}}`, 'not a hash');
+    const outcomes = await Promise.allSettled([
+      ctx.app.limiter.consume(key, policy),
+      ctx.app.limiter.consume(broken, policy),
+      ctx.app.limiter.consume(key, policy),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: 'fulfilled', value: { allowed: true, remaining: 4 } });
+    expect(outcomes[2]).toMatchObject({ status: 'fulfilled', value: { allowed: true, remaining: 3 } });
+    expect(outcomes[1].status).toBe('rejected');
+    const error = (outcomes[1] as PromiseRejectedResult).reason as Error;
+    expect(error).toBeInstanceOf(RedisScriptError);
+    expect(error.message).toMatch(/WRONGTYPE/);
+    expect(await ctx.app.raw.get(`${ctx.app.prefix}fw:{${broken}}`)).toBe('not a hash');
+  });
+});
