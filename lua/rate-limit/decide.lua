@@ -10,8 +10,8 @@
 --             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again);
 --             or, for a stack whose Redis call failed, -1 and the error text (other stacks of
 --             the batch are not affected)
--- Each algorithm is a table of functions returning plain values (see its include): no table or
--- closure per decision, which would cost more than the decision's own Redis calls.
+-- Each algorithm is a table of functions returning plain values (see its include): a table or
+-- closure per decision would cost more here than the decision's own Redis calls.
 --- @include "../includes/server-time.lua"
 --- @include "fixed-window.lua"
 --- @include "sliding-window.lua"
@@ -20,12 +20,26 @@
 local algorithms = { fw = fixed_window, sw = sliding_window, tb = token_bucket }
 local now = now_ms(ARGV[1])
 local reply, n = {}, 0
--- per-limit verdicts of the stack being decided, reused by every stack of the batch
-local alg, ok, remaining, retry, reset, state = {}, {}, {}, {}, {}, {}
 
--- one stack of m limits whose first key is KEYS[k] and whose first limit argument is ARGV[a];
--- appends its verdicts to `reply`
+-- A stack of one limit (most are): its verdict goes straight into `reply`, no scratch tables.
+local function decide_one(consume, k, at)
+  local alg = algorithms[ARGV[at]]
+  local key, limit, windowMs, permits = KEYS[k], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
+  if ok and consume then
+    remaining, reset = alg.commit(key, limit, windowMs, permits, now, state)
+  elseif reset == nil then
+    reset = alg.reset(key, windowMs, now)
+  end
+  local granted = ok and 1 or 0
+  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = granted, granted, remaining, retry, reset
+  n = n + 5
+end
+
+-- A stack of m limits whose first key is KEYS[k] and whose first limit argument is ARGV[a]:
+-- every limit is checked before any is charged.
 local function decide_stack(consume, m, k, a)
+  local alg, ok, remaining, retry, reset, state = {}, {}, {}, {}, {}, {}
   local allowed = true
   for i = 1, m do
     local at = a + (i - 1) * 4
@@ -50,16 +64,26 @@ local function decide_stack(consume, m, k, a)
   end
 end
 
+local function decide(consume, m, k, a)
+  if m == 1 then decide_one(consume, k, a) else decide_stack(consume, m, k, a) end
+end
+
+-- a lone stack's error is the call's error; in a batch each stack is protected from the others'
+local lone = 4 + tonumber(ARGV[3]) * 4 > #ARGV
 local a, k = 2, 1
 while a <= #ARGV do
-  local m = tonumber(ARGV[a + 1])
-  local mark = n
-  -- a failing call (e.g. WRONGTYPE on a key someone else wrote) fails its own stack only
-  local done, err = pcall(decide_stack, ARGV[a] == '1', m, k, a + 2)
-  if not done then
-    for i = mark + 1, n do reply[i] = nil end
-    reply[mark + 1], reply[mark + 2] = -1, type(err) == 'table' and (err.err or 'error') or tostring(err)
-    n = mark + 2
+  local consume, m = ARGV[a] == '1', tonumber(ARGV[a + 1])
+  if lone then
+    decide(consume, m, k, a + 2)
+  else
+    local mark = n
+    -- a failing call (e.g. WRONGTYPE on a key someone else wrote) fails its own stack only
+    local done, err = pcall(decide, consume, m, k, a + 2)
+    if not done then
+      for i = mark + 1, n do reply[i] = nil end
+      reply[mark + 1], reply[mark + 2] = -1, type(err) == 'table' and (err.err or 'error') or tostring(err)
+      n = mark + 2
+    end
   end
   a, k = a + 2 + m * 4, k + m
 end

@@ -69,5 +69,7 @@ describe('decisions made together are sent together', () => {
     expect(error).toBeInstanceOf(RedisScriptError);
     expect(error.message).toMatch(/WRONGTYPE/);
     expect(await ctx.app.raw.get(`${ctx.app.prefix}fw:{${broken}}`)).toBe('not a hash');
+    // alone in its call, the same failure is the call's, typed the same way
+    await expect(ctx.app.limiter.consume(broken, policy)).rejects.toThrow(RedisScriptError);
   });
 });
