@@ -4,9 +4,12 @@
 // bucket index, sweep registry, expires entries); (2) how fast two sweepers drain 1,000,000
 // expired fields over 100,000 hashes, and how long any single Redis call takes meanwhile.
 // `npm run bench:hash`; BENCH_MEMORY_FLAVORS, BENCH_DRAIN_FLAVORS and BENCH_BIG_DRAIN_FLAVORS
-// (comma lists, '' for none) pick the servers of each part.
+// (comma lists, '' for none) pick the servers of each part; BENCH_SHAPES (hash counts, e.g.
+// '1000,100000') and BENCH_LAYOUTS (layout names) narrow the memory part, BENCH_MEMORY_RUNS repeats
+// it (medians, with the range), and BENCH_JSON names a file for the memory figures.
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
 import { NestFactory } from '@nestjs/core';
@@ -19,6 +22,7 @@ import { RedisKeys } from '../lib/redis/keys.js';
 import { loadScripts, type ScriptName } from '../lib/redis/scripts.js';
 import type { RedisFlavor } from '../test/harness/redis-binary.js';
 import { RedisNode } from '../test/harness/redis-server.js';
+import { cell as spreadCell, spread } from './common/stats.js';
 
 const FLAVORS: RedisFlavor[] = ['redis7', 'redis8', 'valkey8'];
 // redis7 only by default: each run loads 1.1M fields (1-2 min here) and the whole bench should stay near 6 min
@@ -29,11 +33,13 @@ const ITEMS = 100_000;
 const TTL_MS = 30 * 60_000;
 const CONCURRENCY = 256;
 const PREFIX = 'rl:'; // the module's default, so our keys are as long as a user's would be
+const listed = (name: string) => process.env[name]?.split(',').filter(Boolean);
 const SHAPES = [
   { name: '1 hash × 100,000 items', hashes: 1 },
   { name: '1,000 hashes × 100 items', hashes: 1_000 },
   { name: '100,000 hashes × 1 item', hashes: 100_000 },
-];
+].filter((shape) => listed('BENCH_SHAPES')?.includes(String(shape.hashes)) ?? true);
+const MEMORY_RUNS = Number(process.env['BENCH_MEMORY_RUNS'] ?? 1);
 
 const DRAIN_TTL_MS = 3_000;
 const KEEP_FIELD = 'profile-000000000000'; // no ttl: keeps the hash key alive, so only the sweeper can drain it
@@ -108,7 +114,7 @@ interface Layout {
   load(ctx: Ctx, hashes: number): Promise<void>;
 }
 
-const LAYOUTS: Record<string, Layout> = {
+const ALL_LAYOUTS: Record<string, Layout> = {
   strings: {
     row: '(a) string per item: SET k v PX',
     load: ({ admin }, hashes) => pipelined(admin, ITEMS, (p, i) => p.set(`s:${user(i % hashes)}:${field(i)}`, value(i), 'PX', TTL_MS)),
@@ -148,8 +154,13 @@ const LAYOUTS: Record<string, Layout> = {
   },
 };
 
+const LAYOUTS = Object.fromEntries(
+  Object.entries(ALL_LAYOUTS).filter(([name]) => listed('BENCH_LAYOUTS')?.includes(name) ?? true),
+);
+
 interface Cell {
-  bytes: number;
+  /** One figure per run. */
+  bytes: number[];
   keys: number;
   /** Ours: bytes per item in the sweep registry and in bucket indexes (MEMORY USAGE). */
   parts?: [number, number];
@@ -185,13 +196,15 @@ async function memoryRun(flavor: RedisFlavor): Promise<void> {
       await layout.load(ctx, shape.hashes);
       const loadS = (performance.now() - started) / 1000;
       const after = await settledMemory(admin);
-      const cell: Cell = { bytes: (after - before) / ITEMS, keys: await admin.dbsize() };
+      const bytes = (after - before) / ITEMS;
       const byLayout = results.get(shape.name) ?? new Map<string, Map<RedisFlavor, Cell>>();
       results.set(shape.name, byLayout);
       const byFlavor = byLayout.get(name) ?? new Map<RedisFlavor, Cell>();
       byLayout.set(name, byFlavor);
+      const cell = byFlavor.get(flavor) ?? { bytes: [], keys: await admin.dbsize() };
+      cell.bytes.push(bytes);
       byFlavor.set(flavor, cell);
-      log(`${flavor} | ${shape.name} | ${layout.row}: ${cell.bytes.toFixed(1)} B/item, ${cell.keys} keys, loaded in ${loadS.toFixed(1)} s`);
+      log(`${flavor} | ${shape.name} | ${layout.row}: ${bytes.toFixed(1)} B/item, ${cell.keys} keys, loaded in ${loadS.toFixed(1)} s`);
       if (name === 'index' || name === 'native') {
         await checkCounts(name === 'index' ? ctx.index : ctx.native!, shape.hashes);
         cell.parts = await ourParts(admin, shape.hashes);
@@ -228,6 +241,20 @@ async function checkCounts(service: ExpiringHashService, hashes: number): Promis
   }
 }
 
+const median = (c: Cell) => spread(c.bytes).median;
+const bytesText = (c: Cell) => (c.bytes.length > 1 ? spreadCell(spread(c.bytes), 1) : c.bytes[0]!.toFixed(1));
+
+/** The memory figures for `npm run bench`'s report: shape → layout → flavor → bytes per item. */
+function writeJson(path: string): void {
+  const out: Record<string, Record<string, Record<string, ReturnType<typeof spread>>>> = {};
+  for (const [shape, byLayout] of results) {
+    for (const [layout, byFlavor] of byLayout) {
+      for (const [flavor, c] of byFlavor) ((out[shape] ??= {})[layout] ??= {})[flavor] = spread(c.bytes);
+    }
+  }
+  writeFileSync(path, JSON.stringify(out, null, 2));
+}
+
 function printMemory(): void {
   console.log(`\n## Memory per item\n`);
   console.log(
@@ -242,14 +269,14 @@ function printMemory(): void {
     console.log(`|---|${FLAVORS.map(() => '---:').join('|')}|`);
     for (const [name, layout] of Object.entries(LAYOUTS)) {
       const row = byLayout.get(name);
-      const cells = FLAVORS.map((f) => (row?.get(f) ? row.get(f)!.bytes.toFixed(1) : '–'));
+      const cells = FLAVORS.map((f) => (row?.get(f) ? bytesText(row.get(f)!) : '–'));
       console.log(`| ${layout.row} | ${cells.join(' | ')} |`);
     }
     for (const name of ['index', 'native']) {
       const cells = FLAVORS.map((f) => {
         const ours = byLayout.get(name)?.get(f);
         const strings = byLayout.get('strings')?.get(f);
-        return ours && strings ? `${(ours.bytes / strings.bytes).toFixed(2)}×` : '–';
+        return ours && strings ? `${(median(ours) / median(strings)).toFixed(2)}×` : '–';
       });
       console.log(`| ours ${name} ÷ strings | ${cells.join(' | ')} |`);
     }
@@ -260,7 +287,9 @@ function printMemory(): void {
       });
       console.log(`| ours ${name}: of which sweep registry / bucket indexes | ${cells.join(' | ')} |`);
     }
-    const keys = Object.entries(LAYOUTS).map(([name, l]) => `${l.row.slice(0, 3)} ${[...byLayout.get(name)!.values()][0]!.keys}`);
+    const keys = Object.entries(LAYOUTS)
+      .filter(([name]) => byLayout.has(name))
+      .map(([name, l]) => `${l.row.slice(0, 3)} ${[...byLayout.get(name)!.values()][0]!.keys}`);
     console.log(`\nKeys after load: ${keys.join(', ')}\n`);
   }
 }
@@ -449,16 +478,19 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
 async function main(): Promise<void> {
   const started = performance.now();
   const memoryFlavors = (process.env['BENCH_MEMORY_FLAVORS'] ?? FLAVORS.join(',')).split(',').filter(Boolean) as RedisFlavor[];
-  for (const flavor of memoryFlavors) await memoryRun(flavor);
+  for (let run = 0; run < MEMORY_RUNS; run++) for (const flavor of memoryFlavors) await memoryRun(flavor);
   if (results.size) printMemory();
-  console.log(`## Sweep drain\n`);
-  console.log(
-    `Fields with a ${DRAIN_TTL_MS / 1000} s ttl, plus one field without a ttl per hash so that no hash key expires by itself ` +
-      `(only the sweeper can drain them), written with no sweeper running; two sweepers start once every field has expired. ` +
-      `Timed until the sweep registry is empty, then every hash is checked. Durations are wall time on a shared 2-core machine ` +
-      `(redis-server reniced to -10 for the drain): a descheduled server thread still shows up as a slow call, ` +
-      `see the line on commands inside scripts, which are O(1) or O(12) here.\n`,
-  );
+  if (process.env['BENCH_JSON']) writeJson(process.env['BENCH_JSON']);
+  if (DRAIN_FLAVORS.length + BIG_DRAIN_FLAVORS.length > 0) {
+    console.log(`## Sweep drain\n`);
+    console.log(
+      `Fields with a ${DRAIN_TTL_MS / 1000} s ttl, plus one field without a ttl per hash so that no hash key expires by itself ` +
+        `(only the sweeper can drain them), written with no sweeper running; two sweepers start once every field has expired. ` +
+        `Timed until the sweep registry is empty, then every hash is checked. Durations are wall time on a shared 2-core machine ` +
+        `(redis-server reniced to -10 for the drain): a descheduled server thread still shows up as a slow call, ` +
+        `see the line on commands inside scripts, which are O(1) or O(12) here.\n`,
+    );
+  }
   for (const flavor of DRAIN_FLAVORS) console.log((await drainRun(flavor, SPREAD)).join('\n'));
   // one hash past the 128-field threshold: swept through its bucket index, at most 1,000 fields a call
   for (const flavor of BIG_DRAIN_FLAVORS) console.log((await drainRun(flavor, ONE_BIG)).join('\n'));

@@ -1,0 +1,68 @@
+// The HTTP benchmark's server, run in a process of its own so autocannon does not share its event
+// loop: the sample app's quote route three times over, with no guard, under @RateLimit, and under
+// @nestjs/throttler with @nest-lab/throttler-storage-redis, all keyed by client IP on one Redis.
+// Limits are far above what 10 s of load can reach: the benchmark measures deciding, not refusing.
+import 'reflect-metadata';
+import { Controller, Get, Inject, Module, Param, UseGuards } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { Redis } from 'ioredis';
+import { RateLimit, RedisLimitModule } from '../lib/index.js';
+import { parseSymbol } from '../sample-app/src/quotes/quote-request.js';
+import { QuotesService, type Quote } from '../sample-app/src/quotes/quotes.service.js';
+
+const [redisHost, redisPort, LIMIT, WINDOW_MS] = [process.argv[2]!, Number(process.argv[3]), Number(process.argv[4]), Number(process.argv[5])];
+
+@Controller('plain')
+class PlainController {
+  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
+  @Get(':symbol')
+  quote(@Param('symbol') symbol: string): Quote {
+    return this.quotes.quote(parseSymbol(symbol));
+  }
+}
+
+@Controller('rate-limit')
+class RateLimitedController {
+  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
+  // fixed window, as the throttler counts
+  @Get(':symbol')
+  @RateLimit({ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' })
+  quote(@Param('symbol') symbol: string): Quote {
+    return this.quotes.quote(parseSymbol(symbol));
+  }
+}
+
+@Controller('throttler')
+class ThrottledController {
+  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
+  @Get(':symbol')
+  @UseGuards(ThrottlerGuard)
+  @Throttle({ default: { limit: LIMIT, ttl: WINDOW_MS } })
+  quote(@Param('symbol') symbol: string): Quote {
+    return this.quotes.quote(parseSymbol(symbol));
+  }
+}
+
+@Module({
+  imports: [
+    RedisLimitModule.forRoot({ redis: { host: redisHost, port: redisPort } }),
+    ThrottlerModule.forRoot({
+      throttlers: [{ limit: LIMIT, ttl: WINDOW_MS }],
+      storage: new ThrottlerStorageRedisService(new Redis({ host: redisHost, port: redisPort })),
+    }),
+  ],
+  controllers: [PlainController, RateLimitedController, ThrottledController],
+  providers: [QuotesService],
+})
+class HttpBenchModule {}
+
+const app = await NestFactory.create(HttpBenchModule, { logger: false });
+app.enableShutdownHooks();
+await app.listen(0, '127.0.0.1');
+const address = app.getHttpServer().address() as { port: number };
+process.send!({ port: address.port });
+// the bench asks for this process' CPU time around each load, to report CPU per request
+process.on('message', (m) => m === 'cpu' && process.send!({ cpu: process.cpuUsage() }));
+process.on('disconnect', () => void app.close().then(() => process.exit(0)));

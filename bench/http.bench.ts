@@ -1,0 +1,94 @@
+// HTTP overhead: the same quote route with no guard, with @RateLimit and with @nestjs/throttler +
+// @nest-lab/throttler-storage-redis, loaded by autocannon in turn (routes alternate within each
+// run) against one server process.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { redisCpuSeconds } from './common/redis-cpu.js';
+import { spread, type Spread } from './common/stats.js';
+
+export const ROUTES = {
+  'no guard': '/plain/ACME',
+  '@RateLimit (nest-redis-limit)': '/rate-limit/ACME',
+  '@nestjs/throttler + throttler-storage-redis': '/throttler/ACME',
+} as const;
+export type Route = keyof typeof ROUTES;
+/** Far above what a run can reach: the routes measure deciding, not refusing. */
+export const HTTP_LIMIT = 1_000_000;
+export const HTTP_WINDOW_MS = 60_000;
+
+export interface HttpOptions {
+  redisHost: string;
+  redisPort: number;
+  connections: number;
+  seconds: number;
+  runs: number;
+  log: (line: string) => void;
+}
+
+export interface HttpRow {
+  route: Route;
+  perSecond: Spread;
+  p50Ms: Spread;
+  p99Ms: Spread;
+  /** Responses other than 200: must be 0, or the route measured refusing rather than deciding. */
+  non2xx: number;
+  errors: number;
+  /** CPU per request, µs: the app's process, and redis-server (INFO cpu, user + sys). */
+  appUs: Spread;
+  redisUs: Spread;
+}
+
+interface Sample {
+  result: autocannon.Result;
+  appUs: number;
+  redisUs: number;
+}
+
+export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
+  const server = fork(fileURLToPath(new URL('./http-app.js', import.meta.url)), [opts.redisHost, String(opts.redisPort), String(HTTP_LIMIT), String(HTTP_WINDOW_MS)], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once('message', (m) => resolve((m as { port: number }).port));
+    server.once('exit', (code) => reject(new Error(`http-app exited with ${code}`)));
+  });
+  const admin = new Redis({ host: opts.redisHost, port: opts.redisPort });
+  const appCpu = () =>
+    new Promise<number>((resolve) => {
+      server.once('message', (m) => resolve(((m as { cpu: NodeJS.CpuUsage }).cpu.user + (m as { cpu: NodeJS.CpuUsage }).cpu.system)));
+      server.send('cpu');
+    });
+  const samples = new Map<Route, Sample[]>();
+  const load = async (path: string, seconds: number): Promise<Sample> => {
+    const [app0, redis0] = [await appCpu(), await redisCpuSeconds(admin)];
+    const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections: opts.connections, duration: seconds });
+    const [app1, redis1] = [await appCpu(), await redisCpuSeconds(admin)];
+    const requests = Math.max(1, result.requests.total);
+    return { result, appUs: (app1 - app0) / requests, redisUs: ((redis1 - redis0) * 1e6) / requests };
+  };
+  try {
+    for (const path of Object.values(ROUTES)) await load(path, 2); // warm-up: JIT, connections, scripts
+    const routes = Object.keys(ROUTES) as Route[];
+    for (let run = 0; run < opts.runs; run++) {
+      for (const route of run % 2 === 0 ? routes : [...routes].reverse()) {
+        const sample = await load(ROUTES[route], opts.seconds);
+        samples.set(route, [...(samples.get(route) ?? []), sample]);
+        opts.log(`  http run ${run + 1}/${opts.runs} ${route}: ${sample.result.requests.average.toFixed(0)} req/s, p99 ${sample.result.latency.p99} ms, app ${sample.appUs.toFixed(0)} µs/req, redis ${sample.redisUs.toFixed(1)} µs/req`);
+      }
+    }
+  } finally {
+    admin.disconnect();
+    server.disconnect();
+    await new Promise((resolve) => server.once('exit', resolve));
+  }
+  return [...samples].map(([route, runs]) => ({
+    route,
+    perSecond: spread(runs.map((s) => s.result.requests.average)),
+    p50Ms: spread(runs.map((s) => s.result.latency.p50)),
+    p99Ms: spread(runs.map((s) => s.result.latency.p99)),
+    non2xx: runs.reduce((n, s) => n + s.result.non2xx, 0),
+    errors: runs.reduce((n, s) => n + s.result.errors + s.result.timeouts, 0),
+    appUs: spread(runs.map((s) => s.appUs)),
+    redisUs: spread(runs.map((s) => s.redisUs)),
+  }));
+}

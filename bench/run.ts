@@ -1,0 +1,310 @@
+// `npm run bench`: every comparison in one run on this machine, written to BENCHMARKS.md and
+// benchmarks.svg. Sections run one after another (never two loads at once on 2 cores):
+// ceiling, decisions, http, memory, queue. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
+// BENCH_CALLS and BENCH_HTTP_SECONDS scale them down for a quick look (the report says so).
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { RedisNode } from '../test/harness/redis-server.js';
+import { ceiling, type CeilingRow } from './ceiling.bench.js';
+import { barChart, type Bar } from './chart.js';
+import { cell, formatRatio, ratio, type Spread } from './common/stats.js';
+import { decisionThroughput, LIMIT, WINDOW_MS, type DecisionRow, type KeyShape } from './decisions.bench.js';
+import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, ROUTES, type HttpRow } from './http.bench.js';
+
+const SECTIONS = (process.env['BENCH_SECTIONS'] ?? 'ceiling,decisions,http,memory,queue').split(',');
+const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
+const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
+const IN_FLIGHT = 256;
+const HTTP_SECONDS = Number(process.env['BENCH_HTTP_SECONDS'] ?? 10);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BUILD = fileURLToPath(new URL('./', import.meta.url));
+
+const log = (line: string) => console.error(line);
+const started = performance.now();
+const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { cwd: ROOT }).toString().trim();
+const pkgVersion = (name: string) =>
+  (JSON.parse(readFileSync(`${ROOT}bench/node_modules/${name}/package.json`, 'utf8')) as { version: string }).version;
+
+/** Runs one of the standalone benches as a child; its tables (stdout) go into the report. */
+function child(script: string, env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [`${BUILD}${script}`], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${script} exited with ${code}`))));
+  });
+}
+
+async function main(): Promise<void> {
+  const md: string[] = [];
+  const panels: { title: string; unit: string; bars: Bar[] }[] = [];
+  const headlines: string[] = [];
+  const redis = await RedisNode.start({ flavor: 'redis7', own: true });
+  const admin = new Redis(redis.url);
+  const redisVersion = /^redis_version:(\S+)/m.exec(await admin.info('server'))![1];
+  admin.disconnect();
+  const { host, port } = redis;
+
+  let ceilingRows: CeilingRow[] = [];
+  let decisionRows: DecisionRow[] = [];
+  let httpRows: HttpRow[] = [];
+  let memoryTables = '';
+  let memory: Record<string, Record<string, Record<string, Spread>>> | undefined;
+  let queueTables = '';
+  let queue: Record<string, QueueSummary> | undefined;
+  const sectionSeconds: string[] = [];
+  const timed = async (name: string, run: () => Promise<void>) => {
+    if (!SECTIONS.includes(name)) return;
+    const t = performance.now();
+    log(`== ${name}`);
+    await run();
+    sectionSeconds.push(`${name} ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  };
+
+  try {
+    await timed('ceiling', async () => {
+      ceilingRows = await ceiling({ host, port, requests: CALLS, runs: RUNS, log });
+    });
+    await timed('decisions', async () => {
+      decisionRows = await decisionThroughput({ host, port, calls: CALLS, inFlight: IN_FLIGHT, runs: RUNS, log });
+    });
+    await timed('http', async () => {
+      httpRows = await httpOverhead({ redisHost: host, redisPort: port, connections: 50, seconds: HTTP_SECONDS, runs: RUNS, log });
+    });
+  } finally {
+    await redis.stop();
+  }
+  await timed('memory', async () => {
+    const json = `${os.tmpdir()}/nrl-bench-memory-${process.pid}.json`;
+    memoryTables = await child('bench/expiring-hash.bench.js', {
+      BENCH_MEMORY_FLAVORS: 'redis7,redis8',
+      BENCH_SHAPES: '1000,100000',
+      BENCH_LAYOUTS: 'strings,plain,index,native',
+      BENCH_MEMORY_RUNS: String(RUNS),
+      BENCH_DRAIN_FLAVORS: '',
+      BENCH_BIG_DRAIN_FLAVORS: '',
+      BENCH_JSON: json,
+    });
+    memory = JSON.parse(readFileSync(json, 'utf8'));
+  });
+  await timed('queue', async () => {
+    const json = `${os.tmpdir()}/nrl-bench-queue-${process.pid}.json`;
+    queueTables = await child('bench/delay-queue.bench.js', {
+      BENCH_ROUNDS: String(RUNS),
+      BENCH_TRICKLE_SECONDS: process.env['BENCH_TRICKLE_SECONDS'] ?? '5',
+      BENCH_IDLE_SECONDS: process.env['BENCH_IDLE_SECONDS'] ?? '10',
+      BENCH_JSON: json,
+    });
+    queue = JSON.parse(readFileSync(json, 'utf8'));
+  });
+
+  // ---- the report ------------------------------------------------------------------------------
+  const commit = sh('git', ['rev-parse', '--short', 'HEAD']) + (sh('git', ['status', '--porcelain', '--', 'lib', 'lua']) ? ' (with uncommitted changes to lib/lua)' : '');
+  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== 10 || SECTIONS.length !== 5;
+  md.push('# Benchmarks', '');
+  md.push(
+    `Written by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}; ` +
+      `the whole run took ${((performance.now() - started) / 60_000).toFixed(1)} min (${sectionSeconds.join(', ')}).` +
+      (scaled ? ` **Scaled-down run** (BENCH_RUNS=${RUNS}, BENCH_CALLS=${CALLS}, BENCH_HTTP_SECONDS=${HTTP_SECONDS}, sections ${SECTIONS.join(',')}): not the figures to quote.` : ''),
+    '',
+  );
+  md.push(
+    `Machine: ${os.availableParallelism()} cores (${os.cpus()[0]?.model ?? 'cpu'}), Linux ${os.release()}, Node ${process.version}; ` +
+      `redis-server ${redisVersion} (Debian) on loopback, started by the bench with \`--save ''\`, shared by client and server, ` +
+      `so figures are for comparing side by side, not absolute capacity. Every figure is the median of ${RUNS} runs with the min–max range; ` +
+      `contenders alternate within each run.`,
+    '',
+  );
+  md.push(
+    `Versions: nest-redis-limit (this commit) with ioredis ${pkgVersion('ioredis')} and Nest ${pkgVersion('@nestjs/core')}; ` +
+      `rate-limiter-flexible ${pkgVersion('rate-limiter-flexible')}; @nest-lab/throttler-storage-redis ${pkgVersion('@nest-lab/throttler-storage-redis')} ` +
+      `with @nestjs/throttler ${pkgVersion('@nestjs/throttler')}; BullMQ ${pkgVersion('bullmq')}; autocannon ${pkgVersion('autocannon')} (bench/package.json).`,
+    '',
+  );
+  md.push('![Headline comparisons](benchmarks.svg)', '');
+  md.push('HEADLINES', '');
+
+  const ceilingOf = (pipeline: number) => ceilingRows.find((r) => r.pipeline === pipeline)?.perSecond;
+  if (ceilingRows.length) {
+    md.push('## 1. Ceiling: redis-benchmark', '');
+    md.push(
+      `\`redis-benchmark -c 50 -P <P> -n ${CALLS} -r 10000 EVALSHA <decide.lua> 1 rl:fw:{user-__rand_int__} '' 1 1 fw 1000 60000 1\`: ` +
+        'our fixed-window decision, one per call, from C. The most single decisions Redis itself can take here.',
+      '',
+      '| pipeline | calls/s |',
+      '|---|---:|',
+      ...ceilingRows.map((r) => `| -P ${r.pipeline} | ${cell(r.perSecond)} |`),
+      '',
+    );
+  }
+
+  const row = (name: string, shape: KeyShape, pipelining = 'off') =>
+    decisionRows.find((r) => r.name === name && r.shape === shape && r.pipelining === pipelining);
+  const OURS = ['fixed-window', 'sliding-window', 'token-bucket', 'funnel'].map((a) => `nest-redis-limit ${a}`);
+  const RLF = 'rate-limiter-flexible RateLimiterRedis';
+  const THROTTLER = '@nest-lab/throttler-storage-redis increment';
+  const NAIVE = 'naive INCR then EXPIRE (no Lua)';
+  const BARE = 'bare EVALSHA of our fixed-window script';
+  if (decisionRows.length) {
+    md.push('## 2. Decision throughput from one Node process', '');
+    md.push(
+      `${CALLS.toLocaleString('en-US')} calls per run, ${IN_FLIGHT} in flight, limit ${LIMIT} per ${WINDOW_MS / 1000} s for everyone ` +
+        '(10,000 keys: 20 calls each, all granted; one hot key: 1,000 granted, then refusals). ' +
+        "Ours: `RateLimiterService.consume` / `.funnel` through the module, which sends the decisions made in one tick as one script call. " +
+        'rate-limiter-flexible: `RateLimiterRedis.consume` (a refusal is its rejection). throttler-storage-redis: `increment(key, ttl, limit, blockDuration, name)` called directly. ' +
+        'Naive: `INCR`, then `PEXPIRE` when the count is 1 (two round trips on a first hit; a crash between them leaves a counter without expiry). ' +
+        "Bare EVALSHA: ioredis `evalsha` of our decide.lua, one decision per call, nothing around it. Pipelining: ioredis `enableAutoPipelining` on the contender's client " +
+        '(off is the default everywhere). CPU per call: this Node process (`process.cpuUsage`) and redis-server (INFO cpu, user + sys).',
+      '',
+    );
+    for (const shape of ['10k-keys', 'hot-key'] as KeyShape[]) {
+      md.push(`### ${shape === '10k-keys' ? '10,000 keys' : 'One hot key'}`, '');
+      md.push('| contender | auto-pipelining | decisions/s | p50 ms | p99 ms | Node µs/call | Redis µs/call |', '|---|---|---:|---:|---:|---:|---:|');
+      for (const r of decisionRows.filter((x) => x.shape === shape)) {
+        const name = r.kind === 'ours' ? `**${r.name}**` : r.name;
+        md.push(`| ${name} | ${r.pipelining} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 2)} | ${cell(r.p99Ms, 2)} | ${cell(r.nodeUs, 1)} | ${cell(r.redisUs, 1)} |`);
+      }
+      md.push('');
+      const cols: [string, Spread | undefined][] = [
+        ['÷ rate-limiter-flexible', row(RLF, shape)?.perSecond],
+        ['÷ throttler-storage-redis', row(THROTTLER, shape)?.perSecond],
+        ['÷ naive INCR+EXPIRE', row(NAIVE, shape)?.perSecond],
+        ['÷ bare EVALSHA', row(BARE, shape)?.perSecond],
+        ['÷ ceiling -P 1', ceilingOf(1)],
+        ['÷ ceiling -P 16', ceilingOf(16)],
+      ];
+      const present = cols.filter(([, s]) => s !== undefined) as [string, Spread][];
+      md.push(`| ours (pipelining off), ${shape} | ${present.map(([c]) => c).join(' | ')} |`, `|---|${present.map(() => '---:').join('|')}|`);
+      for (const name of OURS) {
+        const ours = row(name, shape)?.perSecond;
+        if (!ours) continue;
+        // paired per run, except the ceiling, which ran apart: medians only
+        md.push(`| ${name.replace('nest-redis-limit ', '')} | ${present.map(([c, s]) => formatRatio(ratio(ours, s, !c.startsWith('÷ ceiling')))).join(' | ')} |`);
+      }
+      md.push('');
+    }
+    const on = row(OURS[0]!, '10k-keys', 'auto')?.perSecond;
+    const off = row(OURS[0]!, '10k-keys')?.perSecond;
+    if (on && off) md.push(`Auto-pipelining on ÷ off, our fixed window on 10,000 keys: ${formatRatio(ratio(on, off))}.`, '');
+    const fw = row(OURS[0]!, '10k-keys')?.perSecond;
+    const rlf = row(RLF, '10k-keys')?.perSecond;
+    const thr = row(THROTTLER, '10k-keys')?.perSecond;
+    const bare = row(BARE, '10k-keys')?.perSecond;
+    if (fw && rlf && thr && bare) {
+      headlines.push(
+        `- **Decisions, 10,000 keys** (our fixed window, ${cell(fw)}/s): ${formatRatio(ratio(fw, rlf))} rate-limiter-flexible, ` +
+          `${formatRatio(ratio(fw, thr))} throttler-storage-redis, ${formatRatio(ratio(fw, bare))} a bare EVALSHA loop of the same script` +
+          (ceilingOf(1) ? `, ${(fw.median / ceilingOf(1)!.median).toFixed(2)}× the redis-benchmark ceiling at -P 1 (${(fw.median / ceilingOf(16)!.median).toFixed(2)}× at -P 16).` : '.'),
+      );
+    }
+    const bars = (shape: KeyShape): Bar[] =>
+      [...OURS, RLF, THROTTLER, NAIVE, BARE].flatMap((name) => {
+        const s = row(name, shape)?.perSecond;
+        return s ? [{ label: name.replace('@nest-lab/', '').replace(' RateLimiterRedis', '').replace(' increment', ''), ...s, ours: name.startsWith('nest-redis-limit') }] : [];
+      });
+    panels.push({ title: 'Decisions from one Node process, 10,000 keys, 256 in flight', unit: 'decisions/s', bars: bars('10k-keys') });
+  }
+
+  if (httpRows.length) {
+    const of = (route: keyof typeof ROUTES) => httpRows.find((r) => r.route === route)!;
+    const plain = of('no guard');
+    const ours = of('@RateLimit (nest-redis-limit)');
+    const thr = of('@nestjs/throttler + throttler-storage-redis');
+    md.push('## 3. HTTP overhead', '');
+    md.push(
+      `\`autocannon -c 50 -d ${HTTP_SECONDS}\` against the sample app's quote route (Express, one server process, bench/http-app.ts), three ways: ` +
+        `no guard; \`@RateLimit({ limit: ${HTTP_LIMIT}, windowMs: ${HTTP_WINDOW_MS}, algorithm: 'fixed-window' })\`; and ` +
+        '`@UseGuards(ThrottlerGuard)` with the same limit on `@nestjs/throttler` storing in Redis through `@nest-lab/throttler-storage-redis`. ' +
+        'Both limits key by client IP (one key here) and are never reached: the routes measure deciding, not refusing.',
+      '',
+      '| route | req/s | p50 ms | p99 ms | app CPU µs/req | Redis CPU µs/req | non-2xx | errors |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      ...httpRows.map(
+        (r) => `| ${r.route} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 1)} | ${cell(r.p99Ms, 1)} | ${cell(r.appUs)} | ${cell(r.redisUs, 1)} | ${r.non2xx} | ${r.errors} |`,
+      ),
+      '',
+      `@RateLimit ÷ no guard: ${formatRatio(ratio(ours.perSecond, plain.perSecond))}; throttler ÷ no guard: ${formatRatio(ratio(thr.perSecond, plain.perSecond))}; ` +
+        `@RateLimit ÷ throttler: ${formatRatio(ratio(ours.perSecond, thr.perSecond))} (ranges: the ratios within each run).`,
+      '',
+    );
+    headlines.push(
+      `- **HTTP**: a \`@RateLimit\` route serves ${formatRatio(ratio(ours.perSecond, plain.perSecond))} the req/s of the same route with no guard ` +
+        `(@nestjs/throttler + Redis storage: ${formatRatio(ratio(thr.perSecond, plain.perSecond))}); ours ÷ throttler ${formatRatio(ratio(ours.perSecond, thr.perSecond))}.`,
+    );
+    panels.push({
+      title: `HTTP, autocannon -c 50 -d ${HTTP_SECONDS}, quote route`,
+      unit: 'req/s',
+      bars: httpRows.map((r) => ({ label: r.route, ...r.perSecond, ours: r.route.startsWith('@RateLimit') })),
+    });
+  }
+
+  if (memory) {
+    md.push('## 4. Memory per item: ExpiringHashService', '');
+    md.push(
+      'From `bench/expiring-hash.bench.ts` (also `npm run bench:hash`), run here with BENCH_SHAPES=1000,100000 BENCH_LAYOUTS=strings,plain,index,native ' +
+        `BENCH_MEMORY_FLAVORS=redis7,redis8 BENCH_MEMORY_RUNS=${RUNS}: 100,000 items as 100 per user × 1,000 users and 1 per user × 100,000 users. ` +
+        'Index mode on Redis 7 and Redis 8, native mode (Redis 8 hash-field expiry) on Redis 8.',
+      '',
+      memoryTables.trim(),
+      '',
+    );
+    const get = (shape: string, layout: string, flavor: string) => memory?.[shape]?.[layout]?.[flavor];
+    const line = (shape: string, label: string) => {
+      const s7 = get(shape, 'strings', 'redis7');
+      const i7 = get(shape, 'index', 'redis7');
+      const n8 = get(shape, 'native', 'redis8');
+      if (!s7 || !i7 || !n8) return;
+      headlines.push(`- **Memory, ${label}**: index mode ${i7.median.toFixed(0)} B/item, native mode (Redis 8) ${n8.median.toFixed(0)} B/item, against ${s7.median.toFixed(0)} B for one string key per item.`);
+    };
+    line('1,000 hashes × 100 items', '100 items per user');
+    line('100,000 hashes × 1 item', '1 item per user');
+  }
+
+  if (queue) {
+    md.push('## 5. DelayQueue beside BullMQ', '');
+    md.push(
+      'From `bench/delay-queue.bench.ts` (also `npm run bench:queue`), run here with ' +
+        `BENCH_ROUNDS=${RUNS} BENCH_TRICKLE_SECONDS=${process.env['BENCH_TRICKLE_SECONDS'] ?? '5'} BENCH_IDLE_SECONDS=${process.env['BENCH_IDLE_SECONDS'] ?? '10'} ` +
+        '(the standalone bench defaults to 10 s and 30 s; the counts per run are otherwise the same).',
+      '',
+      queueTables.replace(/^## .*\n/m, '').replace(/^Command: .*\n/m, '').trim(),
+      '',
+    );
+    const ours = queue['ours'];
+    const bull = queue['bullmq'];
+    if (ours?.trickle.p99 && bull?.trickle.p99 && ours.burst.drainedMs && bull.burst.drainedMs) {
+      headlines.push(
+        `- **DelayQueue** (4 consumers): trickle lateness p99 ${ours.trickle.p99.median.toFixed(1)} ms vs BullMQ ${bull.trickle.p99.median.toFixed(1)} ms; ` +
+          `a 20,000-message burst drained in ${ours.burst.drainedMs.median.toFixed(0)} ms vs ${bull.burst.drainedMs.median.toFixed(0)} ms; ` +
+          `idle ${ours.idle.commandsPerConsumerPerSecond?.median.toFixed(2)} vs ${bull.idle.commandsPerConsumerPerSecond?.median.toFixed(2)} Redis commands per consumer per second; ` +
+          `lost ${ours.lost}, duplicated ${ours.duplicates}.`,
+      );
+      panels.push({
+        title: 'DelayQueue: 20,000 messages due at once, time to drain',
+        unit: 'ms, lower is better',
+        bars: [
+          { label: 'nest-redis-limit DelayQueue', ...ours.burst.drainedMs, ours: true },
+          { label: 'BullMQ delayed jobs', ...bull.burst.drainedMs, ours: false },
+        ],
+      });
+    }
+  }
+
+  const report = md.join('\n').replace('HEADLINES', headlines.length ? `## Headlines\n\n${headlines.join('\n')}` : '');
+  writeFileSync(`${ROOT}BENCHMARKS.md`, `${report.trimEnd()}\n`);
+  writeFileSync(`${ROOT}benchmarks.svg`, barChart('nest-redis-limit beside the alternatives (this machine, one run of npm run bench)', panels));
+  log(`wrote BENCHMARKS.md and benchmarks.svg in ${((performance.now() - started) / 60_000).toFixed(1)} min`);
+}
+
+interface QueueSummary {
+  trickle: { p50?: Spread; p95?: Spread; p99?: Spread; max?: Spread };
+  burst: { drainedMs?: Spread; perSecond?: Spread };
+  idle: { commandsPerConsumerPerSecond?: Spread };
+  lost: number;
+  duplicates: number;
+}
+
+await main();
