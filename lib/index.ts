@@ -44,3 +44,5 @@ export {
   type RedisLimitErrorCode,
 } from './errors.js';
 export { aclRules, type AclOptions } from './redis/acl.js';
+export { RedisLimitEvents } from './observability/redis-limit-events.js';
+export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEventType, RedisLimitListener } from './observability/events.js';

@@ -10,10 +10,12 @@ import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
 import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
+import { RedisLimitEvents } from './observability/redis-limit-events.js';
 import { RedisConnection } from './redis/redis-connection.js';
 
 /** Everything the module provides is exported too: guards and services are injected in user modules. */
 const PROVIDERS = [
+  RedisLimitEvents,
   RedisConnection,
   RateLimiterService,
   ExpiringHashService,

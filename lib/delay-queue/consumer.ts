@@ -155,9 +155,13 @@ export class Consumer implements DelayQueueConsumer {
       void this.fail(message, new Error('the consumer died or timed out on every attempt'), true);
       return;
     }
+    const { events } = this.deps.redis;
+    const { id, queue, attempt } = message;
+    events.queue({ type: 'redis-limit.queue.delivered', queue, id, attempt, runAt: message.runAt });
     const running: Promise<void> = (async () => {
       try {
         await this.deps.handler(message);
+        events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
         this.ack(message.id);
       } catch (error) {
         await this.fail(message, error, message.attempt >= options.maxAttempts);
@@ -197,6 +201,10 @@ export class Consumer implements DelayQueueConsumer {
     try {
       const dueAgain = Number(await redis.scripts.run('queueFail', keys, ['', message.id, backoff, text, message.attempt]));
       if (dueAgain >= 0) this.planWake(dueAgain);
+      // -2: that attempt no longer held the message (its lease ran out); nothing to report
+      const { id, queue, attempt } = message;
+      if (dueAgain === -1) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
+      else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
     } catch (failure) {
       this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);
     }

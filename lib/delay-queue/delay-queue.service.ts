@@ -40,7 +40,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const id = opts.id ?? randomUUID();
     const publish = await this.wakeUps.publishCommand();
-    await this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.wakeUps.channel(queue), publish]);
+    const [scheduled, due] = (await this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.wakeUps.channel(queue), publish])) as number[];
+    this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt: Number(due), scheduled: scheduled === 1 });
     return id;
   }
 

@@ -41,14 +41,15 @@ export class MaxPendingGuard implements CanActivate {
     const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
     if (plan === null) return true;
 
-    const key = `${plan.name}:${await this.ownerOf(plan, ctx)}`;
+    const owner = await this.ownerOf(plan, ctx);
+    const key = `${plan.name}:${owner}`;
     const slot: HeldSlot = { route: plan.route, key, slotId: randomUUID(), reserved: false, reached: false };
     let reservation;
     try {
       const opts = plan.notify ? { notify: plan.notify } : undefined;
       reservation = await this.expiringHash.reserve(key, slot.slotId, '', plan.ttlMs, plan.max, opts);
     } catch (error) {
-      applyFailMode(error, plan.failMode, this.redis);
+      applyFailMode(error, plan.failMode, this.redis, plan.route);
       holdSlot(request, slot); // an id for the handler, but nothing in Redis to release
       return true;
     }
@@ -59,7 +60,10 @@ export class MaxPendingGuard implements CanActivate {
     const decision = { allowed: accepted, limit: plan.max, remaining: Math.max(0, plan.max - count), retryAfterMs, resetMs };
     const policy = { name: plan.name, limit: plan.max, windowMs: plan.ttlMs };
     setHeaders(response, rateLimitHeaders(this.redis.options.headers, [policy], [decision]));
-    if (!accepted) throw tooManyRequests(response, retryAfterMs);
+    if (!accepted) {
+      this.redis.events.maxPendingRefused(plan.route, owner, plan.max);
+      throw tooManyRequests(response, retryAfterMs);
+    }
 
     slot.reserved = true;
     holdSlot(request, slot);

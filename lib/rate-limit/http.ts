@@ -29,9 +29,10 @@ export function tooManyRequests(response: unknown, retryAfterMs: number, message
  * throws 503 under failMode 'closed' or returns under 'open'. Anything but a Redis failure is
  * rethrown as it is.
  */
-export function applyFailMode(error: unknown, failMode: FailMode, redis: RedisConnection): void {
+export function applyFailMode(error: unknown, failMode: FailMode, redis: RedisConnection, route: string): void {
   if (!(error instanceof RedisLimitError)) throw error;
   redis.reportFailure(error);
+  redis.events.failMode(route, failMode, error);
   if (failMode === 'closed') throw limiterUnavailable();
 }
 

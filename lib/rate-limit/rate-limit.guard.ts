@@ -42,7 +42,7 @@ export class RateLimitGuard implements CanActivate {
     try {
       result = await this.limiter.decide(stack);
     } catch (error) {
-      applyFailMode(error, plan.failMode, this.redis);
+      applyFailMode(error, plan.failMode, this.redis, plan.route);
       return true;
     }
     this.redis.reportSuccess();

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable } from '@nestjs/common';
 import { assertKey, describeValue } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
 import {
   assertPermits,
@@ -113,7 +114,10 @@ export class RateLimiterService {
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(spec.kind, key, limits[i]!.scope));
     const args: (string | number)[] = [options.peek ? '0' : '1', checked.length];
     for (const { spec, permits } of checked) args.push(spec.algorithm, spec.limit, spec.windowMs, permits);
-    return parseReply(await this.batcher.decide(keys, args, options.now), checked);
+    const result = parseReply(await this.batcher.decide(keys, args, options.now), checked);
+    // a peek decides nothing: not counted, not announced
+    if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits));
+    return result;
   }
 }
 
@@ -136,6 +140,22 @@ function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
   const permits = peek ? 1 : (limit.permits ?? 1);
   assertPermits(permits, spec.limit, name(limit.funnel !== undefined ? 'quota' : 'permits'));
   return { key: limit.key, spec, permits };
+}
+
+function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: readonly StackedLimit[]): RedisLimitEvent {
+  return {
+    type: 'redis-limit.decision',
+    allowed: result.allowed,
+    retryAfterMs: result.retryAfterMs,
+    limits: checked.map(({ key, spec }, i) => ({
+      key,
+      ...(limits[i]!.scope === undefined ? {} : { scope: limits[i]!.scope }),
+      kind: spec.kind,
+      limit: spec.limit,
+      allowed: result.decisions[i]!.allowed,
+      remaining: result.decisions[i]!.remaining,
+    })),
+  };
 }
 
 function parseReply(reply: number[], limits: CheckedLimit[]): StackDecision {

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { RedisLimitEvents } from '../observability/redis-limit-events.js';
 import { REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
 import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
 import { createClient, isCluster, waitUntilReady } from './client.js';
@@ -25,7 +26,11 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private outage = false;
   private readonly commands = new Map<string, Promise<boolean>>();
 
-  constructor(@Inject(REDIS_LIMIT_OPTIONS) raw: RedisLimitModuleOptions) {
+  constructor(
+    @Inject(REDIS_LIMIT_OPTIONS) raw: RedisLimitModuleOptions,
+    /** Counters and events: everything that holds the connection reports through it. */
+    @Inject(RedisLimitEvents) readonly events: RedisLimitEvents,
+  ) {
     this.options = resolveOptions(raw);
     const { client, owned } = createClient(this.options.redis, this.options.commandTimeoutMs);
     this.client = client;
@@ -99,11 +104,13 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     if (this.outage) return;
     this.outage = true;
     this.logger.warn(`Redis unavailable: ${error.message}`);
+    this.events.redisDown(error);
   }
 
   reportSuccess(): void {
     if (!this.outage) return;
     this.outage = false;
     this.logger.log('Redis available again');
+    this.events.redisUp();
   }
 }

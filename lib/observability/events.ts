@@ -1,0 +1,47 @@
+/** One limit's verdict inside a `redis-limit.decision` event. */
+export interface LimitVerdict {
+  key: string;
+  scope?: string;
+  /** 'fw' | 'sw' | 'tb' (rate limits) or 'fn' (funnels). */
+  kind: string;
+  limit: number;
+  allowed: boolean;
+  remaining: number;
+}
+
+/**
+ * What the module tells the app, by `type`. Listeners get them through
+ * `RedisLimitEvents.on(listener)` and, when @nestjs/event-emitter is installed, as
+ * `eventEmitter.emit(type, event)` too.
+ */
+export type RedisLimitEvent =
+  /** A rate-limit stack was decided (RateLimiterService and the guards). */
+  | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[] }
+  /** A guard could not reach Redis and let the request through ('open') or answered 503 ('closed'). */
+  | { type: 'redis-limit.fail-mode'; route: string; failMode: 'open' | 'closed'; error: Error }
+  /** Redis became unreachable: once per outage, however many requests meet it. */
+  | { type: 'redis-limit.redis-down'; error: Error }
+  | { type: 'redis-limit.redis-up' }
+  /** A @MaxPending owner was at its cap: the request got a 429. */
+  | { type: 'redis-limit.max-pending.refused'; route: string; owner: string; max: number }
+  | { type: 'redis-limit.queue.enqueued'; queue: string; id: string; runAt: number; scheduled: boolean }
+  | { type: 'redis-limit.queue.delivered'; queue: string; id: string; attempt: number; runAt: number }
+  | { type: 'redis-limit.queue.handled'; queue: string; id: string; attempt: number }
+  | { type: 'redis-limit.queue.retry'; queue: string; id: string; attempt: number; dueAt: number; error: unknown }
+  | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown };
+
+export type RedisLimitEventType = RedisLimitEvent['type'];
+export type RedisLimitListener = (event: RedisLimitEvent) => void;
+
+/** Monotonic counts since start-up (and one gauge), for an app to export. */
+export interface RedisLimitCounters {
+  decisions: { allowed: number; refused: number };
+  failMode: { open: number; closed: number };
+  /** Outages begun since start-up. */
+  outages: number;
+  /** 1 while Redis answers, 0 during an outage. */
+  redisUp: 0 | 1;
+  maxPendingRefused: number;
+  /** Per queue name. */
+  queues: Record<string, { enqueued: number; delivered: number; handled: number; retried: number; dead: number }>;
+}

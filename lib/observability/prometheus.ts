@@ -1,0 +1,32 @@
+import type { RedisLimitCounters } from './events.js';
+
+/** Label values in the text format escape backslash, double quote and newline. */
+const label = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+/** The counters as Prometheus text exposition (version 0.0.4), one family per metric. */
+export function prometheusText(c: RedisLimitCounters, prefix: string): string {
+  const lines: string[] = [];
+  const family = (name: string, type: 'counter' | 'gauge', help: string, samples: [string, number][]) => {
+    lines.push(`# HELP ${prefix}_${name} ${help}`, `# TYPE ${prefix}_${name} ${type}`);
+    for (const [labels, value] of samples) lines.push(`${prefix}_${name}${labels} ${value}`);
+  };
+  family('decisions_total', 'counter', 'Rate-limit decisions (one per stack), by outcome.', [
+    ['{outcome="allowed"}', c.decisions.allowed],
+    ['{outcome="refused"}', c.decisions.refused],
+  ]);
+  family('fail_mode_total', 'counter', 'Requests a guard decided without Redis, by failMode.', [
+    ['{fail_mode="open"}', c.failMode.open],
+    ['{fail_mode="closed"}', c.failMode.closed],
+  ]);
+  family('redis_outages_total', 'counter', 'Redis outages begun.', [['', c.outages]]);
+  family('redis_up', 'gauge', '1 while Redis answers, 0 during an outage.', [['', c.redisUp]]);
+  family('max_pending_refused_total', 'counter', 'Requests refused because their owner was at its @MaxPending cap.', [['', c.maxPendingRefused]]);
+  const queues = Object.entries(c.queues);
+  family(
+    'queue_messages_total',
+    'counter',
+    'DelayQueue messages, by queue and event.',
+    queues.flatMap(([queue, counts]) => Object.entries(counts).map(([event, n]): [string, number] => [`{queue="${label(queue)}",event="${event}"}`, n])),
+  );
+  return `${lines.join('\n')}\n`;
+}

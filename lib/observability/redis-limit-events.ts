@@ -1,0 +1,127 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener } from './events.js';
+import { prometheusText } from './prometheus.js';
+
+interface Emitter {
+  emit(event: string, payload: unknown): unknown;
+}
+
+type QueueCounts = RedisLimitCounters['queues'][string];
+
+/**
+ * Where the module reports what it does: counters, always (cheap enough for every request), and
+ * events for listeners registered with `on()` and for @nestjs/event-emitter's EventEmitter2 when
+ * the app has one. Payloads are built only when someone listens. A listener that throws is
+ * logged once and never breaks the request or the consumer that emitted.
+ */
+@Injectable()
+export class RedisLimitEvents implements OnApplicationBootstrap {
+  private readonly listeners = new Set<RedisLimitListener>();
+  private readonly failed = new WeakSet<RedisLimitListener>();
+  private emitter: Emitter | undefined;
+  private readonly logger = new Logger('RedisLimitEvents');
+  private readonly counts: RedisLimitCounters = {
+    decisions: { allowed: 0, refused: 0 },
+    failMode: { open: 0, closed: 0 },
+    outages: 0,
+    redisUp: 1,
+    maxPendingRefused: 0,
+    queues: {},
+  };
+
+  constructor(@Inject(DiscoveryService) private readonly discovery: DiscoveryService) {}
+
+  /** @nestjs/event-emitter, if the app imported EventEmitterModule (found, not imported by us). */
+  onApplicationBootstrap(): void {
+    for (const wrapper of this.discovery.getProviders()) {
+      // duck-typed: its class is not ours to import, and its name differs between versions
+      const instance = wrapper.instance as { emit?: unknown; emitAsync?: unknown; onAny?: unknown } | undefined;
+      if (typeof instance?.emit === 'function' && typeof instance.emitAsync === 'function' && typeof instance.onAny === 'function') {
+        this.emitter = instance as Emitter;
+        return;
+      }
+    }
+  }
+
+  /** Calls `listener` with every event; returns the function that stops it. */
+  on(listener: RedisLimitListener): () => void {
+    if (typeof listener !== 'function') throw new TypeError('listener must be a function (event) => void');
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  /** A copy of the counters. */
+  counters(): RedisLimitCounters {
+    return structuredClone(this.counts);
+  }
+
+  /** The counters in Prometheus' text format, for an app's `/metrics` route. */
+  prometheus(prefix = 'nest_redis_limit'): string {
+    if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) throw new TypeError(`prefix must be a Prometheus metric name, got ${JSON.stringify(prefix)}`);
+    return prometheusText(this.counts, prefix);
+  }
+
+  /** True when an event would reach anyone: emitters build payloads only then. */
+  get listened(): boolean {
+    return this.listeners.size > 0 || this.emitter !== undefined;
+  }
+
+  decision(allowed: boolean, build: () => RedisLimitEvent): void {
+    this.counts.decisions[allowed ? 'allowed' : 'refused'] += 1;
+    if (this.listened) this.emit(build());
+  }
+
+  failMode(route: string, failMode: 'open' | 'closed', error: Error): void {
+    this.counts.failMode[failMode] += 1;
+    if (this.listened) this.emit({ type: 'redis-limit.fail-mode', route, failMode, error });
+  }
+
+  redisDown(error: Error): void {
+    this.counts.outages += 1;
+    this.counts.redisUp = 0;
+    this.emit({ type: 'redis-limit.redis-down', error });
+  }
+
+  redisUp(): void {
+    this.counts.redisUp = 1;
+    this.emit({ type: 'redis-limit.redis-up' });
+  }
+
+  maxPendingRefused(route: string, owner: string, max: number): void {
+    this.counts.maxPendingRefused += 1;
+    if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max });
+  }
+
+  /** Queue events: counted per queue under the event's last word. */
+  queue(event: Extract<RedisLimitEvent, { queue: string }>): void {
+    const counts = (this.counts.queues[event.queue] ??= { enqueued: 0, delivered: 0, handled: 0, retried: 0, dead: 0 });
+    counts[QUEUE_COUNTER[event.type]] += 1;
+    if (this.listened) this.emit(event);
+  }
+
+  private emit(event: RedisLimitEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        if (this.failed.has(listener)) continue;
+        this.failed.add(listener);
+        this.logger.error(`a listener threw on ${event.type} (logged once per listener): ${(error as Error).message}`);
+      }
+    }
+    try {
+      this.emitter?.emit(event.type, event);
+    } catch (error) {
+      this.logger.error(`EventEmitter2 threw on ${event.type}: ${(error as Error).message}`);
+    }
+  }
+}
+
+const QUEUE_COUNTER: Record<Extract<RedisLimitEvent, { queue: string }>['type'], keyof QueueCounts> = {
+  'redis-limit.queue.enqueued': 'enqueued',
+  'redis-limit.queue.delivered': 'delivered',
+  'redis-limit.queue.handled': 'handled',
+  'redis-limit.queue.retry': 'retried',
+  'redis-limit.queue.dead': 'dead',
+};

@@ -1,0 +1,28 @@
+import { prometheusText } from '../../lib/observability/prometheus.js';
+import type { RedisLimitCounters } from '../../lib/observability/events.js';
+
+describe('prometheusText', () => {
+  const counters: RedisLimitCounters = {
+    decisions: { allowed: 7, refused: 2 },
+    failMode: { open: 1, closed: 0 },
+    outages: 1,
+    redisUp: 1,
+    maxPendingRefused: 3,
+    queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, dead: 0 } },
+  };
+
+  it('writes one HELP and TYPE per family, then its samples', () => {
+    const text = prometheusText(counters, 'x');
+    expect(text).toContain('# HELP x_decisions_total ');
+    expect(text).toContain('# TYPE x_decisions_total counter\nx_decisions_total{outcome="allowed"} 7\nx_decisions_total{outcome="refused"} 2\n');
+    expect(text).toContain('# TYPE x_redis_up gauge\nx_redis_up 1\n');
+    expect(text).toContain('x_max_pending_refused_total 3\n');
+    expect(text.endsWith('\n')).toBe(true);
+    // every line is a comment or `name{labels} value`
+    for (const line of text.trimEnd().split('\n')) expect(line).toMatch(/^(# (HELP|TYPE) x_\w+ .+|x_\w+(\{[^}]*\})? \d+)$/);
+  });
+
+  it('escapes quotes and backslashes in label values (queue names)', () => {
+    expect(prometheusText(counters, 'x')).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="delivered"} 2\n');
+  });
+});
