@@ -154,7 +154,7 @@ async function main(): Promise<void> {
     md.push(
       `${CALLS.toLocaleString('en-US')} calls per run, ${IN_FLIGHT} in flight, limit ${LIMIT} per ${WINDOW_MS / 1000} s for everyone ` +
         '(10,000 keys: 20 calls each, all granted; one hot key: 1,000 granted, then refusals). ' +
-        "Ours: `RateLimiterService.consume` / `.funnel` through the module, which sends the decisions made in one tick as one script call. " +
+        "Ours: `RateLimiterService.consume` / `.funnel` through the module, which sends the decisions made in one turn of the event loop as one script call. " +
         'rate-limiter-flexible: `RateLimiterRedis.consume` (a refusal is its rejection). throttler-storage-redis: `increment(key, ttl, limit, blockDuration, name)` called directly. ' +
         'Naive: `INCR`, then `PEXPIRE` when the count is 1 (two round trips on a first hit; a crash between them leaves a counter without expiry). ' +
         "Bare EVALSHA: ioredis `evalsha` of our decide.lua, one decision per call, nothing around it. Pipelining: ioredis `enableAutoPipelining` on the contender's client " +

@@ -1,6 +1,6 @@
 -- Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none
 -- is charged. One call carries one stack or a batch of independent stacks (calls made in the same
--- tick), so N decisions cost one round trip and one script start, not N.
+-- turn of the event loop), so N decisions cost one round trip and one script start, not N.
 -- KEYS[1..n]  one state key per limit, stacks in ARGV order; on a cluster all in one hash slot
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
