@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { assertWellFormed, describeValue } from './redis/keys.js';
 
 export type FailMode = 'closed' | 'open';
 export type HeadersMode = 'legacy' | 'draft' | 'both' | false;
@@ -58,6 +59,8 @@ export interface ResolvedOptions {
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
+/** The longest delay a Node.js timer takes (about 24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /** The client's address as Express and Fastify report it (both honour `trust proxy`). */
 export const clientIp: KeyResolver = (ctx) => {
@@ -66,15 +69,18 @@ export const clientIp: KeyResolver = (ctx) => {
 };
 
 export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`RedisLimitModule: options must be an object, got ${describeValue(options)}`);
+  }
   const { keyPrefix = 'rl:', failMode = 'closed', commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS } = options;
   const { headers = 'legacy', tracker = clientIp } = options;
+  assertRedis(options.redis);
   if (typeof keyPrefix !== 'string' || /[{}]/.test(keyPrefix)) {
     throw new TypeError(`RedisLimitModule: keyPrefix must be a string without '{' or '}', got ${String(keyPrefix)}`);
   }
+  assertWellFormed(keyPrefix, 'RedisLimitModule: keyPrefix');
   assertFailMode(failMode, 'RedisLimitModule: failMode');
-  if (!Number.isInteger(commandTimeoutMs) || commandTimeoutMs <= 0) {
-    throw new RangeError(`RedisLimitModule: commandTimeoutMs must be a positive integer (ms), got ${commandTimeoutMs}`);
-  }
+  assertTimerMs(commandTimeoutMs, 'a positive integer', 'RedisLimitModule: commandTimeoutMs');
   if (!['legacy', 'draft', 'both', false].includes(headers)) {
     throw new TypeError(`RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false, got ${String(headers)}`);
   }
@@ -93,13 +99,42 @@ function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<Expiri
   if (!['auto', 'native', 'index'].includes(mode)) {
     throw new TypeError(`RedisLimitModule: expiringHash.mode must be 'auto', 'native' or 'index', got ${String(mode)}`);
   }
-  if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
-    throw new RangeError(`RedisLimitModule: expiringHash.sweepIntervalMs must be an integer >= 0 (ms), got ${sweepIntervalMs}`);
-  }
+  assertTimerMs(sweepIntervalMs, 'an integer >= 0', 'RedisLimitModule: expiringHash.sweepIntervalMs');
   if (!Number.isSafeInteger(sweepShards) || sweepShards < 1 || sweepShards > 16384) {
-    throw new RangeError(`RedisLimitModule: expiringHash.sweepShards must be an integer from 1 to 16384, got ${sweepShards}`);
+    throw new (typeof sweepShards === 'number' ? RangeError : TypeError)(`RedisLimitModule: expiringHash.sweepShards must be an integer from 1 to 16384, got ${sweepShards}`);
   }
   return { mode, sweepIntervalMs, sweepShards };
+}
+
+/** A timer's length in ms: a positive integer (or one >= 0) no larger than MAX_TIMER_MS. */
+function assertTimerMs(value: unknown, what: 'a positive integer' | 'an integer >= 0', argument: string): void {
+  const min = what === 'a positive integer' ? 1 : 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
+    const problem = typeof value === 'number' ? RangeError : TypeError;
+    throw new problem(`${argument} must be ${what} (ms) up to ${MAX_TIMER_MS}, got ${describeValue(value)}`);
+  }
+}
+
+/** The `redis` option's shape; ioredis checks the rest when it connects. Anything else would have
+ * been taken for "no options" and connected to localhost:6379. */
+function assertRedis(redis: unknown): void {
+  if (redis === undefined) return;
+  if (typeof redis === 'string') {
+    if (redis.length === 0) throw new TypeError('RedisLimitModule: redis must be a non-empty URL, got ""');
+    return;
+  }
+  if (typeof redis !== 'object' || redis === null || Array.isArray(redis)) {
+    throw new TypeError(`RedisLimitModule: redis must be a URL, ioredis options, { cluster: { nodes } } or a client, got ${describeValue(redis)}`);
+  }
+  // a client (duck-typed, as createClient does) has a cluster() command method: not a config
+  if (typeof (redis as { defineCommand?: unknown }).defineCommand === 'function') return;
+  if ('cluster' in redis) {
+    const cluster = (redis as { cluster: unknown }).cluster;
+    const nodes = typeof cluster === 'object' && cluster !== null ? (cluster as { nodes?: unknown }).nodes : undefined;
+    if (!Array.isArray(nodes) || nodes.length === 0) {
+      throw new TypeError(`RedisLimitModule: redis.cluster.nodes must be a non-empty array of startup nodes, got ${describeValue(nodes)}`);
+    }
+  }
 }
 
 export function assertFailMode(value: unknown, argument: string): asserts value is FailMode {

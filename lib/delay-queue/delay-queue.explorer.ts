@@ -32,7 +32,7 @@ export class DelayQueueExplorer implements OnApplicationBootstrap {
         const at = `${instance.constructor.name}.${method}`;
         try {
           assertName(entry.queue, '@OnDelayed(queue)');
-          resolveConsumeOptions(entry.options ?? {}, '@OnDelayed options');
+          resolveConsumeOptions(entry.options, '@OnDelayed options');
           found.push({ entry, at, handler: fn.bind(instance) });
         } catch (error) {
           problems.push(`${at}: ${(error as Error).message}`);

@@ -1,4 +1,4 @@
-import { assertKey, describeValue } from '../redis/keys.js';
+import { assertKey, assertWellFormed, describeValue } from '../redis/keys.js';
 import type { ConsumeOptions, EnqueueOptions } from './delay-queue.types.js';
 
 /**
@@ -29,6 +29,11 @@ function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
   seen.delete(value);
 }
 
+/** A TypeError when `value` is not a number at all, a RangeError when it is one out of range. */
+function numberProblem(value: unknown): typeof TypeError | typeof RangeError {
+  return typeof value === 'number' ? RangeError : TypeError;
+}
+
 /** runAt in ms ('' when a delay is given instead) and the delay: what the scripts take. */
 export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, argument: string): [number | '', number] {
   const { delayMs, runAt } = opts;
@@ -36,21 +41,30 @@ export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, a
   if (runAt !== undefined) {
     const ms = runAt instanceof Date ? runAt.getTime() : runAt;
     if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
-      throw new RangeError(`${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`);
+      throw new (numberProblem(ms))(`${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`);
     }
     return [ms, 0];
   }
-  const delay = delayMs ?? 0;
+  const delay = delayMs === undefined ? 0 : delayMs;
   if (typeof delay !== 'number' || !Number.isSafeInteger(delay) || delay < 0) {
-    throw new RangeError(`${argument}.delayMs must be a whole number of ms >= 0, got ${describeValue(delayMs)}`);
+    throw new (numberProblem(delay))(`${argument}.delayMs must be a whole number of ms >= 0, got ${describeValue(delayMs)}`);
   }
   return ['', delay];
 }
 
-/** Queue names and ids: non-empty strings up to 1 KiB (they are keys and set members). */
+/** The longest queue name or message id, in UTF-8 bytes. */
+export const MAX_NAME_BYTES = 1024;
+
+/**
+ * Queue names and ids: non-empty, well-formed strings up to 1 KiB. Ids are sorted-set members
+ * and names reach the scripts (expiry notifications) unescaped: with a lone surrogate, two ids
+ * would reach Redis as the same bytes.
+ */
 export function assertName(value: unknown, argument: string): asserts value is string {
   assertKey(value, argument);
-  if (Buffer.byteLength(value) > 1024) throw new RangeError(`${argument} must be at most 1024 bytes, got ${Buffer.byteLength(value)}`);
+  assertWellFormed(value, argument);
+  const bytes = Buffer.byteLength(value);
+  if (bytes > MAX_NAME_BYTES) throw new RangeError(`${argument} must be at most ${MAX_NAME_BYTES} bytes, got ${bytes}`);
 }
 
 export function assertEnqueueOptions(opts: unknown): asserts opts is EnqueueOptions {
@@ -66,15 +80,24 @@ export const CONSUME_DEFAULTS: Required<ConsumeOptions> = {
   backoffMs: 1000,
 };
 
-/** Every consume option checked, defaults filled in; `at` prefixes messages (e.g. a handler's name). */
+/**
+ * Every consume option checked, defaults filled in (an option given as undefined takes its
+ * default); `at` prefixes messages (e.g. a handler's name). An unknown option is a TypeError: a
+ * misspelt `maxAttempt` would otherwise be ignored without a word.
+ */
 export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Required<ConsumeOptions> {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
-  const resolved = { ...CONSUME_DEFAULTS, ...(opts as ConsumeOptions) };
-  for (const [name, value] of Object.entries(resolved)) {
+  const resolved = { ...CONSUME_DEFAULTS };
+  for (const [name, value] of Object.entries(opts)) {
+    if (!Object.hasOwn(CONSUME_DEFAULTS, name)) {
+      throw new TypeError(`${at}.${name} is not an option (${Object.keys(CONSUME_DEFAULTS).join(', ')})`);
+    }
+    if (value === undefined) continue;
     const min = name === 'backoffMs' ? 0 : 1;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-      throw new RangeError(`${at}.${name} must be an integer >= ${min}, got ${describeValue(value)}`);
+      throw new (numberProblem(value))(`${at}.${name} must be an integer >= ${min}, got ${describeValue(value)}`);
     }
+    resolved[name as keyof ConsumeOptions] = value;
   }
   return resolved;
 }

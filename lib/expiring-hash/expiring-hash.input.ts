@@ -1,14 +1,17 @@
-import { assertKey, describeValue } from '../redis/keys.js';
+import { assertKey, assertWellFormed, describeValue } from '../redis/keys.js';
 import type { ExpiringSetOptions } from './expiring-hash.types.js';
 
 /** Field names are listed in the sweep index with a 2-byte length. */
 export const MAX_FIELD_BYTES = 65_535;
 
-// A lone surrogate has no UTF-8 form: Redis would store U+FFFD and two fields could collide.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/u;
-
-function assertWellFormed(text: string, argument: string): void {
-  if (LONE_SURROGATE.test(text)) throw new TypeError(`${argument} must be well-formed Unicode (it has a lone surrogate)`);
+/**
+ * A hash's key: a non-empty, well-formed string. The sweep registry lists keys as sorted-set
+ * members, unescaped: a lone surrogate would reach Redis as U+FFFD, so the sweeper would sweep
+ * another key's hash and never this one.
+ */
+export function assertHashKey(key: unknown, argument = 'key'): asserts key is string {
+  assertKey(key, argument);
+  assertWellFormed(key, argument);
 }
 
 /** A field: a non-empty string of at most MAX_FIELD_BYTES bytes ('' is the hash's own meta field). */
@@ -31,7 +34,9 @@ export function assertSetOptions(opts: unknown, ttlMs: number | undefined): asse
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object, got ${describeValue(opts)}`);
   const { notify } = opts as ExpiringSetOptions;
   if (notify === undefined) return;
+  // a queue name, checked as DelayQueueService checks one (it reaches the scripts unescaped)
   assertKey(notify, 'opts.notify');
+  assertWellFormed(notify, 'opts.notify');
   if (Buffer.byteLength(notify) > 1024) throw new RangeError(`opts.notify must be at most 1024 bytes, got ${Buffer.byteLength(notify)}`);
   if (ttlMs === undefined) throw new TypeError('opts.notify needs a ttlMs: a field without one never expires');
 }

@@ -1,11 +1,10 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import { RedisLimitError } from '../errors.js';
-import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { Reply, ScriptName } from '../redis/scripts.js';
 import { assertPositiveInteger } from '../rate-limit/policy.js';
-import { assertField, assertSetOptions, assertValue } from './expiring-hash.input.js';
+import { assertField, assertHashKey, assertSetOptions, assertValue } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { detectExpiryMode } from './expiry-mode.js';
@@ -38,7 +37,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /** Sets `field` to `value`, expiring after `ttlMs` (none: never); replaces value and ttl. */
   async set(key: string, field: string, value: string, ttlMs?: number, opts?: ExpiringSetOptions): Promise<void> {
-    assertKey(key);
+    assertHashKey(key);
     assertField(field);
     assertValue(value);
     if (ttlMs !== undefined) assertPositiveInteger(ttlMs, 'ttlMs');
@@ -66,7 +65,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /** Every live field with its value and ms left (-1: no ttl). */
   async entries(key: string): Promise<ExpiringEntry[]> {
-    assertKey(key);
+    assertHashKey(key);
     const flat = (await this.run('hashEntries', key, [])) as (string | number)[];
     const entries: ExpiringEntry[] = [];
     for (let i = 0; i < flat.length; i += 3) {
@@ -77,7 +76,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /** Deletes fields; resolves how many of them were live. */
   async delete(key: string, ...fields: string[]): Promise<number> {
-    assertKey(key);
+    assertHashKey(key);
     fields.forEach((field, i) => assertField(field, `fields[${i}]`));
     if (fields.length === 0) return 0;
     return Number(await this.run('hashDelete', key, fields));
@@ -85,13 +84,13 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /** Live fields only: expired ones are never counted, whatever the sweeper has done. */
   async count(key: string): Promise<number> {
-    assertKey(key);
+    assertHashKey(key);
     return Number(await this.run('hashCount', key, []));
   }
 
   /** Gives a live field a new ttl; false when it is absent or expired. */
   async expire(key: string, field: string, ttlMs: number): Promise<boolean> {
-    assertKey(key);
+    assertHashKey(key);
     assertField(field);
     assertPositiveInteger(ttlMs, 'ttlMs');
     const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
@@ -102,7 +101,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /** Replaces a live field's value and keeps its ttl; false when it is absent or expired. */
   async update(key: string, field: string, value: string): Promise<boolean> {
-    assertKey(key);
+    assertHashKey(key);
     assertField(field);
     assertValue(value);
     return (await this.run('hashUpdate', key, [field, value])) === 1;
@@ -126,7 +125,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     max: number,
     opts?: ExpiringSetOptions,
   ): Promise<SlotReservation> {
-    assertKey(key);
+    assertHashKey(key);
     assertField(field);
     assertValue(value);
     assertPositiveInteger(ttlMs, 'ttlMs');
@@ -161,7 +160,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   }
 
   private async read(key: string, field: string): Promise<[string | null, number]> {
-    assertKey(key);
+    assertHashKey(key);
     assertField(field);
     const [value, ttlMs] = (await this.run('hashGet', key, [field])) as [string | null, number];
     return [value, ttlMs];

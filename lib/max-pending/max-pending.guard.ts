@@ -11,6 +11,7 @@ import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 import { rateLimitHeaders } from '../rate-limit/headers.js';
 import { applyFailMode, setHeaders, tooManyRequests } from '../rate-limit/http.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
 
@@ -76,6 +77,11 @@ export class MaxPendingGuard implements CanActivate {
     if (typeof owner !== 'string' || owner.length === 0) {
       // an absent owner would pool every such request under one cap: refuse to guess
       this.logger.error(`${plan.route}: owner resolved to ${JSON.stringify(owner)}, not a non-empty string`);
+      throw new InternalServerErrorException();
+    }
+    if (!isWellFormed(owner)) {
+      // it would reach the sweep registry as U+FFFD, and its slots would never be swept
+      this.logger.error(`${plan.route}: owner resolved to a string with a lone surrogate`);
       throw new InternalServerErrorException();
     }
     return owner;

@@ -1,7 +1,8 @@
 import { Injectable, type Type } from '@nestjs/common';
+import { assertName } from '../delay-queue/delay-queue.input.js';
 import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
-import { describeValue } from '../redis/keys.js';
+import { assertWellFormed, describeValue } from '../redis/keys.js';
 import { RoutePlans } from '../route-plans.js';
 import { MAX_PENDING, type MaxPendingEntry } from './max-pending.metadata.js';
 
@@ -44,11 +45,16 @@ function compile(controller: Type, handler: Function, moduleFailMode: FailMode):
   }
 }
 
+/** The options @MaxPending takes: anything else (a misspelt `ttl`) is refused. */
+const OPTION_NAMES = ['ttlMs', 'name', 'owner', 'failMode', 'notify'];
+
 function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omit<MaxPendingPlan, 'route'> {
   assertPositiveInteger(max, '@MaxPending(max)');
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`@MaxPending(max, options) takes an options object { ttlMs, name }, got ${describeValue(options)}`);
   }
+  const unknown = Object.keys(options).find((option) => !OPTION_NAMES.includes(option));
+  if (unknown !== undefined) throw new TypeError(`@MaxPending.${unknown} is not an option (${OPTION_NAMES.join(', ')})`);
   const { ttlMs, name, owner, failMode = moduleFailMode, notify } = options;
   assertPositiveInteger(ttlMs, '@MaxPending.ttlMs');
   if (typeof name !== 'string' || name.length === 0) {
@@ -56,12 +62,18 @@ function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omi
   }
   // the hash is `${name}:${owner}`: a ':' in a name would let two caps' owners collide
   if (name.includes(':')) throw new TypeError(`@MaxPending.name must not contain ':', got ${describeValue(name)}`);
+  // the name is part of an ExpiringHash key, which the sweep registry lists unescaped
+  assertWellFormed(name, '@MaxPending.name');
   if (owner !== undefined && typeof owner !== 'function') {
     throw new TypeError(`@MaxPending.owner must be a function (ctx) => string, got ${describeValue(owner)}`);
   }
   assertFailMode(failMode, '@MaxPending.failMode');
-  if (notify !== undefined && (typeof notify !== 'string' || notify.length === 0)) {
-    throw new TypeError(`@MaxPending.notify must be a non-empty string (a DelayQueue queue name), got ${describeValue(notify)}`);
+  if (notify !== undefined) {
+    if (typeof notify !== 'string' || notify.length === 0) {
+      throw new TypeError(`@MaxPending.notify must be a non-empty string (a DelayQueue queue name), got ${describeValue(notify)}`);
+    }
+    // checked as every request's setIfBelow would check it: here, not as a 500 per request
+    assertName(notify, '@MaxPending.notify');
   }
   return { max, ttlMs, name, owner, failMode, notify };
 }

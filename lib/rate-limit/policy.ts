@@ -51,7 +51,8 @@ export function rateLimitSpec(policy: RateLimitPolicy, argument = 'policy'): Lim
     throw new TypeError(`${argument} must be an object { limit, windowMs, algorithm? }, got ${describeValue(policy)}`);
   }
   const { limit, windowMs, algorithm = 'sliding-window' } = policy;
-  const code = ALGORITHMS[algorithm];
+  // own keys only: 'toString' or 'constructor' must not find Object.prototype's
+  const code = Object.hasOwn(ALGORITHMS, algorithm) ? ALGORITHMS[algorithm] : undefined;
   if (code === undefined) {
     throw new TypeError(
       `${argument}.algorithm must be one of ${Object.keys(ALGORITHMS).join(', ')}, got ${describeValue(algorithm)}`,
@@ -92,5 +93,39 @@ export function assertPositiveInteger(value: unknown, argument: string): asserts
 function assertExactBucket(limit: number, windowMs: number, argument: string): void {
   if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
     throw new RangeError(`${argument}: limit × window (${limit} × ${windowMs}) is above 2^53 and cannot be exact`);
+  }
+}
+
+/**
+ * decide()'s arguments, checked before any limit is: an array of limit objects, each with a
+ * policy or a funnel (not both), and options whose `peek` is a boolean and `now` a time in ms.
+ */
+export function assertStackInput(limits: unknown, options: unknown): void {
+  if (!Array.isArray(limits)) {
+    throw new TypeError(`limits must be an array of { key, policy | funnel, scope?, permits? }, got ${describeValue(limits)}`);
+  }
+  limits.forEach((limit: unknown, i) => {
+    if (typeof limit !== 'object' || limit === null) throw new TypeError(`limits[${i}] must be an object, got ${describeValue(limit)}`);
+    const { policy, funnel } = limit as { policy?: unknown; funnel?: unknown };
+    if (policy !== undefined && funnel !== undefined) throw new TypeError(`limits[${i}] takes a policy or a funnel, not both`);
+  });
+  if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describeValue(options)}`);
+  const { peek, now } = options as { peek?: unknown; now?: unknown };
+  if (peek !== undefined && typeof peek !== 'boolean') throw new TypeError(`options.peek must be a boolean, got ${describeValue(peek)}`);
+  if (now !== undefined && (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0)) {
+    const problem = typeof now === 'number' ? RangeError : TypeError;
+    throw new problem(`options.now must be a whole number of ms since the epoch (>= 0), got ${describeValue(now)}`);
+  }
+}
+
+/** acquire()'s options: an object whose `timeoutMs`, when given, is a finite number >= 0. */
+export function assertAcquireOptions(opts: unknown): asserts opts is { permits?: number; timeoutMs?: number } {
+  if (typeof opts !== 'object' || opts === null) {
+    throw new TypeError(`opts must be an object { permits?, timeoutMs? }, got ${describeValue(opts)}`);
+  }
+  const { timeoutMs } = opts as { timeoutMs?: unknown };
+  // a RangeError whatever the value, as acquire() has always thrown
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+    throw new RangeError(`opts.timeoutMs must be a finite number >= 0, got ${describeValue(timeoutMs)}`);
   }
 }

@@ -76,10 +76,19 @@ function compile(controller: Type, handler: Function, moduleFailMode: FailMode):
   }
 }
 
+/** The options each decorator takes: anything else (a misspelt `failmode`) is refused. */
+const OPTION_NAMES = {
+  rate: ['limit', 'windowMs', 'algorithm', 'key', 'cost', 'name', 'failMode'],
+  funnel: ['capacity', 'leakingDurationMs', 'quota', 'key', 'name', 'failMode'],
+} as const;
+
 function plan(entry: LimitEntry, route: string, index: number): PlannedLimit {
   const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
   const at = `${decorator}(#${index + 1})`;
   if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
+  const known: readonly string[] = OPTION_NAMES[entry.type];
+  const unknown = Object.keys(entry.options).find((option) => !known.includes(option));
+  if (unknown !== undefined) throw new TypeError(`${at}.${unknown} is not an option (${known.join(', ')})`);
   const { key, name, failMode } = entry.options;
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (ctx) => string`);
   if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
@@ -91,11 +100,11 @@ function plan(entry: LimitEntry, route: string, index: number): PlannedLimit {
   let cost: CostResolver;
   if (entry.type === 'rate') {
     spec = rateLimitSpec(entry.options, at);
-    cost = entry.options.cost ?? 1;
+    cost = entry.options.cost === undefined ? 1 : entry.options.cost;
     if (typeof cost !== 'function') assertPermits(cost, spec.limit, `${at}.cost`);
   } else {
     spec = funnelSpec(entry.options, at);
-    cost = entry.options.quota ?? 1;
+    cost = entry.options.quota === undefined ? 1 : entry.options.quota;
     assertPermits(cost, spec.limit, `${at}.quota`);
   }
   const policy = `${spec.limit}-per-${spec.windowMs}ms`;

@@ -5,7 +5,9 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
 import {
+  assertAcquireOptions,
   assertPermits,
+  assertStackInput,
   funnelSpec,
   rateLimitSpec,
   type FunnelPolicy,
@@ -77,10 +79,8 @@ export class RateLimiterService {
     policy: RateLimitPolicy,
     opts: { permits?: number; timeoutMs?: number } = {},
   ): Promise<boolean> {
+    assertAcquireOptions(opts);
     const { permits = 1, timeoutMs } = opts;
-    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
-      throw new RangeError(`opts.timeoutMs must be a finite number >= 0, got ${timeoutMs}`);
-    }
     const deadline = performance.now() + (timeoutMs ?? Infinity);
     for (;;) {
       const decision = await this.consume(key, policy, permits);
@@ -100,6 +100,8 @@ export class RateLimiterService {
 
   /** Leaky bucket: `capacity` units refilled evenly over `leakingDurationMs`; charges `quota`. */
   async funnel(key: string, funnel: FunnelPolicy, quota = 1): Promise<RateLimitDecision> {
+    // a missing funnel would otherwise be taken for a missing policy, and named so
+    if (typeof funnel !== 'object' || funnel === null) funnelSpec(funnel);
     const { decisions } = await this.decide([{ key, funnel, permits: quota }]);
     return decisions[0]!;
   }
@@ -109,6 +111,7 @@ export class RateLimiterService {
    * is. Keys of one stack must share a cluster slot on Redis Cluster (the same `key`).
    */
   async decide(limits: readonly StackedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
+    assertStackInput(limits, options);
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
     if (this.redis.cluster) assertOneKey(checked);
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(spec.kind, key, limits[i]!.scope));
@@ -137,7 +140,7 @@ function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
   assertKey(limit.key, name('key'));
   if (limit.scope !== undefined) assertKey(limit.scope, name('scope'));
   const spec = limit.funnel !== undefined ? funnelSpec(limit.funnel, name('funnel')) : rateLimitSpec(limit.policy!, name('policy'));
-  const permits = peek ? 1 : (limit.permits ?? 1);
+  const permits = peek || limit.permits === undefined ? 1 : limit.permits;
   assertPermits(permits, spec.limit, name(limit.funnel !== undefined ? 'quota' : 'permits'));
   return { key: limit.key, spec, permits };
 }

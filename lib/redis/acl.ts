@@ -1,3 +1,5 @@
+import { assertWellFormed, describeValue } from './keys.js';
+
 /**
  * Everything the library sends, directly or from inside its scripts (Redis checks a script's
  * commands against the caller's ACL too). Grouped by why.
@@ -35,10 +37,18 @@ export interface AclOptions {
  * commands, on keys and channels under its key prefix. For `ACL SETUSER <name> on ><password>
  * ...rules`, or a `user` line in redis.conf / users.acl.
  */
-export function aclRules({ keyPrefix = 'rl:', fieldExpiry = false }: AclOptions = {}): string[] {
+export function aclRules(options: AclOptions = {}): string[] {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`aclRules options must be an object { keyPrefix?, fieldExpiry? }, got ${describeValue(options)}`);
+  }
+  const { keyPrefix = 'rl:', fieldExpiry = false } = options;
   if (typeof keyPrefix !== 'string' || keyPrefix.length === 0) {
     throw new TypeError(`keyPrefix must be a non-empty string, got ${String(keyPrefix)}`);
   }
+  // the prefixes RedisLimitModule takes, and no others: rules for a prefix it refuses are no use
+  if (/[{}]/.test(keyPrefix)) throw new TypeError(`keyPrefix must not contain '{' or '}', got ${describeValue(keyPrefix)}`);
+  assertWellFormed(keyPrefix, 'keyPrefix');
+  if (typeof fieldExpiry !== 'boolean') throw new TypeError(`fieldExpiry must be a boolean, got ${describeValue(fieldExpiry)}`);
   // a prefix is matched literally: glob characters in it are escaped
   const pattern = `${keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
   const commands = fieldExpiry ? [...COMMANDS, ...FIELD_EXPIRY_COMMANDS] : COMMANDS;

@@ -12,6 +12,8 @@ export class RedisKeys {
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
       throw new TypeError(`keyPrefix must be a string without '{' or '}', got ${JSON.stringify(prefix)}`);
     }
+    // the prefix is not escaped: two prefixes differing in a lone surrogate would share keys
+    assertWellFormed(prefix, 'keyPrefix');
   }
 
   /** `kind` names the data structure (fixed by the library); `scope` is optional. */
@@ -36,6 +38,17 @@ export function escapeKeyPart(part: string): string {
     return code >= 0xd800 ? `%u${code.toString(16).toUpperCase()}` : `%${code.toString(16).toUpperCase()}`;
   });
 }
+
+// A lone surrogate has no UTF-8 form: Redis would store U+FFFD, so two strings could collide.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/u;
+
+/** Throws a TypeError naming `argument` if `text` holds a lone surrogate. Needed wherever a string
+ * reaches Redis unescaped (hash fields, set members, script arguments, the key prefix). */
+export function assertWellFormed(text: string, argument: string): void {
+  if (!isWellFormed(text)) throw new TypeError(`${argument} must be well-formed Unicode (it has a lone surrogate)`);
+}
+
+export const isWellFormed = (text: string): boolean => !LONE_SURROGATE.test(text);
 
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);

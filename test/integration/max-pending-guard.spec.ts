@@ -114,6 +114,12 @@ class MistakesController {
     return 'ok';
   }
 
+  @Post('lone-surrogate-owner')
+  @MaxPending(2, cap('lone-owner', { owner: () => 'u\uD800' }))
+  loneSurrogateOwner() {
+    return 'ok';
+  }
+
   @Get('no-cap')
   noCap(@PendingSlot() id: string) {
     return { id };
@@ -222,9 +228,12 @@ describe('@MaxPending guard and interceptor', () => {
     expect(count).toBe(0);
   });
 
-  it('an owner that resolves to an empty string, and @PendingSlot without @MaxPending, are 500s', async () => {
+  it('an owner that resolves to an empty string or a lone surrogate, and @PendingSlot without @MaxPending, are 500s', async () => {
     expect((await post('/mistakes/empty-owner')).status).toBe(500);
     expect(await hash.count('empty-owner:')).toBe(0);
+    // it would reach the sweep registry as U+FFFD and never be swept
+    expect((await post('/mistakes/lone-surrogate-owner')).status).toBe(500);
+    expect(await hash.count('lone-owner:u')).toBe(0);
     expect((await app.http.get('/mistakes/no-cap')).status).toBe(500);
   });
 

@@ -1,0 +1,109 @@
+import { aclRules } from '../../lib/redis/acl.js';
+import { assertName, resolveConsumeOptions, resolveWhen } from '../../lib/delay-queue/delay-queue.input.js';
+import { assertHashKey } from '../../lib/expiring-hash/expiring-hash.input.js';
+import { assertAcquireOptions, assertStackInput, rateLimitSpec } from '../../lib/rate-limit/policy.js';
+import { RedisKeys } from '../../lib/redis/keys.js';
+import { resolveOptions } from '../../lib/redis-limit.options.js';
+
+// The README's "Bad input" rows that need no server: module options (checked when RedisConnection
+// is built, i.e. at compile()/app.init()), aclRules, and the checks the services share. Each bad
+// value is a TypeError (wrong type) or a RangeError (a number out of range) naming the argument.
+
+type ErrorClass = typeof TypeError | typeof RangeError;
+type Row = [label: string, call: () => unknown, type: ErrorClass, message: RegExp];
+
+function thrown(call: () => unknown): Error {
+  try {
+    call();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a throw, but the call returned');
+}
+
+const LONE = 'a\uDC00b';
+
+describe('bad input, no server needed', () => {
+  const rows: Row[] = [
+    // RedisLimitModule options
+    ['options null', () => resolveOptions(null as never), TypeError, /^RedisLimitModule: options must be an object, got null$/],
+    ['redis a number', () => resolveOptions({ redis: 6379 as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
+    ['redis true', () => resolveOptions({ redis: true as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
+    ['redis null', () => resolveOptions({ redis: null as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
+    ['redis an array', () => resolveOptions({ redis: ['redis://a'] as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
+    ['redis ""', () => resolveOptions({ redis: '' }), TypeError, /^RedisLimitModule: redis must be a non-empty URL/],
+    ['redis.cluster without nodes', () => resolveOptions({ redis: { cluster: {} } as never }), TypeError, /^RedisLimitModule: redis\.cluster\.nodes must be a non-empty array/],
+    ['redis.cluster null', () => resolveOptions({ redis: { cluster: null } as never }), TypeError, /^RedisLimitModule: redis\.cluster\.nodes/],
+    ['keyPrefix a number', () => resolveOptions({ keyPrefix: 42 as never }), TypeError, /^RedisLimitModule: keyPrefix must be a string without '\{' or '\}', got 42/],
+    ['keyPrefix with }', () => resolveOptions({ keyPrefix: 'app}' }), TypeError, /^RedisLimitModule: keyPrefix/],
+    ['keyPrefix with a lone surrogate', () => resolveOptions({ keyPrefix: LONE }), TypeError, /^RedisLimitModule: keyPrefix must be well-formed Unicode/],
+    ['failMode null', () => resolveOptions({ failMode: null as never }), TypeError, /^RedisLimitModule: failMode must be 'closed' or 'open', got null/],
+    ['commandTimeoutMs a string', () => resolveOptions({ commandTimeoutMs: '500' as never }), TypeError, /^RedisLimitModule: commandTimeoutMs must be a positive integer/],
+    ['commandTimeoutMs 0', () => resolveOptions({ commandTimeoutMs: 0 }), RangeError, /^RedisLimitModule: commandTimeoutMs/],
+    ['commandTimeoutMs NaN', () => resolveOptions({ commandTimeoutMs: NaN }), RangeError, /^RedisLimitModule: commandTimeoutMs/],
+    ['commandTimeoutMs 2^31', () => resolveOptions({ commandTimeoutMs: 2 ** 31 }), RangeError, /^RedisLimitModule: commandTimeoutMs .*up to 2147483647, got 2147483648/],
+    ['headers true', () => resolveOptions({ headers: true as never }), TypeError, /^RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false/],
+    ['headers "none"', () => resolveOptions({ headers: 'none' as never }), TypeError, /^RedisLimitModule: headers/],
+    ['tracker a string', () => resolveOptions({ tracker: 'x-user-id' as never }), TypeError, /^RedisLimitModule: tracker must be a function/],
+    ['expiringHash null', () => resolveOptions({ expiringHash: null as never }), TypeError, /^RedisLimitModule: expiringHash must be an object/],
+    ['expiringHash.mode unknown', () => resolveOptions({ expiringHash: { mode: 'lazy' as never } }), TypeError, /^RedisLimitModule: expiringHash\.mode must be 'auto', 'native' or 'index'/],
+    ['sweepIntervalMs -1', () => resolveOptions({ expiringHash: { sweepIntervalMs: -1 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepIntervalMs must be an integer >= 0/],
+    ['sweepIntervalMs 2^31', () => resolveOptions({ expiringHash: { sweepIntervalMs: 2 ** 31 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepIntervalMs/],
+    ['sweepIntervalMs a string', () => resolveOptions({ expiringHash: { sweepIntervalMs: '1000' as never } }), TypeError, /^RedisLimitModule: expiringHash\.sweepIntervalMs/],
+    ['sweepShards 0', () => resolveOptions({ expiringHash: { sweepShards: 0 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepShards must be an integer from 1 to 16384/],
+    ['sweepShards 16385', () => resolveOptions({ expiringHash: { sweepShards: 16_385 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepShards/],
+    ['sweepShards a string', () => resolveOptions({ expiringHash: { sweepShards: '16' as never } }), TypeError, /^RedisLimitModule: expiringHash\.sweepShards/],
+    ['RedisKeys: a prefix with a lone surrogate', () => new RedisKeys(LONE), TypeError, /^keyPrefix must be well-formed Unicode/],
+    // aclRules
+    ['aclRules: options null', () => aclRules(null as never), TypeError, /^aclRules options must be an object/],
+    ['aclRules: options a string', () => aclRules('rl:' as never), TypeError, /^aclRules options must be an object/],
+    ['aclRules: keyPrefix a number', () => aclRules({ keyPrefix: 5 as never }), TypeError, /^keyPrefix must be a non-empty string, got 5/],
+    ['aclRules: keyPrefix with {', () => aclRules({ keyPrefix: 'app{' }), TypeError, /^keyPrefix must not contain '\{' or '\}'/],
+    ['aclRules: keyPrefix with a lone surrogate', () => aclRules({ keyPrefix: LONE }), TypeError, /^keyPrefix must be well-formed Unicode/],
+    ['aclRules: fieldExpiry a string', () => aclRules({ fieldExpiry: 'yes' as never }), TypeError, /^fieldExpiry must be a boolean, got "yes"/],
+    // shared checks
+    ['policy.algorithm "hasOwnProperty"', () => rateLimitSpec({ limit: 1, windowMs: 1, algorithm: 'hasOwnProperty' as never }), TypeError, /^policy\.algorithm must be one of/],
+    ['policy.algorithm "__proto__"', () => rateLimitSpec({ limit: 1, windowMs: 1, algorithm: '__proto__' as never }), TypeError, /^policy\.algorithm/],
+    ['runAt a Date-like string', () => resolveWhen({ runAt: '2030-01-01' as never }, 'opts'), TypeError, /^opts\.runAt/],
+    ['runAt -1', () => resolveWhen({ runAt: -1 }, 'opts'), RangeError, /^opts\.runAt/],
+    ['delayMs null', () => resolveWhen({ delayMs: null as never }, 'opts'), TypeError, /^opts\.delayMs must be a whole number of ms >= 0, got null/],
+    ['queue name with a lone surrogate', () => assertName(LONE, 'queue'), TypeError, /^queue must be well-formed Unicode/],
+    ['queue name of 1,025 bytes', () => assertName('é'.repeat(512) + 'x', 'queue'), RangeError, /^queue must be at most 1024 bytes, got 1025/],
+    ['consume: an unknown option', () => resolveConsumeOptions({ concurency: 2 }), TypeError, /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs\)/],
+    ['consume: maxAttempts null', () => resolveConsumeOptions({ maxAttempts: null }), TypeError, /^opts\.maxAttempts must be an integer >= 1, got null/],
+    ['consume: concurrency 0', () => resolveConsumeOptions({ concurrency: 0 }), RangeError, /^opts\.concurrency must be an integer >= 1, got 0/],
+    ['consume: options a number', () => resolveConsumeOptions(3), TypeError, /^opts must be an object, got 3/],
+    // the checks the services run first (test/integration/bad-input.spec.ts has them through the services)
+    ['assertHashKey: a lone surrogate', () => assertHashKey(LONE), TypeError, /^key must be well-formed Unicode/],
+    ['assertHashKey: empty', () => assertHashKey(''), TypeError, /^key must be a non-empty string/],
+    ['assertStackInput: limits not an array', () => assertStackInput('k', {}), TypeError, /^limits must be an array/],
+    ['assertStackInput: a limit null', () => assertStackInput([null], {}), TypeError, /^limits\[0\] must be an object, got null/],
+    ['assertStackInput: policy and funnel', () => assertStackInput([{ key: 'k', policy: {}, funnel: {} }], {}), TypeError, /^limits\[0\] takes a policy or a funnel, not both/],
+    ['assertStackInput: options null', () => assertStackInput([], null), TypeError, /^options must be an object, got null/],
+    ['assertStackInput: options.peek "yes"', () => assertStackInput([], { peek: 'yes' }), TypeError, /^options\.peek must be a boolean/],
+    ['assertStackInput: options.now NaN', () => assertStackInput([], { now: NaN }), RangeError, /^options\.now must be a whole number of ms/],
+    ['assertStackInput: options.now a string', () => assertStackInput([], { now: '0' }), TypeError, /^options\.now/],
+    ['assertAcquireOptions: null', () => assertAcquireOptions(null), TypeError, /^opts must be an object \{ permits\?, timeoutMs\? \}, got null/],
+    ['assertAcquireOptions: timeoutMs -1', () => assertAcquireOptions({ timeoutMs: -1 }), RangeError, /^opts\.timeoutMs must be a finite number >= 0/],
+  ];
+
+  it.each(rows)('%s', (_label, call, type, message) => {
+    const error = thrown(call);
+    expect(error).toBeInstanceOf(type);
+    expect(error.message).toMatch(message);
+  });
+
+  it('good values pass, and an option given as undefined takes its default', () => {
+    expect(resolveOptions({ redis: 'redis://127.0.0.1:1', keyPrefix: '', commandTimeoutMs: 2 ** 31 - 1 })).toMatchObject({ keyPrefix: '' });
+    expect(resolveOptions({ redis: { cluster: { nodes: [{ host: '127.0.0.1', port: 1 }] } } }).redis).toBeDefined();
+    // a client has a cluster() command method: it is not taken for a cluster config
+    const client = { defineCommand: () => undefined, status: 'wait', cluster: () => undefined };
+    expect(resolveOptions({ redis: client as never }).redis).toBe(client);
+    expect(resolveConsumeOptions({ concurrency: undefined, backoffMs: 0 })).toEqual({ concurrency: 10, visibilityTimeoutMs: 30_000, maxAttempts: 3, backoffMs: 0 });
+    expect(aclRules({ keyPrefix: 'a*b?', fieldExpiry: true })).toContain('~a\\*b\\?*');
+    expect(() => assertName('🚦'.repeat(256), 'queue')).not.toThrow();
+    expect(() => assertHashKey('a{b}:\uD83D\uDEA6')).not.toThrow();
+    expect(() => assertStackInput([{ key: 'k', policy: {} }], { peek: true, now: 0 })).not.toThrow();
+    expect(() => assertAcquireOptions({ permits: 2, timeoutMs: 0 })).not.toThrow();
+  });
+});
