@@ -67,7 +67,7 @@ export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
     return { result, appUs: (app1 - app0) / requests, redisUs: ((redis1 - redis0) * 1e6) / requests };
   };
   try {
-    for (const path of Object.values(ROUTES)) await load(path, 2); // warm-up: JIT, connections, scripts
+    for (const path of Object.values(ROUTES)) await load(path, 1); // warm-up: JIT, connections, scripts
     const routes = Object.keys(ROUTES) as Route[];
     for (let run = 0; run < opts.runs; run++) {
       for (const route of run % 2 === 0 ? routes : [...routes].reverse()) {

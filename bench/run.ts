@@ -18,7 +18,7 @@ const SECTIONS = (process.env['BENCH_SECTIONS'] ?? 'ceiling,decisions,http,memor
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
 const IN_FLIGHT = 256;
-const CEILING_REQUESTS = Math.min(CALLS, 100_000);
+const CEILING_REQUESTS = Math.min(CALLS, 50_000);
 const HTTP_SECONDS = Number(process.env['BENCH_HTTP_SECONDS'] ?? 10);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BUILD = fileURLToPath(new URL('./', import.meta.url));
@@ -95,7 +95,7 @@ async function main(): Promise<void> {
     const json = `${os.tmpdir()}/nrl-bench-queue-${process.pid}.json`;
     queueTables = await child('delay-queue.bench.js', {
       BENCH_ROUNDS: String(RUNS),
-      BENCH_TRICKLE_SECONDS: process.env['BENCH_TRICKLE_SECONDS'] ?? '4',
+      BENCH_TRICKLE_SECONDS: process.env['BENCH_TRICKLE_SECONDS'] ?? '3',
       BENCH_IDLE_SECONDS: process.env['BENCH_IDLE_SECONDS'] ?? '5',
       BENCH_JSON: json,
     });
@@ -273,7 +273,7 @@ async function main(): Promise<void> {
     md.push('## 5. DelayQueue beside BullMQ', '');
     md.push(
       'From `bench/delay-queue.bench.ts` (also `npm run bench:queue`), run here with ' +
-        `BENCH_ROUNDS=${RUNS} BENCH_TRICKLE_SECONDS=${process.env['BENCH_TRICKLE_SECONDS'] ?? '4'} BENCH_IDLE_SECONDS=${process.env['BENCH_IDLE_SECONDS'] ?? '5'} ` +
+        `BENCH_ROUNDS=${RUNS} BENCH_TRICKLE_SECONDS=${process.env['BENCH_TRICKLE_SECONDS'] ?? '3'} BENCH_IDLE_SECONDS=${process.env['BENCH_IDLE_SECONDS'] ?? '5'} ` +
         '(the standalone bench defaults to 10 s and 30 s; the idle consumers claim once per 5 s, so a 5 s window sees one claim each).',
       '',
       queueTables.replace(/^## .*\n/m, '').replace(/^Command: .*\n/m, '').trim(),
