@@ -15,4 +15,5 @@ if (newer(`${root}bench/package-lock.json`, `${root}bench/node_modules/.package-
 }
 run(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', 'bench/tsconfig.json']);
 const target = process.argv[2] ? `${process.argv[2]}.bench` : 'run';
-run(process.execPath, [`${root}bench/.build/bench/${target}.js`]);
+// --expose-gc: the benches collect garbage between contenders, so none pays for another's
+run(process.execPath, ['--expose-gc', `${root}bench/.build/bench/${target}.js`]);
