@@ -46,7 +46,7 @@ const BURST_LEAD_MS = Number(process.env['BENCH_BURST_LEAD_MS'] ?? 4000);
 const BURST_IN_FLIGHT = 1000;
 const BURST_CONCURRENCY = 200;
 const IDLE_SECONDS = Number(process.env['BENCH_IDLE_SECONDS'] ?? 30);
-const IDLE_SETTLE_MS = 2000;
+const IDLE_SETTLE_MS = Number(process.env['BENCH_IDLE_SETTLE_MS'] ?? 2000);
 const KEY_PREFIX = 'bench:';
 const QUEUE = 'dq-bench';
 

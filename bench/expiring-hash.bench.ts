@@ -97,11 +97,8 @@ async function settledMemory(client: Redis): Promise<number> {
 }
 
 function boot(url: string, expiringHash: ExpiringHashOptions, commandTimeoutMs = 10_000): Promise<INestApplicationContext> {
-  // loaders get a long timeout: a GC pause must not abort a 100,000-item load; auto-pipelining
-  // only makes the load quicker (what it writes is the same)
-  const { hostname: host, port } = new URL(url);
-  const redis = { host, port: Number(port), enableAutoPipelining: true };
-  return NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis, keyPrefix: PREFIX, commandTimeoutMs, expiringHash }), {
+  // loaders get a long timeout: a GC pause must not abort a 100,000-item load
+  return NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: url, keyPrefix: PREFIX, commandTimeoutMs, expiringHash }), {
     logger: false,
   });
 }

@@ -97,6 +97,7 @@ async function main(): Promise<void> {
       BENCH_ROUNDS: String(RUNS),
       BENCH_TRICKLE_SECONDS: process.env['BENCH_TRICKLE_SECONDS'] ?? '3',
       BENCH_IDLE_SECONDS: process.env['BENCH_IDLE_SECONDS'] ?? '5',
+      BENCH_IDLE_SETTLE_MS: process.env['BENCH_IDLE_SETTLE_MS'] ?? '1000',
       BENCH_JSON: json,
     });
     queue = JSON.parse(readFileSync(json, 'utf8'));
