@@ -251,7 +251,7 @@ async function main(): Promise<void> {
         'on Redis 8.0 (Debian trixie), where both modes run: index mode (hash + bucket index, as on Redis 7 and Valkey) and native mode ' +
         '(hash-field expiry). Redis 7 and Valkey figures: `npm run bench:hash` and the README.',
       '',
-      memoryTables.trim(),
+      demote(memoryTables.trim()),
       '',
     );
     const get = (shape: string, layout: string, flavor: string) => memory?.[shape]?.[layout]?.[flavor];
@@ -277,7 +277,7 @@ async function main(): Promise<void> {
         `BENCH_ROUNDS=${RUNS} BENCH_TRICKLE_SECONDS=${process.env['BENCH_TRICKLE_SECONDS'] ?? '3'} BENCH_IDLE_SECONDS=${process.env['BENCH_IDLE_SECONDS'] ?? '5'} ` +
         '(the standalone bench defaults to 10 s and 30 s; the idle consumers claim once per 5 s, so a 5 s window sees one claim each).',
       '',
-      queueTables.replace(/^## .*\n/m, '').replace(/^Command: .*\n/m, '').trim(),
+      demote(queueTables.replace(/^## .*\n/m, '').replace(/^Command: .*\n/m, '').trim()),
       '',
     );
     const ours = queue['ours'];
@@ -305,6 +305,9 @@ async function main(): Promise<void> {
   writeFileSync(`${ROOT}benchmarks.svg`, barChart('nest-redis-limit beside the alternatives (this machine, one run of npm run bench)', panels));
   log(`wrote BENCHMARKS.md and benchmarks.svg in ${((performance.now() - started) / 60_000).toFixed(1)} min`);
 }
+
+/** A child bench's headings, one level down: they sit inside a section of this report. */
+const demote = (markdown: string) => markdown.replace(/^(#{2,5}) /gm, '#$1 ');
 
 interface QueueSummary {
   trickle: { p50?: Spread; p95?: Spread; p99?: Spread; max?: Spread };
