@@ -18,15 +18,16 @@ describe('DelayQueue events and counters', () => {
     const seen: RedisLimitEvent[] = [];
     const stop = events().on((event) => 'queue' in event && event.queue === 'ev' && seen.push(event));
     let calls = 0;
+    // both enqueues before any consumer: the second meets m1 still scheduled, whatever the load
+    const id = await queue().enqueue('ev', 'flaky', { id: 'm1' });
+    expect(id).toBe('m1');
+    await queue().enqueue('ev', 'again', { id: 'm1', delayMs: 60_000 });
     const consumer = queue().consume('ev', (message) => {
       calls += 1;
       if (message.payload === 'flaky' && message.attempt === 1) throw new Error('first try fails');
       if (message.payload === 'doomed') throw new Error('always fails');
     }, { maxAttempts: 2, backoffMs: 20 });
     try {
-      const id = await queue().enqueue('ev', 'flaky', { id: 'm1' });
-      expect(id).toBe('m1');
-      await queue().enqueue('ev', 'again', { id: 'm1', delayMs: 60_000 }); // already scheduled or in flight
       await until(() => seen.some((e) => e.type === 'redis-limit.queue.handled'));
       await queue().enqueue('ev', 'doomed', { id: 'm2' });
       await until(() => seen.some((e) => e.type === 'redis-limit.queue.dead'));
