@@ -6,7 +6,8 @@
 // `npm run bench:hash`; BENCH_MEMORY_FLAVORS, BENCH_DRAIN_FLAVORS and BENCH_BIG_DRAIN_FLAVORS
 // (comma lists, '' for none) pick the servers of each part; BENCH_SHAPES (hash counts, e.g.
 // '1000,100000') and BENCH_LAYOUTS (layout names) narrow the memory part, BENCH_MEMORY_RUNS repeats
-// it (medians, with the range), and BENCH_JSON names a file for the memory figures.
+// it (medians, with the range), BENCH_MEMORY_PARTS=0 skips the breakdown of our bytes, and
+// BENCH_JSON names a file for the memory figures.
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -40,6 +41,8 @@ const SHAPES = [
   { name: '100,000 hashes × 1 item', hashes: 100_000 },
 ].filter((shape) => listed('BENCH_SHAPES')?.includes(String(shape.hashes)) ?? true);
 const MEMORY_RUNS = Number(process.env['BENCH_MEMORY_RUNS'] ?? 1);
+// BENCH_MEMORY_PARTS=0 skips the breakdown of our bytes (MEMORY USAGE of every key: slow at 100,000 keys)
+const MEMORY_PARTS = process.env['BENCH_MEMORY_PARTS'] !== '0';
 
 const DRAIN_TTL_MS = 3_000;
 const KEEP_FIELD = 'profile-000000000000'; // no ttl: keeps the hash key alive, so only the sweeper can drain it
@@ -207,8 +210,10 @@ async function memoryRun(flavor: RedisFlavor): Promise<void> {
       log(`${flavor} | ${shape.name} | ${layout.row}: ${bytes.toFixed(1)} B/item, ${cell.keys} keys, loaded in ${loadS.toFixed(1)} s`);
       if (name === 'index' || name === 'native') {
         await checkCounts(name === 'index' ? ctx.index : ctx.native!, shape.hashes);
-        cell.parts = await ourParts(admin, shape.hashes);
-        log(`  of which sweep registry ${cell.parts[0].toFixed(1)} B/item, bucket indexes ${cell.parts[1].toFixed(1)} B/item`);
+        if (MEMORY_PARTS) {
+          cell.parts = await ourParts(admin, shape.hashes);
+          log(`  of which sweep registry ${cell.parts[0].toFixed(1)} B/item, bucket indexes ${cell.parts[1].toFixed(1)} B/item`);
+        }
       }
     }
   }
@@ -280,7 +285,7 @@ function printMemory(): void {
       });
       console.log(`| ours ${name} ÷ strings | ${cells.join(' | ')} |`);
     }
-    for (const name of ['index', 'native']) {
+    for (const name of MEMORY_PARTS ? ['index', 'native'] : []) {
       const cells = FLAVORS.map((f) => {
         const parts = byLayout.get(name)?.get(f)?.parts;
         return parts ? `${parts[0].toFixed(1)} / ${parts[1].toFixed(1)}` : '–';

@@ -85,6 +85,7 @@ async function main(): Promise<void> {
       BENCH_SHAPES: '1000,100000',
       BENCH_LAYOUTS: 'strings,plain,index,native',
       BENCH_MEMORY_RUNS: String(RUNS),
+      BENCH_MEMORY_PARTS: '0',
       BENCH_DRAIN_FLAVORS: '',
       BENCH_BIG_DRAIN_FLAVORS: '',
       BENCH_JSON: json,
