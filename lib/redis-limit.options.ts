@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
-import { assertWellFormed, describeValue } from './redis/keys.js';
+import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
 
 export type FailMode = 'closed' | 'open';
 export type HeadersMode = 'legacy' | 'draft' | 'both' | false;
@@ -75,10 +75,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   const { keyPrefix = 'rl:', failMode = 'closed', commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS } = options;
   const { headers = 'legacy', tracker = clientIp } = options;
   assertRedis(options.redis);
-  if (typeof keyPrefix !== 'string' || /[{}]/.test(keyPrefix)) {
-    throw new TypeError(`RedisLimitModule: keyPrefix must be a string without '{' or '}', got ${String(keyPrefix)}`);
-  }
-  assertWellFormed(keyPrefix, 'RedisLimitModule: keyPrefix');
+  assertKeyPrefix(keyPrefix, 'RedisLimitModule: keyPrefix');
   assertFailMode(failMode, 'RedisLimitModule: failMode');
   assertTimerMs(commandTimeoutMs, 'a positive integer', 'RedisLimitModule: commandTimeoutMs');
   if (!['legacy', 'draft', 'both', false].includes(headers)) {
@@ -101,7 +98,7 @@ function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<Expiri
   }
   assertTimerMs(sweepIntervalMs, 'an integer >= 0', 'RedisLimitModule: expiringHash.sweepIntervalMs');
   if (!Number.isSafeInteger(sweepShards) || sweepShards < 1 || sweepShards > 16384) {
-    throw new (typeof sweepShards === 'number' ? RangeError : TypeError)(`RedisLimitModule: expiringHash.sweepShards must be an integer from 1 to 16384, got ${sweepShards}`);
+    throw new (numberError(sweepShards))(`RedisLimitModule: expiringHash.sweepShards must be an integer from 1 to 16384, got ${sweepShards}`);
   }
   return { mode, sweepIntervalMs, sweepShards };
 }
@@ -110,8 +107,7 @@ function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<Expiri
 function assertTimerMs(value: unknown, what: 'a positive integer' | 'an integer >= 0', argument: string): void {
   const min = what === 'a positive integer' ? 1 : 0;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
-    const problem = typeof value === 'number' ? RangeError : TypeError;
-    throw new problem(`${argument} must be ${what} (ms) up to ${MAX_TIMER_MS}, got ${describeValue(value)}`);
+    throw new (numberError(value))(`${argument} must be ${what} (ms) up to ${MAX_TIMER_MS}, got ${describeValue(value)}`);
   }
 }
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
-import { describeValue } from '../redis/keys.js';
+import { describeValue, numberError } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { ConsumeOptions, DelayedHandler, DelayedMessage, DelayQueueConsumer } from './delay-queue.types.js';
 
@@ -74,8 +74,9 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   async stop(timeoutMs = 10_000): Promise<void> {
-    if (typeof timeoutMs !== 'number') throw new TypeError(`timeoutMs must be a number, got ${describeValue(timeoutMs)}`);
-    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) throw new RangeError(`timeoutMs must be a finite number >= 0, got ${timeoutMs}`);
+    if (!(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+      throw new (numberError(timeoutMs))(`timeoutMs must be a finite number >= 0, got ${describeValue(timeoutMs)}`);
+    }
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);

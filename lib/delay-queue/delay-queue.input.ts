@@ -1,4 +1,4 @@
-import { assertKey, assertWellFormed, describeValue } from '../redis/keys.js';
+import { assertKey, assertWellFormed, describeValue, numberError } from '../redis/keys.js';
 import type { ConsumeOptions, EnqueueOptions } from './delay-queue.types.js';
 
 /**
@@ -29,11 +29,6 @@ function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
   seen.delete(value);
 }
 
-/** A TypeError when `value` is not a number at all, a RangeError when it is one out of range. */
-function numberProblem(value: unknown): typeof TypeError | typeof RangeError {
-  return typeof value === 'number' ? RangeError : TypeError;
-}
-
 /** runAt in ms ('' when a delay is given instead) and the delay: what the scripts take. */
 export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, argument: string): [number | '', number] {
   const { delayMs, runAt } = opts;
@@ -41,13 +36,13 @@ export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, a
   if (runAt !== undefined) {
     const ms = runAt instanceof Date ? runAt.getTime() : runAt;
     if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
-      throw new (numberProblem(ms))(`${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`);
+      throw new (numberError(ms))(`${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`);
     }
     return [ms, 0];
   }
   const delay = delayMs === undefined ? 0 : delayMs;
   if (typeof delay !== 'number' || !Number.isSafeInteger(delay) || delay < 0) {
-    throw new (numberProblem(delay))(`${argument}.delayMs must be a whole number of ms >= 0, got ${describeValue(delayMs)}`);
+    throw new (numberError(delay))(`${argument}.delayMs must be a whole number of ms >= 0, got ${describeValue(delayMs)}`);
   }
   return ['', delay];
 }
@@ -95,7 +90,7 @@ export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Required
     if (value === undefined) continue;
     const min = name === 'backoffMs' ? 0 : 1;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-      throw new (numberProblem(value))(`${at}.${name} must be an integer >= ${min}, got ${describeValue(value)}`);
+      throw new (numberError(value))(`${at}.${name} must be an integer >= ${min}, got ${describeValue(value)}`);
     }
     resolved[name as keyof ConsumeOptions] = value;
   }

@@ -1,4 +1,4 @@
-import { describeValue } from '../redis/keys.js';
+import { describeValue, numberError } from '../redis/keys.js';
 
 export type RateLimitAlgorithm = 'fixed-window' | 'sliding-window' | 'token-bucket';
 
@@ -84,8 +84,7 @@ export function assertPermits(permits: unknown, limit: number, argument = 'permi
 
 export function assertPositiveInteger(value: unknown, argument: string): asserts value is number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    const problem = typeof value === 'number' ? RangeError : TypeError;
-    throw new problem(`${argument} must be a positive integer, got ${describeValue(value)}`);
+    throw new (numberError(value))(`${argument} must be a positive integer, got ${describeValue(value)}`);
   }
 }
 
@@ -113,8 +112,7 @@ export function assertStackInput(limits: unknown, options: unknown): void {
   const { peek, now } = options as { peek?: unknown; now?: unknown };
   if (peek !== undefined && typeof peek !== 'boolean') throw new TypeError(`options.peek must be a boolean, got ${describeValue(peek)}`);
   if (now !== undefined && (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0)) {
-    const problem = typeof now === 'number' ? RangeError : TypeError;
-    throw new problem(`options.now must be a whole number of ms since the epoch (>= 0), got ${describeValue(now)}`);
+    throw new (numberError(now))(`options.now must be a whole number of ms since the epoch (>= 0), got ${describeValue(now)}`);
   }
 }
 

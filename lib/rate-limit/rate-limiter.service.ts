@@ -100,8 +100,6 @@ export class RateLimiterService {
 
   /** Leaky bucket: `capacity` units refilled evenly over `leakingDurationMs`; charges `quota`. */
   async funnel(key: string, funnel: FunnelPolicy, quota = 1): Promise<RateLimitDecision> {
-    // a missing funnel would otherwise be taken for a missing policy, and named so
-    if (typeof funnel !== 'object' || funnel === null) funnelSpec(funnel);
     const { decisions } = await this.decide([{ key, funnel, permits: quota }]);
     return decisions[0]!;
   }
@@ -139,9 +137,11 @@ function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
   const name = (arg: string) => (at ? `${at}.${arg}` : arg);
   assertKey(limit.key, name('key'));
   if (limit.scope !== undefined) assertKey(limit.scope, name('scope'));
-  const spec = limit.funnel !== undefined ? funnelSpec(limit.funnel, name('funnel')) : rateLimitSpec(limit.policy!, name('policy'));
+  // a limit that names a funnel (even an undefined one) and no policy is a funnel, and is named so
+  const isFunnel = limit.funnel !== undefined || (limit.policy === undefined && 'funnel' in limit);
+  const spec = isFunnel ? funnelSpec(limit.funnel!, name('funnel')) : rateLimitSpec(limit.policy!, name('policy'));
   const permits = peek || limit.permits === undefined ? 1 : limit.permits;
-  assertPermits(permits, spec.limit, name(limit.funnel !== undefined ? 'quota' : 'permits'));
+  assertPermits(permits, spec.limit, name(isFunnel ? 'quota' : 'permits'));
   return { key: limit.key, spec, permits };
 }
 

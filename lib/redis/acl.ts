@@ -1,4 +1,4 @@
-import { assertWellFormed, describeValue } from './keys.js';
+import { assertKeyPrefix, describeValue } from './keys.js';
 
 /**
  * Everything the library sends, directly or from inside its scripts (Redis checks a script's
@@ -42,12 +42,9 @@ export function aclRules(options: AclOptions = {}): string[] {
     throw new TypeError(`aclRules options must be an object { keyPrefix?, fieldExpiry? }, got ${describeValue(options)}`);
   }
   const { keyPrefix = 'rl:', fieldExpiry = false } = options;
-  if (typeof keyPrefix !== 'string' || keyPrefix.length === 0) {
-    throw new TypeError(`keyPrefix must be a non-empty string, got ${String(keyPrefix)}`);
-  }
-  // the prefixes RedisLimitModule takes, and no others: rules for a prefix it refuses are no use
-  if (/[{}]/.test(keyPrefix)) throw new TypeError(`keyPrefix must not contain '{' or '}', got ${describeValue(keyPrefix)}`);
-  assertWellFormed(keyPrefix, 'keyPrefix');
+  // the prefixes RedisLimitModule takes, and not '': rules for every key would not be least privilege
+  if (keyPrefix === '') throw new TypeError('keyPrefix must be a non-empty string, got ""');
+  assertKeyPrefix(keyPrefix);
   if (typeof fieldExpiry !== 'boolean') throw new TypeError(`fieldExpiry must be a boolean, got ${describeValue(fieldExpiry)}`);
   // a prefix is matched literally: glob characters in it are escaped
   const pattern = `${keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`;

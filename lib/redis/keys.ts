@@ -9,11 +9,7 @@
  */
 export class RedisKeys {
   constructor(readonly prefix: string) {
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-      throw new TypeError(`keyPrefix must be a string without '{' or '}', got ${JSON.stringify(prefix)}`);
-    }
-    // the prefix is not escaped: two prefixes differing in a lone surrogate would share keys
-    assertWellFormed(prefix, 'keyPrefix');
+    assertKeyPrefix(prefix);
   }
 
   /** `kind` names the data structure (fixed by the library); `scope` is optional. */
@@ -21,6 +17,17 @@ export class RedisKeys {
     const middle = scope === undefined ? '' : `${escapeKeyPart(scope)}:`;
     return `${this.prefix}${kind}:${middle}{${escapeKeyPart(key)}}`;
   }
+}
+
+/**
+ * A key prefix: a string without '{' or '}' (it must not open a hash tag of its own) and, as it
+ * is not escaped, well-formed (two prefixes differing in a lone surrogate would share keys).
+ */
+export function assertKeyPrefix(prefix: unknown, argument = 'keyPrefix'): asserts prefix is string {
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new TypeError(`${argument} must be a string without '{' or '}', got ${describeValue(prefix)}`);
+  }
+  assertWellFormed(prefix, argument);
 }
 
 /** Throws a TypeError naming `argument` unless `value` is a non-empty string. */
@@ -49,6 +56,12 @@ export function assertWellFormed(text: string, argument: string): void {
 }
 
 export const isWellFormed = (text: string): boolean => !LONE_SURROGATE.test(text);
+
+/** The error for a bad number: a TypeError when `value` is not a number at all, a RangeError
+ * when it is one out of range. */
+export function numberError(value: unknown): typeof TypeError | typeof RangeError {
+  return typeof value === 'number' ? RangeError : TypeError;
+}
 
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);

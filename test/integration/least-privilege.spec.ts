@@ -116,7 +116,7 @@ describe('a least-privilege ACL user (aclRules)', () => {
     expect(aclRules()).toEqual(expect.arrayContaining(['resetkeys', '~rl:*', 'resetchannels', '&rl:*', '-@all', '+evalsha']));
     expect(aclRules()).not.toContain('+hpexpireat');
     expect(aclRules({ fieldExpiry: true })).toContain('+hpexpireat');
-    expect(() => aclRules({ keyPrefix: '' })).toThrow(new TypeError('keyPrefix must be a non-empty string, got '));
+    expect(() => aclRules({ keyPrefix: '' })).toThrow(new TypeError('keyPrefix must be a non-empty string, got ""'));
   });
 });
 

@@ -57,8 +57,8 @@ describe('bad input, no server needed', () => {
     // aclRules
     ['aclRules: options null', () => aclRules(null as never), TypeError, /^aclRules options must be an object/],
     ['aclRules: options a string', () => aclRules('rl:' as never), TypeError, /^aclRules options must be an object/],
-    ['aclRules: keyPrefix a number', () => aclRules({ keyPrefix: 5 as never }), TypeError, /^keyPrefix must be a non-empty string, got 5/],
-    ['aclRules: keyPrefix with {', () => aclRules({ keyPrefix: 'app{' }), TypeError, /^keyPrefix must not contain '\{' or '\}'/],
+    ['aclRules: keyPrefix a number', () => aclRules({ keyPrefix: 5 as never }), TypeError, /^keyPrefix must be a string without '\{' or '\}', got 5/],
+    ['aclRules: keyPrefix with {', () => aclRules({ keyPrefix: 'app{' }), TypeError, /^keyPrefix must be a string without '\{' or '\}', got "app\{"/],
     ['aclRules: keyPrefix with a lone surrogate', () => aclRules({ keyPrefix: LONE }), TypeError, /^keyPrefix must be well-formed Unicode/],
     ['aclRules: fieldExpiry a string', () => aclRules({ fieldExpiry: 'yes' as never }), TypeError, /^fieldExpiry must be a boolean, got "yes"/],
     // shared checks
