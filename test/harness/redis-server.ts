@@ -93,9 +93,16 @@ export class RedisNode {
     const user = acl
       ? ['--user', ACL_USER.username, 'on', `>${ACL_USER.password}`, ...aclRules({ keyPrefix: ACL_USER.keyPrefix, fieldExpiry: flavor === 'redis8' })]
       : [];
-    const redis = new RedisNode('127.0.0.1', await freePort(), false, [...user, ...(options.args ?? [])], flavor, acl);
-    await redis.resume();
-    return redis;
+    // a free port can be taken by another test process before the server binds it: try another
+    for (let attempt = 1; ; attempt++) {
+      const redis = new RedisNode('127.0.0.1', await freePort(), false, [...user, ...(options.args ?? [])], flavor, acl);
+      try {
+        await redis.resume();
+        return redis;
+      } catch (error) {
+        if (attempt >= 3 || !String(error).includes('already in use')) throw error;
+      }
+    }
   }
 
   get url(): string {
