@@ -10,6 +10,7 @@
 //            queue is seen empty; concurrency 200 per consumer.
 //   idle:    4 consumers on an empty queue for 30 s; Redis total_commands_processed per
 //            consumer per second (commands run inside scripts count, as Redis counts them).
+//            Both contenders idle at once, each on its own server: timers pace the polling.
 // runAt of a BullMQ job is job.timestamp + job.opts.delay; BullMQ jobs use removeOnComplete,
 // as our messages leave Redis when acknowledged. Our consumers' claim and ack calls are timed by
 // a wrapper around the library's script runner (the "where the time goes" tables).
@@ -753,7 +754,7 @@ async function main(): Promise<void> {
   const overrides = Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => `${k}=${v} `).join('');
   console.log(`Command: \`${overrides}npm run bench:queue\`\n`);
   console.log(`${new Date().toISOString()} — ${await machine()}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
-  console.log(`${ROUNDS} rounds; each contender run gets a fresh redis-server on loopback and fresh consumer processes; contenders alternate (round 1 ours first, round 2 BullMQ first, ...).\n`);
+  console.log(`${ROUNDS} rounds; each contender run gets a fresh redis-server on loopback and fresh consumer processes; contenders alternate (round 1 ours first, round 2 BullMQ first, ...), except in the idle scenario, where both idle at the same time, each on its own server.\n`);
   const results: Record<Contender, Results> = {
     ours: { trickle: [], burst: [], idle: [] },
     bullmq: { trickle: [], burst: [], idle: [] },
@@ -761,6 +762,18 @@ async function main(): Promise<void> {
   for (const scenario of SCENARIOS) {
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? CONTENDERS : [...CONTENDERS].reverse();
+      if (scenario === 'idle') {
+        // idle polling is paced by timers, not by CPU: both contenders idle at once, each on its
+        // own server and in its own processes, which halves this scenario's time
+        const t = now();
+        const runs = await Promise.all(order.map((contender) => withFreshRedis((url, monitor) => idle(contender, url, monitor))));
+        order.forEach((contender, k) => {
+          results[contender].idle.push(runs[k]!);
+          console.error(`[${scenario} ${round + 1} ${contender}] ${runs[k]!.perConsumerPerSecond.toFixed(3)} cmds/consumer/s (${runs[k]!.byCommand})`);
+        });
+        console.error(`  (${((now() - t) / 1000).toFixed(1)} s)`);
+        continue;
+      }
       for (const contender of order) {
         const busy = await quiet();
         if (busy > 15) console.error(`machine ${busy.toFixed(0)}% busy with other work before this run`);
@@ -770,14 +783,10 @@ async function main(): Promise<void> {
             const r = await trickle(contender, url, monitor);
             results[contender].trickle.push(r);
             console.error(`[${scenario} ${round + 1} ${contender}] p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} handled ${r.delivery.handled} lost ${r.delivery.lost} dup ${r.delivery.duplicates}; other load ${r.otherCpuPercent.toFixed(0)}%, loop delay p99 ${r.loop.delayP99.toFixed(1)} ms, GC ${r.loop.gcPauses} (max ${r.loop.gcMaxMs.toFixed(1)} ms)`);
-          } else if (scenario === 'burst') {
+          } else {
             const r = await burst(contender, url, monitor);
             results[contender].burst.push(r);
             console.error(`[${scenario} ${round + 1} ${contender}] enqueue ${r.enqueueMs.toFixed(0)} ms, last start ${r.lastStartMs.toFixed(0)} drained ${r.drainedMs.toFixed(0)} ms, ${r.throughput.toFixed(0)}/s handled ${r.delivery.handled} lost ${r.delivery.lost} dup ${r.delivery.duplicates}; other load ${r.otherCpuPercent.toFixed(0)}%`);
-          } else {
-            const r = await idle(contender, url, monitor);
-            results[contender].idle.push(r);
-            console.error(`[${scenario} ${round + 1} ${contender}] ${r.perConsumerPerSecond.toFixed(3)} cmds/consumer/s (${r.byCommand})`);
           }
         });
         console.error(`  (${((now() - t) / 1000).toFixed(1)} s)`);
