@@ -13,6 +13,11 @@ const IDLE_CHECK_MS = 5000;
 /** After a Redis failure, try again after this long. */
 const RETRY_MS = 500;
 
+interface PendingAck {
+  id: string;
+  leasedUntil: number;
+}
+
 export interface ConsumerDeps {
   redis: RedisConnection;
   queue: string;
@@ -40,7 +45,9 @@ export class Consumer implements DelayQueueConsumer {
   private again = false;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
-  private acks: string[] = [];
+  /** Handled messages to acknowledge, each with the local time its lease runs out. */
+  private acks: PendingAck[] = [];
+  private ackRetry: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   /** server clock − local clock, in ms, from the last claim. */
   private offsetMs = 0;
@@ -83,6 +90,9 @@ export class Consumer implements DelayQueueConsumer {
     this.deps.onStop(this);
     await Promise.race([Promise.allSettled([...this.inFlight]), sleep(timeoutMs, undefined, { ref: false })]);
     await this.flushAcks();
+    // a stopped consumer retries no more: its connection is about to close
+    clearTimeout(this.ackRetry);
+    if (this.acks.length > 0) this.logger.warn(`stopped with ${this.acks.length} message(s) unacknowledged; they will be delivered again`);
   }
 
   /** Replaces the planned wake-up by `serverMs`, or by a hint received meanwhile if earlier. */
@@ -110,18 +120,20 @@ export class Consumer implements DelayQueueConsumer {
         this.again = false;
         const room = options.concurrency - this.inFlight.size;
         if (room <= 0) break; // a finishing handler wakes us
+        // leases run from the claim's execution, which is after this: a safe local bound for them
+        const leasedUntil = Date.now() + options.visibilityTimeoutMs;
         const claim = redis.scripts.send('queueClaim', keys, ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs]);
         let reply: (string | number)[];
         try {
           reply = (await redis.scripts.bounded(claim, 'queueClaim')) as (string | number)[];
         } catch (error) {
           // the claim may still run on a Redis that is only slow: whatever it leased is ours to handle
-          claim.then((late) => !this.stopped && this.handle(late as (string | number)[]), () => undefined);
+          claim.then((late) => !this.stopped && this.handle(late as (string | number)[], leasedUntil), () => undefined);
           throw error;
         }
         const [now, next] = reply as [number, number];
         this.offsetMs = now - Date.now();
-        const claimed = this.handle(reply);
+        const claimed = this.handle(reply, leasedUntil);
         this.saturated = claimed === room;
         if (claimed === Math.min(room, MAX_BATCH) && claimed < room) this.again = true; // a full batch: maybe more due
         this.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
@@ -139,20 +151,21 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Starts the handlers of a claim's messages; returns how many there were. */
-  private handle(reply: (string | number)[]): number {
+  private handle(reply: (string | number)[], leasedUntil: number): number {
     for (let i = 2; i < reply.length; i += 4) {
-      this.run({
+      const message = {
         id: String(reply[i]),
         queue: this.deps.queue,
         payload: JSON.parse(String(reply[i + 1])) as unknown,
         runAt: Number(reply[i + 2]),
         attempt: Number(reply[i + 3]),
-      });
+      };
+      this.run(message, leasedUntil);
     }
     return (reply.length - 2) / 4;
   }
 
-  private run(message: DelayedMessage): void {
+  private run(message: DelayedMessage, leasedUntil: number): void {
     const { options } = this.deps;
     if (message.attempt > options.maxAttempts) {
       // delivered more often than allowed without an answer: its handler keeps dying
@@ -166,7 +179,7 @@ export class Consumer implements DelayQueueConsumer {
       try {
         await this.deps.handler(message);
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
-        this.ack(message.id);
+        this.ack({ id: message.id, leasedUntil });
       } catch (error) {
         await this.fail(message, error, message.attempt >= options.maxAttempts);
       }
@@ -178,24 +191,41 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Acks go out in one call per turn of the event loop. */
-  private ack(id: string): void {
-    this.acks.push(id);
-    if (this.acks.length === 1) setImmediate(() => void this.flushAcks());
+  private ack(pending: PendingAck): void {
+    this.acks.push(pending);
+    if (this.acks.length === 1 && this.ackRetry === undefined) setImmediate(() => void this.flushAcks());
   }
 
   private async flushAcks(): Promise<void> {
     await this.flushing;
+    clearTimeout(this.ackRetry);
+    this.ackRetry = undefined;
     if (this.acks.length === 0) return;
-    const ids = this.acks;
+    const batch = this.acks;
     this.acks = [];
-    this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, ids).then(
+    this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, batch.map((a) => a.id)).then(
       () => undefined,
-      (error: unknown) => {
-        // unacknowledged, they are delivered again once their lease runs out: at-least-once
-        this.logger.warn(`could not acknowledge ${ids.length} message(s): ${(error as Error).message}`);
-      },
+      (error: unknown) => this.ackFailed(batch, error as Error),
     );
     await this.flushing;
+  }
+
+  /**
+   * A message handled but not acknowledged would be delivered again when its lease runs out, so
+   * a failed ack (Redis paused, restarting, the connection killed) is retried while the lease
+   * lasts. Past it, another consumer may hold the message, or a new one may have taken its id.
+   */
+  private ackFailed(batch: PendingAck[], error: Error): void {
+    const now = Date.now();
+    const live = batch.filter((a) => a.leasedUntil > now + RETRY_MS);
+    const given = batch.length - live.length;
+    if (given > 0) {
+      this.logger.warn(`could not acknowledge ${given} message(s) before their lease ran out (${error.message}); they will be delivered again`);
+    }
+    if (live.length === 0) return;
+    this.acks.unshift(...live);
+    this.ackRetry ??= setTimeout(() => void this.flushAcks(), RETRY_MS);
+    this.ackRetry.unref();
   }
 
   private async fail(message: DelayedMessage, error: unknown, dead: boolean): Promise<void> {

@@ -7,7 +7,8 @@ import {
   RedisLimitModule,
   type DelayedMessage,
 } from '../../lib/index.js';
-import { uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
+import { limiterModule, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
+import { TestRedis } from '../harness/redis-server.js';
 
 /** Resolves once `count` messages have arrived (or rejects after `timeoutMs`). */
 function collector<T = unknown>(count: number, timeoutMs = 10_000) {
@@ -254,6 +255,45 @@ describe('DelayQueueService under contention', () => {
     expect(outcomes).toEqual(['first:1', 'second:2']);
     expect(await queue().size('contended')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
   });
+});
+
+describe('DelayQueueService acknowledgements across a Redis restart', () => {
+  it('an ack refused while Redis is down is retried while the lease lasts: the message is not delivered again', async () => {
+    const redis = await TestRedis.start({ own: true, args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+    const app = await limiterModule(redis, { commandTimeoutMs: 300 });
+    try {
+      const queue = app.moduleRef.get(DelayQueueService);
+      const attempts: number[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const consumer = queue.consume('restart-ack', async (message) => {
+        attempts.push(message.attempt);
+        await gate;
+      }, { visibilityTimeoutMs: 20_000 });
+      await queue.enqueue('restart-ack', 'a', { id: 'a' });
+      while (attempts.length === 0) await sleep(10);
+
+      await redis.stop();
+      release(); // the handler returns while Redis is down: its ack is refused at once
+      await sleep(700);
+      await redis.resume();
+
+      // without a retry the message would sit in flight until its 20 s lease ran out, then come back
+      const deadline = Date.now() + 8000;
+      let size = { scheduled: -1, inFlight: -1, dead: -1 };
+      while (Date.now() < deadline) {
+        size = await queue.size('restart-ack').catch(() => size);
+        if (size.inFlight === 0) break;
+        await sleep(50);
+      }
+      expect(size).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+      expect(attempts).toEqual([1]);
+      await consumer.stop();
+    } finally {
+      await app.close();
+      await redis.stop();
+    }
+  }, 30_000);
 });
 
 describe('@OnDelayed', () => {
