@@ -1,0 +1,83 @@
+import type { RedisLimitCounters } from '../../lib/index.js';
+
+// What the soak's processes share: the limits its routes enforce (the invariants are checked
+// against the same numbers) and the messages between the controller and its workers.
+
+export const SOAK = {
+  keyPrefix: 'soak:',
+  /** Short, so that a paused Redis shows up as failMode answers well inside a fault. */
+  commandTimeoutMs: 250,
+  /** GET /hot: every worker on one fixed-window key; failMode 'closed'. */
+  hot: { limit: 20, windowMs: 1000 },
+  /** GET /sliding: one exact sliding-window key; failMode 'open', so outages pass unchecked. */
+  sliding: { limit: 15, windowMs: 1000 },
+  /** GET /cold/:k: token buckets on many keys, each hit now and then; failMode 'closed'. */
+  cold: { keys: 40, limit: 3, windowMs: 2000 },
+  /** GET /funnel: one funnel; failMode 'closed'. */
+  funnel: { capacity: 8, leakingDurationMs: 1000 },
+  /** POST /orders/:owner (@MaxPending) and DELETE /orders/:owner/:slot (paying). */
+  pending: { name: 'soak-unpaid', max: 3, ttlMs: 3000, owners: 12 },
+  /** Delay messages every worker enqueues and the consumer processes handle. */
+  queue: { name: 'soak', maxDelayMs: 1500, visibilityTimeoutMs: 4000, concurrency: 20 },
+} as const;
+
+/** Routes, as the web workers log them. */
+export type Route = 'hot' | 'sliding' | 'cold' | 'funnel' | 'order' | 'pay';
+
+/** Controller → worker. */
+export type ToWorker = { type: 'stop' };
+
+/** Worker → controller. */
+export type FromWorker = { type: 'ready' } | { type: 'stopped'; log: string };
+
+/** How a worker is told what to do: argv[2] as JSON. */
+export interface WorkerConfig {
+  name: string;
+  redisUrl: string;
+  /** Where the worker writes its log. */
+  dir: string;
+  /** Web workers: HTTP requests per second their load loops aim for. */
+  rate?: number;
+  /** Web workers: delay messages enqueued per second. */
+  enqueueRate?: number;
+}
+
+/** A web worker's log, written when it stops. */
+export interface WebLog {
+  name: string;
+  /** Granted, decided requests per route: [key, arrival ms, decided-by ms]. */
+  grants: Record<'hot' | 'sliding' | 'cold' | 'funnel', [string, number, number][]>;
+  /** Every answer: [route, arrival ms, finish ms, status, answered by failMode (0/1)]. */
+  answers: [Route, number, number, number, number][];
+  /** Reserved slots: [owner, slot, reserve arrival ms, reserve finish ms, release start ms or -1]. */
+  slots: [string, string, number, number, number][];
+  /** Delay message ids whose enqueue succeeded, and ids whose enqueue failed (they may exist). */
+  enqueued: string[];
+  uncertain: string[];
+  /** The worker's RedisLimitEvents counters. */
+  counters: RedisLimitCounters;
+  /** Requests the load loop could not complete (connection errors, client timeouts). */
+  clientErrors: number;
+}
+
+export const now = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * A worker's life: `start` gets it running and returns how to stop it (resolving with the log
+ * file it wrote); the controller hears 'ready', later says 'stop', and hears 'stopped'.
+ */
+export function runWorker(start: () => Promise<() => Promise<string>>): void {
+  start().then(
+    (stop) => {
+      process.on('message', (message: ToWorker) => {
+        if (message.type !== 'stop') return;
+        void stop().then((log) => process.send!({ type: 'stopped', log } satisfies FromWorker, () => process.exit(0)));
+      });
+      process.send!({ type: 'ready' } satisfies FromWorker);
+    },
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

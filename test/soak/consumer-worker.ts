@@ -1,0 +1,39 @@
+// A soak consumer: handles the delay messages the web workers enqueue. Each completed handler
+// appends the id to this process' file before returning (a synchronous write: a SIGKILL cannot
+// lose a line already written), so the controller can tell handled-once from handled-twice.
+import 'reflect-metadata';
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DelayQueueService, RedisLimitModule } from '../../lib/index.js';
+import { runWorker, SOAK, type WorkerConfig } from './config.js';
+
+const config = JSON.parse(process.argv[2]!) as WorkerConfig;
+
+@Module({
+  imports: [RedisLimitModule.forRoot({ redis: config.redisUrl, keyPrefix: SOAK.keyPrefix, commandTimeoutMs: SOAK.commandTimeoutMs })],
+})
+class ConsumerModule {}
+
+async function main(): Promise<() => Promise<string>> {
+  const app = await NestFactory.createApplicationContext(ConsumerModule, { logger: ['error', 'warn'] });
+  const file = join(config.dir, `${config.name}.handled`);
+  appendFileSync(file, '');
+  const consumer = app.get(DelayQueueService).consume<{ id: string }>(
+    SOAK.queue.name,
+    async (message) => {
+      await sleep(Math.random() * 20);
+      appendFileSync(file, `${message.payload.id}\n`);
+    },
+    { concurrency: SOAK.queue.concurrency, visibilityTimeoutMs: SOAK.queue.visibilityTimeoutMs },
+  );
+  return async () => {
+    await consumer.stop();
+    await app.close();
+    return file;
+  };
+}
+
+runWorker(main);

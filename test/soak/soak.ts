@@ -1,0 +1,292 @@
+// `npm run soak [-- --duration <s>]`: the soak and fault run. Two web workers (Nest apps with the
+// library's guards, each driving itself over loopback HTTP and enqueuing delay messages) and two
+// consumer processes share a redis-server this run starts (appendonly on, a free loopback port),
+// while this controller injects faults in turn: SIGSTOP/SIGCONT longer than commandTimeoutMs,
+// SCRIPT FLUSH, CLIENT KILL TYPE normal, a restart, SIGKILL of a consumer. At the end it checks
+// the invariants over the workers' logs, prints them as figures, and exits 1 on any violation.
+import 'reflect-metadata';
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Redis } from 'ioredis';
+import { DelayQueueService, ExpiringHashService, RedisLimitModule } from '../../lib/index.js';
+import { RedisNode } from '../harness/redis-server.js';
+import { now, SOAK, type FromWorker, type WebLog, type WorkerConfig } from './config.js';
+import { FAULTS, inject, type Fault } from './faults.js';
+import {
+  checkDelivery,
+  checkFixedWindow,
+  checkMaxPending,
+  checkOutageLatency,
+  checkSlidingWindow,
+  checkTokenBucket,
+  type Grant,
+  type Violation,
+} from './invariants.js';
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '180' },
+    'fault-every': { type: 'string', default: '6' },
+    rate: { type: 'string', default: '60' },
+  },
+});
+const DURATION_S = positive('duration');
+const FAULT_EVERY_S = positive('fault-every');
+const RATE = positive('rate');
+const BOUND_MS = SOAK.commandTimeoutMs + 100;
+
+function positive(name: keyof typeof args): number {
+  const value = Number(args[name]);
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`--${name} must be a positive number, got ${String(args[name])}`);
+  return value;
+}
+
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+const log = (line: string) => console.log(`[soak ${((now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+const started = now();
+
+interface Worker {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+function spawnWorker(script: string, config: WorkerConfig): Promise<Worker> {
+  const child = fork(here(script), [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.once('message', (message: FromWorker) => (message.type === 'ready' ? resolve({ name: config.name, child, exited }) : reject(new Error(`unexpected ${message.type}`))));
+    void exited.then((code) => reject(new Error(`${config.name} exited with ${code} before it was ready`)));
+  });
+}
+
+/** Asks a worker to stop; resolves with the path of the log it wrote. */
+function stopWorker(worker: Worker): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${worker.name} did not stop within 60 s`)), 60_000);
+    worker.child.on('message', (message: FromWorker) => {
+      if (message.type === 'stopped') {
+        clearTimeout(timer);
+        resolve(message.log);
+      }
+    });
+    worker.child.send({ type: 'stop' });
+  });
+}
+
+async function main(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'nrl-soak-'));
+  const redis = await RedisNode.start({ own: true, args: ['--appendonly', 'yes'] });
+  const admin = new Redis(redis.url);
+  admin.on('error', () => undefined); // refused while the server restarts: expected, and it reconnects
+  log(`redis-server ${redis.url} (appendonly yes); logs in ${dir}; ${DURATION_S} s, a fault every ${FAULT_EVERY_S} s`);
+
+  // the controller's own view: MaxPending counts sampled while the run goes on, and the queue's size
+  @Module({ imports: [RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: SOAK.keyPrefix, commandTimeoutMs: 1000 })] })
+  class ControllerModule {}
+  const ctx = await NestFactory.createApplicationContext(ControllerModule, { logger: ['error'] });
+  const hash = ctx.get(ExpiringHashService);
+  const queue = ctx.get(DelayQueueService);
+
+  const workerConfig = (name: string): WorkerConfig => ({ name, redisUrl: redis.url, dir, rate: RATE, enqueueRate: 20 });
+  const consumers: Worker[] = [];
+  let consumerCount = 0;
+  const startConsumer = async () => {
+    consumers.push(await spawnWorker('./consumer-worker.js', workerConfig(`c${(consumerCount += 1)}`)));
+  };
+  await startConsumer();
+  await startConsumer();
+  const webs = await Promise.all(['w1', 'w2'].map((name) => spawnWorker('./web-worker.js', workerConfig(name))));
+  log(`2 web workers (${RATE} req/s and 20 delay messages/s each), 2 consumers: running`);
+
+  const crashed: string[] = [];
+  const faultLog: string[] = [];
+  const faultCounts = new Map<Fault, number>();
+  const target = {
+    redis,
+    admin,
+    killConsumer: async () => {
+      const victim = consumers.splice(Math.floor(Math.random() * consumers.length), 1)[0]!;
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      crashed.push(victim.name);
+      await startConsumer();
+      return `${victim.name} (replaced by c${consumerCount})`;
+    },
+  };
+
+  // sample every owner's pending count while the run goes on
+  let sampling = true;
+  const peakCount = new Map<string, number>();
+  const sampler = (async () => {
+    while (sampling) {
+      await Promise.all(
+        Array.from({ length: SOAK.pending.owners }, async (_, i) => {
+          const owner = `u${i}`;
+          const count = await hash.count(`${SOAK.pending.name}:${owner}`).catch(() => -1);
+          peakCount.set(owner, Math.max(peakCount.get(owner) ?? 0, count));
+        }),
+      );
+      await sleep(100);
+    }
+  })();
+
+  const end = started + DURATION_S * 1000;
+  let next = 0;
+  await sleep(Math.min(3000, DURATION_S * 250));
+  while (now() < end - 2000) {
+    const fault = FAULTS[next++ % FAULTS.length]!;
+    const done = await inject(fault, target);
+    faultCounts.set(fault, (faultCounts.get(fault) ?? 0) + 1);
+    faultLog.push(done);
+    log(done);
+    await sleep(Math.max(0, Math.min(FAULT_EVERY_S * 1000, end - now())));
+  }
+  await sleep(Math.max(0, end - now()));
+
+  log('stopping the web workers');
+  const webLogs = (await Promise.all(webs.map(stopWorker))).map((file) => JSON.parse(readFileSync(file, 'utf8')) as WebLog);
+  // every message is due within maxDelayMs; one leased by a killed consumer comes back after its lease
+  const drainBy = now() + SOAK.queue.maxDelayMs + SOAK.queue.visibilityTimeoutMs + 20_000;
+  let size = await queue.size(SOAK.queue.name);
+  while (size.scheduled + size.inFlight > 0 && now() < drainBy) {
+    await sleep(200);
+    size = await queue.size(SOAK.queue.name);
+  }
+  log(`queue after the drain: ${JSON.stringify(size)}`);
+  await Promise.all(consumers.map(stopWorker));
+  sampling = false;
+  await sampler;
+
+  const violations = judge(webLogs, dir, crashed, peakCount, faultCounts);
+  await ctx.close();
+  admin.disconnect();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+  log(violations.length === 0 ? 'every invariant held' : `${violations.length} violation(s):`);
+  for (const v of violations) console.log(`  ${v.invariant}: ${v.detail}`);
+  return violations.length === 0 ? 0 : 1;
+}
+
+/** Checks the invariants and prints the figures; returns the violations. */
+function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map<string, number>, faults: Map<Fault, number>): Violation[] {
+  const violations: Violation[] = [];
+  const grants = (route: keyof WebLog['grants']): Grant[] => webLogs.flatMap((w) => w.grants[route].map(([key, start, end]) => ({ key, start, end })));
+  const answers = webLogs.flatMap((w) => w.answers);
+  const row = (label: string, value: string) => console.log(`| ${label} | ${value} |`);
+
+  console.log(`\n## Soak: ${DURATION_S} s, ${[...faults.values()].reduce((a, b) => a + b, 0)} faults\n`);
+  console.log('| figure | value |\n|---|---|');
+  row('faults injected', FAULTS.map((f) => `${f} ${faults.get(f) ?? 0}`).join(', '));
+  for (const f of FAULTS) if (!faults.get(f)) violations.push({ invariant: 'coverage', detail: `no ${f} fault was injected: run longer` });
+
+  // rate limits: grants never above the limit, from the grant log
+  const limits: [keyof WebLog['grants'], string, Violation[]][] = [
+    ['hot', `fixed window ${SOAK.hot.limit}/${SOAK.hot.windowMs} ms`, checkFixedWindow(grants('hot'), SOAK.hot.limit, SOAK.hot.windowMs)],
+    ['sliding', `sliding window ${SOAK.sliding.limit}/${SOAK.sliding.windowMs} ms`, checkSlidingWindow(grants('sliding'), SOAK.sliding.limit, SOAK.sliding.windowMs)],
+    ['cold', `token buckets ${SOAK.cold.limit}/${SOAK.cold.windowMs} ms on ${SOAK.cold.keys} keys`, checkTokenBucket(grants('cold'), SOAK.cold.limit, SOAK.cold.windowMs)],
+    ['funnel', `funnel ${SOAK.funnel.capacity}/${SOAK.funnel.leakingDurationMs} ms`, checkTokenBucket(grants('funnel'), SOAK.funnel.capacity, SOAK.funnel.leakingDurationMs)],
+  ];
+  for (const [route, what, found] of limits) {
+    const mine = answers.filter((a) => a[0] === route);
+    const by = (status: number) => mine.filter((a) => a[3] === status).length;
+    row(
+      `/${route}: ${what}`,
+      `${mine.length} requests: ${grants(route).length} granted by Redis, ${by(429)} refused, ${by(503)} × 503, ` +
+        `${mine.filter((a) => a[3] === 200 && a[4] === 1).length} passed unchecked; ${found.length === 0 ? 'never above the limit' : `${found.length} violation(s)`}`,
+    );
+    violations.push(...found);
+    if (grants(route).length === 0) violations.push({ invariant: 'coverage', detail: `/${route} granted nothing` });
+  }
+  const peak = peakPerWindow(grants('hot'), SOAK.hot.windowMs);
+  row('/hot: most grants in one fixed window', `${peak} (limit ${SOAK.hot.limit})`);
+
+  // answers: only the statuses each failMode allows, and outage answers within the bound
+  const allowed: Record<string, number[]> = { hot: [200, 429, 503], cold: [200, 429, 503], funnel: [200, 429, 503], sliding: [200, 429], order: [201, 429, 503] };
+  for (const [route, statuses] of Object.entries(allowed)) {
+    const odd = answers.filter((a) => a[0] === route && !statuses.includes(a[3]));
+    if (odd.length > 0) violations.push({ invariant: 'status', detail: `/${route}: ${odd.length} answers with status ${[...new Set(odd.map((a) => a[3]))].join(', ')}` });
+  }
+  const outage = checkOutageLatency(
+    answers.filter((a) => a[0] !== 'pay').map(([route, start, end, , failMode]) => ({ route, start, end, failMode: failMode === 1 })),
+    BOUND_MS,
+  );
+  row('answers by failMode (503 closed, unchecked pass open)', `${outage.failModeAnswers}, in at most ${outage.maxMs.toFixed(0)} ms (p99 ${outage.p99Ms.toFixed(0)} ms; bound commandTimeoutMs + 100 = ${BOUND_MS} ms)`);
+  violations.push(...outage.violations);
+  if (outage.failModeAnswers === 0) violations.push({ invariant: 'coverage', detail: 'no request was answered by failMode: the faults did not reach the guards' });
+  const all = answers.map((a) => a[2] - a[1]).sort((a, b) => a - b);
+  row('every answer, arrival to finish', `${all.length} answers, p50 ${(all[Math.floor(all.length / 2)] ?? 0).toFixed(1)} ms, p99 ${(all[Math.floor(all.length * 0.99)] ?? 0).toFixed(1)} ms, max ${(all[all.length - 1] ?? 0).toFixed(0)} ms`);
+  row('outages logged (RedisLimitEvents, per worker)', webLogs.map((w) => `${w.name} ${w.counters.outages}`).join(', '));
+  row('client errors (connection, 5 s timeout)', String(webLogs.reduce((s, w) => s + w.clientErrors, 0)));
+
+  // MaxPending: never more than max slots certainly held, and never more counted by Redis
+  const slots = webLogs.flatMap((w) =>
+    w.slots.map(([owner, , reservedStart, reservedEnd, release]) => ({ owner, reservedStart, reservedEnd, ttlMs: SOAK.pending.ttlMs, ...(release >= 0 ? { releaseStart: release } : {}) })),
+  );
+  const pending = checkMaxPending(slots, SOAK.pending.max);
+  violations.push(...pending);
+  const sampled = Math.max(0, ...peakCount.values());
+  if (sampled > SOAK.pending.max) violations.push({ invariant: 'max-pending', detail: `count() saw ${sampled} pending for one owner, max ${SOAK.pending.max}` });
+  const refusedOrders = answers.filter((a) => a[0] === 'order' && a[3] === 429).length;
+  row(
+    `@MaxPending(${SOAK.pending.max}) on ${SOAK.pending.owners} owners`,
+    `${slots.length} slots reserved, ${refusedOrders} refused (429); highest count() sampled ${sampled}; ${pending.length === 0 ? 'never above max' : `${pending.length} violation(s)`}`,
+  );
+
+  // delay messages: each handled at least once; exactly once unless its consumer was killed
+  const handled = readHandled(dir);
+  const delivery = checkDelivery(
+    webLogs.flatMap((w) => w.enqueued),
+    webLogs.flatMap((w) => w.uncertain),
+    handled,
+    crashed,
+  );
+  violations.push(...delivery.violations);
+  row(
+    'delay messages',
+    `${webLogs.reduce((s, w) => s + w.enqueued.length, 0)} enqueued (+${webLogs.reduce((s, w) => s + w.uncertain.length, 0)} whose enqueue failed), ` +
+      `${delivery.handled} handled, ${delivery.lost} lost, ${delivery.duplicatesWithoutCrash} handled twice without a crash, ` +
+      `${delivery.duplicatesAfterCrash} twice after a consumer was killed (${crashed.join(', ') || 'none'})`,
+  );
+  console.log('');
+  return violations;
+}
+
+/** Every consumer's handled ids, with the consumer's name. */
+function readHandled(dir: string): { id: string; consumer: string }[] {
+  const out: { id: string; consumer: string }[] = [];
+  for (let c = 1; ; c++) {
+    let text: string;
+    try {
+      text = readFileSync(join(dir, `c${c}.handled`), 'utf8');
+    } catch {
+      return out;
+    }
+    for (const id of text.split('\n')) if (id) out.push({ id, consumer: `c${c}` });
+  }
+}
+
+/** The most grants whose whole interval lies in one aligned window (what checkFixedWindow bounds). */
+function peakPerWindow(grants: Grant[], windowMs: number): number {
+  const counts = new Map<number, number>();
+  for (const g of grants) {
+    const w = Math.floor((g.start - 1) / windowMs);
+    if (w === Math.floor((g.end + 1) / windowMs)) counts.set(w, (counts.get(w) ?? 0) + 1);
+  }
+  return Math.max(0, ...counts.values());
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
