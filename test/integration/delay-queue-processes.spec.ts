@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type ConsumeOptions, type DelayedMessage } from '../../lib/index.js';
 import { compileLib } from '../harness/compiled-lib.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
-import { currentFlavor, TestRedis } from '../harness/redis-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 
 /**
  * DelayQueueService across real processes: consumers in separate Node processes (the compiled
@@ -53,8 +53,7 @@ describe('DelayQueueService across Node processes', () => {
   const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
   beforeAll(() => {
-    // one directory per flavor: the jest projects of the flavors may run this file side by side
-    libDir = compileLib(`delay-queue-${currentFlavor()}`);
+    libDir = compileLib('delay-queue');
   }, 180_000); // tsc alone takes 15-30 s on a busy 2-core machine
 
   afterEach(async () => {
