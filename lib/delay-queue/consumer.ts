@@ -153,14 +153,16 @@ export class Consumer implements DelayQueueConsumer {
   /** Starts the handlers of a claim's messages; returns how many there were. */
   private handle(reply: (string | number)[], leasedUntil: number): number {
     for (let i = 2; i < reply.length; i += 4) {
-      const message = {
-        id: String(reply[i]),
-        queue: this.deps.queue,
-        payload: JSON.parse(String(reply[i + 1])) as unknown,
-        runAt: Number(reply[i + 2]),
-        attempt: Number(reply[i + 3]),
-      };
-      this.run(message, leasedUntil);
+      this.run(
+        {
+          id: String(reply[i]),
+          queue: this.deps.queue,
+          payload: JSON.parse(String(reply[i + 1])) as unknown,
+          runAt: Number(reply[i + 2]),
+          attempt: Number(reply[i + 3]),
+        },
+        leasedUntil,
+      );
     }
     return (reply.length - 2) / 4;
   }
@@ -224,8 +226,7 @@ export class Consumer implements DelayQueueConsumer {
     }
     if (live.length === 0) return;
     this.acks.unshift(...live);
-    this.ackRetry ??= setTimeout(() => void this.flushAcks(), RETRY_MS);
-    this.ackRetry.unref();
+    this.ackRetry ??= setTimeout(() => void this.flushAcks(), RETRY_MS).unref();
   }
 
   private async fail(message: DelayedMessage, error: unknown, dead: boolean): Promise<void> {

@@ -59,18 +59,22 @@ function lowerBound<T>(sorted: T[], x: number, value: (item: T) => number): numb
   return lo;
 }
 
+/** Per aligned window index, the grants (of one key) certainly inside it. */
+export function fixedWindowCounts(grants: Grant[], windowMs: number): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const g of grants) {
+    // A grant whose bracket touches a boundary may have been counted by either window.
+    const w = Math.floor((g.start - 1) / windowMs);
+    if (Math.floor((g.end + 1) / windowMs) === w) counts.set(w, (counts.get(w) ?? 0) + 1);
+  }
+  return counts;
+}
+
 /** Fixed window of `limit` per aligned window [k*windowMs, (k+1)*windowMs) (Redis server time). Counts, per key and window, only grants whose whole [start-1, end+1] lies inside one window (no false alarms from clock granularity); more than `limit` such grants in one window is a violation. */
 export function checkFixedWindow(grants: Grant[], limit: number, windowMs: number): Violation[] {
   const out = new Violations('fixed-window');
   for (const [key, group] of byKey(grants)) {
-    const counts = new Map<number, number>();
-    for (const g of group) {
-      // A grant whose bracket touches a boundary may have been counted by either window.
-      const w = Math.floor((g.start - 1) / windowMs);
-      if (Math.floor((g.end + 1) / windowMs) !== w) continue;
-      counts.set(w, (counts.get(w) ?? 0) + 1);
-    }
-    const windows = [...counts].filter(([, n]) => n > limit).sort(([a], [b]) => a - b);
+    const windows = [...fixedWindowCounts(group, windowMs)].filter(([, n]) => n > limit).sort(([a], [b]) => a - b);
     for (const [w, n] of windows) {
       out.add(`key ${key}: ${n} grants certainly inside window [${w * windowMs}, ${(w + 1) * windowMs}), limit ${limit}`);
     }

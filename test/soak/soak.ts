@@ -26,6 +26,7 @@ import {
   checkOutageLatency,
   checkSlidingWindow,
   checkTokenBucket,
+  fixedWindowCounts,
   type Grant,
   type Violation,
 } from './invariants.js';
@@ -107,7 +108,6 @@ async function main(): Promise<number> {
   log(`2 web workers (${RATE} req/s and 20 delay messages/s each), 2 consumers: running`);
 
   const crashed: string[] = [];
-  const faultLog: string[] = [];
   const faultCounts = new Map<Fault, number>();
   const target = {
     redis,
@@ -145,7 +145,6 @@ async function main(): Promise<number> {
     const fault = FAULTS[next++ % FAULTS.length]!;
     const done = await inject(fault, target);
     faultCounts.set(fault, (faultCounts.get(fault) ?? 0) + 1);
-    faultLog.push(done);
     log(done);
     await sleep(Math.max(0, Math.min(FAULT_EVERY_S * 1000, end - now())));
   }
@@ -205,7 +204,7 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     violations.push(...found);
     if (grants(route).length === 0) violations.push({ invariant: 'coverage', detail: `/${route} granted nothing` });
   }
-  const peak = peakPerWindow(grants('hot'), SOAK.hot.windowMs);
+  const peak = Math.max(0, ...fixedWindowCounts(grants('hot'), SOAK.hot.windowMs).values());
   row('/hot: most grants in one fixed window', `${peak} (limit ${SOAK.hot.limit})`);
 
   // answers: only the statuses each failMode allows, and outage answers within the bound
@@ -271,16 +270,6 @@ function readHandled(dir: string): { id: string; consumer: string }[] {
     }
     for (const id of text.split('\n')) if (id) out.push({ id, consumer: `c${c}` });
   }
-}
-
-/** The most grants whose whole interval lies in one aligned window (what checkFixedWindow bounds). */
-function peakPerWindow(grants: Grant[], windowMs: number): number {
-  const counts = new Map<number, number>();
-  for (const g of grants) {
-    const w = Math.floor((g.start - 1) / windowMs);
-    if (w === Math.floor((g.end + 1) / windowMs)) counts.set(w, (counts.get(w) ?? 0) + 1);
-  }
-  return Math.max(0, ...counts.values());
 }
 
 main().then(
