@@ -1,35 +1,42 @@
 import { Inject, type OnModuleInit, type Type } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { RedisConnection } from './redis/redis-connection.js';
+import { modulePathOf, routeRef, type RouteRef } from './route-identity.js';
 
 /**
- * Per-handler plans of one kind of decorator, checked once: every controller's handlers when the
+ * Per-route plans of one kind of decorator, checked once: every controller's handlers when the
  * application starts, so a bad option fails `app.init()`; a controller discovery did not see
  * (e.g. registered late) on its first request. Subclasses say what a plan is.
+ *
+ * A plan belongs to a (class, handler) pair, not to the handler: controllers that inherit one
+ * handler from a base class each keep their own decorators.
  */
 export abstract class RoutePlans<P> implements OnModuleInit {
-  private readonly plans = new Map<Function, P>();
+  private readonly plans = new Map<Function, Map<Function, P>>();
   /** Names the decorators in the start-up error, e.g. 'rate-limit'. */
   protected abstract readonly what: string;
 
   constructor(
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(ModulesContainer) private readonly modules: ModulesContainer,
     @Inject(RedisConnection) protected readonly redis: RedisConnection,
   ) {}
 
-  /** Builds one handler's plan from its decorators; throws, naming `Controller.handler`, on bad options. */
-  protected abstract compile(controller: Type, handler: Function): P;
+  /** Builds one route's plan from its decorators; throws, naming `Controller.handler`, on bad options. */
+  protected abstract compile(route: RouteRef): P;
 
   /** Compiles every controller handler; reports every bad one in a single error. */
   onModuleInit(): void {
     const problems: Error[] = [];
-    for (const { metatype } of this.discovery.getControllers()) {
+    const applicationId = (this.modules as { applicationId?: string }).applicationId;
+    for (const { metatype, host } of this.discovery.getControllers()) {
       if (typeof metatype !== 'function') continue;
+      const modulePath = modulePathOf(host?.metatype, applicationId);
       for (const method of this.scanner.getAllMethodNames(metatype.prototype)) {
         const handler = metatype.prototype[method] as Function;
         try {
-          this.plans.set(handler, this.compile(metatype as Type, handler));
+          this.remember(metatype as Type, handler, this.compile(routeRef(metatype as Type, handler, modulePath)));
         } catch (error) {
           problems.push(error as Error);
         }
@@ -41,11 +48,18 @@ export abstract class RoutePlans<P> implements OnModuleInit {
     throw new kind(`Invalid ${this.what} options:\n  ${problems.map((problem) => problem.message).join('\n  ')}`);
   }
 
-  /** The plan of a handler (null when its decorators ask for nothing). */
+  /** The plan of a route (null when its decorators ask for nothing). */
   forRoute(controller: Type, handler: Function): P {
-    if (this.plans.has(handler)) return this.plans.get(handler)!;
-    const plan = this.compile(controller, handler);
-    this.plans.set(handler, plan);
+    const known = this.plans.get(controller);
+    if (known?.has(handler)) return known.get(handler)!;
+    const plan = this.compile(routeRef(controller, handler));
+    this.remember(controller, handler, plan);
     return plan;
+  }
+
+  private remember(controller: Function, handler: Function, plan: P): void {
+    let handlers = this.plans.get(controller);
+    if (handlers === undefined) this.plans.set(controller, (handlers = new Map()));
+    handlers.set(handler, plan);
   }
 }

@@ -1,8 +1,9 @@
-import { Injectable, type Type } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { assertName } from '../delay-queue/delay-queue.input.js';
 import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import { assertWellFormed, describeValue } from '../redis/keys.js';
+import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { MAX_PENDING, type MaxPendingEntry } from './max-pending.metadata.js';
 
@@ -19,20 +20,19 @@ export interface MaxPendingPlan {
 
 /**
  * Reads @MaxPending of every controller when the application starts (a handler's replaces its
- * controller's), checks every option and keeps the result per handler. A bad option makes
+ * controller's), checks every option and keeps the result per (class, handler). A bad option makes
  * `app.init()` fail with `Controller.handler` in the message.
  */
 @Injectable()
 export class MaxPendingPlans extends RoutePlans<MaxPendingPlan | null> {
   protected readonly what = '@MaxPending';
 
-  protected compile(controller: Type, handler: Function): MaxPendingPlan | null {
-    return compile(controller, handler, this.redis.options.failMode);
+  protected compile(route: RouteRef): MaxPendingPlan | null {
+    return compile(route, this.redis.options.failMode);
   }
 }
 
-function compile(controller: Type, handler: Function, moduleFailMode: FailMode): MaxPendingPlan | null {
-  const route = `${controller.name}.${handler.name}`;
+function compile({ controller, handler, route }: RouteRef, moduleFailMode: FailMode): MaxPendingPlan | null {
   const own: MaxPendingEntry[] = Reflect.getMetadata(MAX_PENDING, handler) ?? [];
   const entries: MaxPendingEntry[] = own.length > 0 ? own : (Reflect.getMetadata(MAX_PENDING, controller) ?? []);
   if (entries.length === 0) return null;

@@ -1,5 +1,6 @@
-import { Injectable, type Type } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { assertPermits, funnelSpec, rateLimitSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from './rate-limit.metadata.js';
@@ -8,7 +9,8 @@ import type { StackedLimit } from './rate-limiter.service.js';
 /** One checked limit of a route. */
 export interface PlannedLimit {
   spec: LimitSpec;
-  /** The counter's scope: the shared name, or the route plus the policy. */
+  /** The counter's scope: the shared name, or the route (method, path, class and handler).
+   * Redis keys add the algorithm and window, so a changed `limit` keeps the counter. */
   scope: string;
   /** The policy's name in RateLimit-Policy headers. */
   policyName: string;
@@ -26,15 +28,15 @@ export interface RoutePlan {
 
 /**
  * Reads @RateLimit / @Funnel / @SkipRateLimit of every controller when the application starts,
- * merges handler and class declarations, checks every option and keeps the result per handler.
+ * merges handler and class declarations, checks every option and keeps the result per (class, handler).
  * A bad option makes `app.init()` fail with `Controller.handler` in the message.
  */
 @Injectable()
 export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected readonly what = 'rate-limit';
 
-  protected compile(controller: Type, handler: Function): RoutePlan | null {
-    return compile(controller, handler, this.redis.options.failMode);
+  protected compile(route: RouteRef): RoutePlan | null {
+    return compile(route, this.redis.options.failMode);
   }
 }
 
@@ -48,8 +50,7 @@ export function stackFor(limit: PlannedLimit, key: string, permits: number): Sta
 
 const ALGORITHM_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket' } as const;
 
-function compile(controller: Type, handler: Function, moduleFailMode: FailMode): RoutePlan | null {
-  const route = `${controller.name}.${handler.name}`;
+function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode: FailMode): RoutePlan | null {
   const own: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, handler) ?? [];
   const inherited: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, controller) ?? [];
   const skip = Reflect.getMetadata(SKIP_RATE_LIMIT, handler) ?? (own.length === 0 && Reflect.getMetadata(SKIP_RATE_LIMIT, controller));
@@ -62,13 +63,8 @@ function compile(controller: Type, handler: Function, moduleFailMode: FailMode):
   if (entries.length === 0) return null;
 
   try {
-    const limits = entries.map((entry, i) => plan(entry, route, i));
-    const seen = new Set<string>();
-    for (const limit of limits) {
-      const id = `${limit.spec.kind}:${limit.scope}`;
-      if (seen.has(id)) throw new TypeError(`two limits share the counter '${limit.scope}'; give them distinct names`);
-      seen.add(id);
-    }
+    const limits = entries.map((entry, i) => plan(entry, scope, i));
+    assertOwnCounters(limits, entries);
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
   } catch (error) {
@@ -82,7 +78,27 @@ const OPTION_NAMES = {
   funnel: ['capacity', 'leakingDurationMs', 'quota', 'key', 'name', 'failMode'],
 } as const;
 
-function plan(entry: LimitEntry, route: string, index: number): PlannedLimit {
+// A counter is its scope, algorithm (the key's kind) and window: two limits of a route on one
+// counter would each charge it, and the tighter would silently decide for both.
+function assertOwnCounters(limits: PlannedLimit[], entries: LimitEntry[]): void {
+  const seen = new Set<string>();
+  limits.forEach((limit, i) => {
+    const { kind, windowMs } = limit.spec;
+    const id = `${kind}:${windowMs}:${limit.scope}`;
+    if (seen.has(id)) {
+      const name = entries[i]!.options.name;
+      const counter = name === undefined ? `of ${limit.scope}` : `'${name}'`;
+      throw new TypeError(
+        `two limits share the counter ${counter} (${KIND_NAMES[kind]}, windowMs ${windowMs}); give one a name of its own, or another window or algorithm`,
+      );
+    }
+    seen.add(id);
+  });
+}
+
+const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
+
+function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimit {
   const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
   const at = `${decorator}(#${index + 1})`;
   if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
@@ -110,7 +126,7 @@ function plan(entry: LimitEntry, route: string, index: number): PlannedLimit {
   const policy = `${spec.limit}-per-${spec.windowMs}ms`;
   return {
     spec,
-    scope: name ?? `${route}:${policy}`,
+    scope: name ?? routeScope,
     policyName: name ?? policy,
     key,
     cost,

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { INestApplication, Provider, Type } from '@nestjs/common';
+import type { DynamicModule, INestApplication, LoggerService, Provider, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
@@ -12,20 +12,25 @@ export interface ControllerAppSetup {
   providers?: Provider[];
   /** Passed to RedisLimitModule.forRoot after `redis`; without keyPrefix, a unique one. */
   options?: RedisLimitModuleOptions;
+  /** More modules, e.g. feature modules mounted by RouterModule. */
+  imports?: (Type | DynamicModule)[];
+  /** Receives Nest's log lines (to count them); default: no logging. */
+  logger?: LoggerService;
 }
 
 /**
  * A Nest application with RedisLimitModule against `redis` and the given controllers, not yet
  * initialised: decorator options are checked by app.init(), which callers handle differently.
- * The logger is off so expected 500s and start-up failures do not flood the test output.
+ * The logger is off (unless `logger` is given) so expected 500s and start-up failures do not
+ * flood the test output.
  */
 async function createApp(redis: TestRedis, setup: ControllerAppSetup): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, ...setup.options })],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, ...setup.options }), ...(setup.imports ?? [])],
     controllers: setup.controllers,
     providers: setup.providers ?? [],
   }).compile();
-  return moduleRef.createNestApplication({ logger: false });
+  return moduleRef.createNestApplication({ logger: setup.logger ?? false });
 }
 
 /**
