@@ -1,15 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import {
-  Inject,
-  Injectable,
-  InternalServerErrorException,
-  Logger,
-  type CanActivate,
-  type ExecutionContext,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 import { rateLimitHeaders } from '../rate-limit/headers.js';
 import { applyFailMode, setHeaders, tooManyRequests } from '../rate-limit/http.js';
+import { RouteLog } from '../rate-limit/route-log.js';
+import { resolveKey, UserFunctionError } from '../rate-limit/user-functions.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
@@ -27,6 +22,7 @@ interface ClosableResponse {
 @Injectable()
 export class MaxPendingGuard implements CanActivate {
   private readonly logger = new Logger('MaxPendingGuard');
+  private readonly log = new RouteLog(this.logger);
 
   constructor(
     @Inject(ExpiringHashService) private readonly expiringHash: ExpiringHashService,
@@ -42,7 +38,12 @@ export class MaxPendingGuard implements CanActivate {
     const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
     if (plan === null) return true;
 
-    const owner = await this.ownerOf(plan, ctx);
+    let owner: string;
+    try {
+      owner = await ownerOf(plan, ctx, this.redis);
+    } catch (error) {
+      throw this.log.failure(plan.route, error);
+    }
     const key = `${plan.name}:${owner}`;
     const slot: HeldSlot = { route: plan.route, key, slotId: randomUUID(), reserved: false, reached: false };
     let reservation;
@@ -72,21 +73,6 @@ export class MaxPendingGuard implements CanActivate {
     return true;
   }
 
-  private async ownerOf(plan: MaxPendingPlan, ctx: ExecutionContext): Promise<string> {
-    const owner = await (plan.owner ?? this.redis.options.tracker)(ctx);
-    if (typeof owner !== 'string' || owner.length === 0) {
-      // an absent owner would pool every such request under one cap: refuse to guess
-      this.logger.error(`${plan.route}: owner resolved to ${JSON.stringify(owner)}, not a non-empty string`);
-      throw new InternalServerErrorException();
-    }
-    if (!isWellFormed(owner)) {
-      // it would reach the sweep registry as U+FFFD, and its slots would never be swept
-      this.logger.error(`${plan.route}: owner resolved to a string with a lone surrogate`);
-      throw new InternalServerErrorException();
-    }
-    return owner;
-  }
-
   // A guard that runs after this one may still refuse the request; the handler then never runs
   // and the slot would hold capacity for its whole ttl. Release it once the response is done.
   private releaseIfRefusedLater(response: unknown, slot: HeldSlot): void {
@@ -95,4 +81,11 @@ export class MaxPendingGuard implements CanActivate {
       if (!slot.reached) void releaseSlot(this.expiringHash, slot, this.logger);
     });
   }
+}
+
+async function ownerOf(plan: MaxPendingPlan, ctx: ExecutionContext, redis: RedisConnection): Promise<string> {
+  const owner = await resolveKey('owner', plan.owner ?? redis.options.tracker, ctx);
+  // it would reach the sweep registry as U+FFFD, and its slots would never be swept
+  if (!isWellFormed(owner)) throw new UserFunctionError('owner resolved to a string with a lone surrogate');
+  return owner;
 }

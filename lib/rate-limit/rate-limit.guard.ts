@@ -1,16 +1,11 @@
-import {
-  Inject,
-  Injectable,
-  InternalServerErrorException,
-  Logger,
-  type CanActivate,
-  type ExecutionContext,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { rateLimitHeaders } from './headers.js';
 import { applyFailMode, setHeaders, tooManyRequests } from './http.js';
-import { RateLimitPlans, stackFor, type PlannedLimit, type RoutePlan } from './rate-limit.plans.js';
-import { RateLimiterService } from './rate-limiter.service.js';
+import { RateLimitPlans, stackFor, type PlannedLimit } from './rate-limit.plans.js';
+import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
+import { RouteLog } from './route-log.js';
+import { resolveCost, resolveKey } from './user-functions.js';
 
 /**
  * Applies a handler's @RateLimit and @Funnel declarations in one atomic decision. Attached by the
@@ -19,7 +14,7 @@ import { RateLimiterService } from './rate-limiter.service.js';
 @Injectable()
 export class RateLimitGuard implements CanActivate {
   private readonly decided = new WeakSet<object>();
-  private readonly logger = new Logger('RateLimitGuard');
+  private readonly log = new RouteLog(new Logger('RateLimitGuard'));
 
   constructor(
     @Inject(RateLimiterService) private readonly limiter: RateLimiterService,
@@ -36,7 +31,13 @@ export class RateLimitGuard implements CanActivate {
 
     const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
     if (plan === null) return true;
-    const stack = await Promise.all(plan.limits.map(async (limit) => stackFor(limit, await this.keyOf(limit, ctx), this.costOf(limit, plan, ctx))));
+    let stack: StackedLimit[];
+    try {
+      stack = await Promise.all(plan.limits.map((limit) => this.resolve(limit, ctx)));
+    } catch (error) {
+      // the first failure of the stack answers the request, and is the one logged
+      throw this.log.failure(plan.route, error);
+    }
 
     let result;
     try {
@@ -54,25 +55,8 @@ export class RateLimitGuard implements CanActivate {
     return true;
   }
 
-  private async keyOf(limit: PlannedLimit, ctx: ExecutionContext): Promise<string> {
-    const key = await (limit.key ?? this.redis.options.tracker)(ctx);
-    if (typeof key !== 'string' || key.length === 0) {
-      // an absent key would pool every such request into one counter: refuse to guess
-      throw this.misconfigured(`key resolved to ${JSON.stringify(key)}, not a non-empty string`, ctx);
-    }
-    return key;
-  }
-
-  private costOf(limit: PlannedLimit, plan: RoutePlan, ctx: ExecutionContext): number {
-    const cost = typeof limit.cost === 'function' ? limit.cost(ctx) : limit.cost;
-    if (!Number.isSafeInteger(cost) || cost <= 0 || cost > limit.spec.limit) {
-      throw this.misconfigured(`cost resolved to ${cost}; it must be a positive integer <= ${limit.spec.limit}`, ctx, plan.route);
-    }
-    return cost;
-  }
-
-  private misconfigured(problem: string, ctx: ExecutionContext, route = `${ctx.getClass().name}.${ctx.getHandler().name}`) {
-    this.logger.error(`${route}: ${problem}`);
-    return new InternalServerErrorException();
+  private async resolve(limit: PlannedLimit, ctx: ExecutionContext): Promise<StackedLimit> {
+    const key = await resolveKey('key', limit.key ?? this.redis.options.tracker, ctx);
+    return stackFor(limit, key, resolveCost(limit.cost, limit.spec.limit, ctx));
   }
 }

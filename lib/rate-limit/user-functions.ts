@@ -1,0 +1,49 @@
+import { HttpException, type ExecutionContext } from '@nestjs/common';
+import { describeValue } from '../redis/keys.js';
+import type { KeyResolver } from '../redis-limit.options.js';
+import type { CostResolver } from './rate-limit.metadata.js';
+
+/** A `key`, `cost` or `owner` function that threw (anything but an HttpException) or gave an
+ * unusable value: a programming error, answered with 500. */
+export class UserFunctionError extends Error {
+  constructor(message: string, options?: { cause: unknown }) {
+    super(message, options);
+    this.name = 'UserFunctionError';
+  }
+}
+
+/** What a user function's throw becomes: an HttpException is the answer as it is. */
+function thrown(what: string, error: unknown): unknown {
+  if (error instanceof HttpException) return error;
+  const reason = error instanceof Error ? `${error.name}: ${error.message}` : describeValue(error);
+  return new UserFunctionError(`${what} threw ${reason}`, { cause: error });
+}
+
+/** A request's key or owner: a non-empty string (an empty one would pool every such request into
+ * one counter: refuse to guess). */
+export async function resolveKey(what: 'key' | 'owner', resolver: KeyResolver, ctx: ExecutionContext): Promise<string> {
+  let key: unknown;
+  try {
+    key = await resolver(ctx);
+  } catch (error) {
+    throw thrown(what, error);
+  }
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new UserFunctionError(`${what} resolved to ${JSON.stringify(key)}, not a non-empty string`);
+  }
+  return key;
+}
+
+/** A request's permits: a positive integer no larger than `limit` (`cost` is synchronous). */
+export function resolveCost(cost: CostResolver, limit: number, ctx: ExecutionContext): number {
+  let permits: unknown;
+  try {
+    permits = typeof cost === 'function' ? cost(ctx) : cost;
+  } catch (error) {
+    throw thrown('cost', error);
+  }
+  if (typeof permits !== 'number' || !Number.isSafeInteger(permits) || permits <= 0 || permits > limit) {
+    throw new UserFunctionError(`cost resolved to ${describeValue(permits)}; it must be a positive integer <= ${limit}`);
+  }
+  return permits;
+}
