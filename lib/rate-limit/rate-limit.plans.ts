@@ -63,7 +63,7 @@ function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode
   if (entries.length === 0) return null;
 
   try {
-    const limits = entries.map((entry, i) => plan(entry, scope, i));
+    const limits = uniquePolicyNames(entries.map((entry, i) => plan(entry, scope, i)));
     assertOwnCounters(limits, entries);
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
@@ -97,6 +97,24 @@ function assertOwnCounters(limits: PlannedLimit[], entries: LimitEntry[]): void 
 }
 
 const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
+
+// A RateLimit header names the policy it describes, so a route's policy names must differ: names
+// that clash get the algorithm, then the window, then their position appended, until none does.
+const NAME_SUFFIXES: ((limit: PlannedLimit, index: number) => string)[] = [
+  (limit) => KIND_NAMES[limit.spec.kind],
+  (limit) => `${limit.spec.windowMs}ms`,
+  (_limit, index) => `#${index + 1}`,
+];
+
+function uniquePolicyNames(limits: PlannedLimit[]): PlannedLimit[] {
+  for (const suffix of NAME_SUFFIXES) {
+    const names = limits.map((limit) => limit.policyName);
+    const clashes = (name: string) => names.indexOf(name) !== names.lastIndexOf(name);
+    if (!names.some(clashes)) break;
+    limits = limits.map((limit, i) => (clashes(limit.policyName) ? { ...limit, policyName: `${limit.policyName}-${suffix(limit, i)}` } : limit));
+  }
+  return limits;
+}
 
 function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimit {
   const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
