@@ -113,7 +113,7 @@ async function main(): Promise<void> {
         (reply: Reply) => {
           const replied = now();
           if (name === 'queueAck') {
-            report.acks.push({ sent, replied, n: args.length });
+            report.acks.push({ sent, replied, n: args.length / 2 }); // (id, attempt) pairs
           } else {
             const r = reply as Reply[];
             const index = report.claims.push({ sent, replied, n: (r.length - 2) / 4 }) - 1;

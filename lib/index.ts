@@ -26,6 +26,7 @@ export type {
   DelayedHandler,
   DelayedMessage,
   DelayQueueConsumer,
+  DelayQueueOptions,
   EnqueueOptions,
   QueueSize,
   RescheduleOptions,

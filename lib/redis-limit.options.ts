@@ -1,5 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
+import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
 import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
 
 export type FailMode = 'closed' | 'open';
@@ -30,6 +32,8 @@ export interface RedisLimitModuleOptions {
   tracker?: KeyResolver;
   /** ExpiringHashService: how fields expire and how the background sweep runs. */
   expiringHash?: ExpiringHashOptions;
+  /** DelayQueueService: how much of each queue's dead set is kept. */
+  delayQueue?: DelayQueueOptions;
   /** Registers the module globally. Default true. */
   isGlobal?: boolean;
 }
@@ -56,6 +60,7 @@ export interface ResolvedOptions {
   headers: HeadersMode;
   tracker: KeyResolver;
   expiringHash: Required<ExpiringHashOptions>;
+  delayQueue: Required<DelayQueueOptions>;
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
@@ -85,7 +90,8 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
     throw new TypeError('RedisLimitModule: tracker must be a function (ctx) => string');
   }
   const expiringHash = resolveExpiringHash(options.expiringHash);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, expiringHash };
+  const delayQueue = resolveDelayQueueOptions(options.delayQueue);
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, expiringHash, delayQueue };
 }
 
 function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<ExpiringHashOptions> {

@@ -3,7 +3,9 @@ import { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import { describeValue, numberError } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
-import type { ConsumeOptions, DelayedHandler, DelayedMessage, DelayQueueConsumer } from './delay-queue.types.js';
+import { retryDelayMs } from './backoff.js';
+import type { ConsumeOptions, DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
+import { LeaseRenewer, type Lease } from './lease-renewer.js';
 
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
 const MAX_BATCH = 200;
@@ -12,11 +14,9 @@ const MAX_BATCH = 200;
 const IDLE_CHECK_MS = 5000;
 /** After a Redis failure, try again after this long. */
 const RETRY_MS = 500;
-
-interface PendingAck {
-  id: string;
-  leasedUntil: number;
-}
+/** Dead messages one death deletes at most (past retention or maxDead), so its script stays
+ * short; the rest go with later deaths. */
+const DEAD_TRIM_BATCH = 1000;
 
 export interface ConsumerDeps {
   redis: RedisConnection;
@@ -24,6 +24,8 @@ export interface ConsumerDeps {
   keys: string[];
   handler: DelayedHandler;
   options: Required<ConsumeOptions>;
+  /** What the dead set keeps (module option `delayQueue`). */
+  dead: Required<DelayQueueOptions>;
   onStop: (consumer: Consumer) => void;
 }
 
@@ -45,8 +47,10 @@ export class Consumer implements DelayQueueConsumer {
   private again = false;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Handled messages to acknowledge, each with the local time its lease runs out. */
-  private acks: PendingAck[] = [];
+  /** Every message this consumer holds, renewed until its outcome is recorded. */
+  private readonly leases: LeaseRenewer;
+  /** Handled messages to acknowledge. */
+  private acks: Lease[] = [];
   private ackRetry: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   /** server clock − local clock, in ms, from the last claim. */
@@ -54,6 +58,8 @@ export class Consumer implements DelayQueueConsumer {
 
   constructor(private readonly deps: ConsumerDeps) {
     this.logger = new Logger(`DelayQueue:${deps.queue}`);
+    const { redis, keys, options } = deps;
+    this.leases = new LeaseRenewer({ redis, keys, visibilityTimeoutMs: options.visibilityTimeoutMs, logger: this.logger });
   }
 
   start(): void {
@@ -90,8 +96,9 @@ export class Consumer implements DelayQueueConsumer {
     this.deps.onStop(this);
     await Promise.race([Promise.allSettled([...this.inFlight]), sleep(timeoutMs, undefined, { ref: false })]);
     await this.flushAcks();
-    // a stopped consumer retries no more: its connection is about to close
+    // a stopped consumer retries and renews no more: its connection is about to close
     clearTimeout(this.ackRetry);
+    this.leases.stop();
     if (this.acks.length > 0) this.logger.warn(`stopped with ${this.acks.length} message(s) unacknowledged; they will be delivered again`);
   }
 
@@ -153,25 +160,28 @@ export class Consumer implements DelayQueueConsumer {
   /** Starts the handlers of a claim's messages; returns how many there were. */
   private handle(reply: (string | number)[], leasedUntil: number): number {
     for (let i = 2; i < reply.length; i += 4) {
-      this.run(
-        {
-          id: String(reply[i]),
-          queue: this.deps.queue,
-          payload: JSON.parse(String(reply[i + 1])) as unknown,
-          runAt: Number(reply[i + 2]),
-          attempt: Number(reply[i + 3]),
-        },
-        leasedUntil,
-      );
+      const id = String(reply[i]);
+      const attempt = Number(reply[i + 3]);
+      const held = this.leases.get(id);
+      if (held) {
+        // its lease ran out (a renewal came late) and our own claim took it back: the handler
+        // still running here settles the new attempt, rather than a second one beside it
+        held.attempt = attempt;
+        held.leasedUntil = leasedUntil;
+        continue;
+      }
+      const message = { id, queue: this.deps.queue, payload: JSON.parse(String(reply[i + 1])) as unknown, runAt: Number(reply[i + 2]), attempt };
+      this.run(message, { id, attempt, leasedUntil });
     }
     return (reply.length - 2) / 4;
   }
 
-  private run(message: DelayedMessage, leasedUntil: number): void {
+  private run(message: DelayedMessage, lease: Lease): void {
     const { options } = this.deps;
+    this.leases.hold(lease);
     if (message.attempt > options.maxAttempts) {
       // delivered more often than allowed without an answer: its handler keeps dying
-      void this.fail(message, new Error('the consumer died or timed out on every attempt'), true);
+      void this.fail(message, lease, new Error('the consumer died or timed out on every attempt'));
       return;
     }
     const { events } = this.deps.redis;
@@ -181,9 +191,9 @@ export class Consumer implements DelayQueueConsumer {
       try {
         await this.deps.handler(message);
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
-        this.ack({ id: message.id, leasedUntil });
+        this.ack(lease);
       } catch (error) {
-        await this.fail(message, error, message.attempt >= options.maxAttempts);
+        await this.fail(message, lease, error);
       }
     })().finally(() => {
       this.inFlight.delete(running);
@@ -193,8 +203,8 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Acks go out in one call per turn of the event loop. */
-  private ack(pending: PendingAck): void {
-    this.acks.push(pending);
+  private ack(lease: Lease): void {
+    this.acks.push(lease);
     if (this.acks.length === 1 && this.ackRetry === undefined) setImmediate(() => void this.flushAcks());
   }
 
@@ -205,11 +215,21 @@ export class Consumer implements DelayQueueConsumer {
     if (this.acks.length === 0) return;
     const batch = this.acks;
     this.acks = [];
-    this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, batch.map((a) => a.id)).then(
-      () => undefined,
+    const attempts = batch.map((lease) => lease.attempt);
+    const args = batch.flatMap((lease, i) => [lease.id, attempts[i]!]);
+    this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, args).then(
+      () => this.acked(batch, attempts),
       (error: unknown) => this.ackFailed(batch, error as Error),
     );
     await this.flushing;
+  }
+
+  /** Acknowledged, or refused to a stale attempt; one claimed again by this consumer meanwhile
+   * (our claim ran before the ack) is acknowledged again, as the attempt it now is. */
+  private acked(batch: Lease[], attempts: number[]): void {
+    const again = batch.filter((lease, i) => lease.attempt !== attempts[i] && this.leases.get(lease.id) === lease);
+    for (const lease of batch) if (!again.includes(lease)) this.leases.release(lease);
+    again.forEach((lease) => this.ack(lease));
   }
 
   /**
@@ -217,10 +237,11 @@ export class Consumer implements DelayQueueConsumer {
    * a failed ack (Redis paused, restarting, the connection killed) is retried while the lease
    * lasts. Past it, another consumer may hold the message, or a new one may have taken its id.
    */
-  private ackFailed(batch: PendingAck[], error: Error): void {
+  private ackFailed(batch: Lease[], error: Error): void {
     const now = Date.now();
     const live = batch.filter((a) => a.leasedUntil > now + RETRY_MS);
     const given = batch.length - live.length;
+    batch.filter((a) => !live.includes(a)).forEach((a) => this.leases.release(a));
     if (given > 0) {
       this.logger.warn(`could not acknowledge ${given} message(s) before their lease ran out (${error.message}); they will be delivered again`);
     }
@@ -229,19 +250,30 @@ export class Consumer implements DelayQueueConsumer {
     this.ackRetry ??= setTimeout(() => void this.flushAcks(), RETRY_MS).unref();
   }
 
-  private async fail(message: DelayedMessage, error: unknown, dead: boolean): Promise<void> {
-    const { options, redis, keys } = this.deps;
+  /** Records a failure: a retry after the backoff, or death once the last attempt has failed. */
+  private async fail(message: DelayedMessage, lease: Lease, error: unknown): Promise<void> {
+    const { options, dead, redis, keys } = this.deps;
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    const backoff = dead ? -1 : options.backoffMs * 2 ** (message.attempt - 1);
+    const { id, queue } = message;
     try {
-      const dueAgain = Number(await redis.scripts.run('queueFail', keys, ['', message.id, backoff, text, message.attempt]));
+      let dueAgain: number;
+      let attempt: number;
+      do {
+        attempt = lease.attempt;
+        const backoff = attempt >= options.maxAttempts ? -1 : retryDelayMs(attempt, options);
+        const args = ['', id, backoff, text, attempt, dead.deadRetentionMs, dead.maxDead, DEAD_TRIM_BATCH];
+        dueAgain = Number(await redis.scripts.run('queueFail', keys, args));
+        // -2: that attempt no longer holds the message; unless our own claim took it back
+        // meanwhile (then this failure is the new attempt's), nothing to record or report
+      } while (dueAgain === -2 && lease.attempt !== attempt && this.leases.get(id) === lease);
       if (dueAgain >= 0) this.planWake(dueAgain);
-      // -2: that attempt no longer held the message (its lease ran out); nothing to report
-      const { id, queue, attempt } = message;
       if (dueAgain === -1) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
       else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
     } catch (failure) {
       this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);
+    } finally {
+      // recorded, refused, or lost to an outage: either way it comes back without us
+      this.leases.release(lease);
     }
   }
 }

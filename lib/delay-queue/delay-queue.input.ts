@@ -1,5 +1,5 @@
 import { assertKey, assertWellFormed, describeValue, numberError } from '../redis/keys.js';
-import type { ConsumeOptions, EnqueueOptions } from './delay-queue.types.js';
+import type { ConsumeOptions, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
 
 /**
  * The payload as JSON, checked to come back equal: plain objects, arrays, strings, finite
@@ -73,6 +73,7 @@ export const CONSUME_DEFAULTS: Required<ConsumeOptions> = {
   visibilityTimeoutMs: 30_000,
   maxAttempts: 3,
   backoffMs: 1000,
+  maxBackoffMs: 3_600_000,
 };
 
 /**
@@ -81,18 +82,33 @@ export const CONSUME_DEFAULTS: Required<ConsumeOptions> = {
  * misspelt `maxAttempt` would otherwise be ignored without a word.
  */
 export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Required<ConsumeOptions> {
+  return resolveIntegers(opts, CONSUME_DEFAULTS, { backoffMs: 0, maxBackoffMs: 0 }, at);
+}
+
+export const DELAY_QUEUE_DEFAULTS: Required<DelayQueueOptions> = {
+  deadRetentionMs: 7 * 24 * 3_600_000,
+  maxDead: 10_000,
+};
+
+/** The module option `delayQueue`, checked like the consume options. */
+export function resolveDelayQueueOptions(opts: unknown = {}): Required<DelayQueueOptions> {
+  return resolveIntegers(opts, DELAY_QUEUE_DEFAULTS, { maxDead: 0 }, 'RedisLimitModule: delayQueue');
+}
+
+/** Options that are all safe integers, >= 1 unless `min` says otherwise. */
+function resolveIntegers<T extends Record<string, number>>(opts: unknown, defaults: T, min: Partial<T>, at: string): T {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
-  const resolved = { ...CONSUME_DEFAULTS };
+  const resolved: Record<string, number> = { ...defaults };
   for (const [name, value] of Object.entries(opts)) {
-    if (!Object.hasOwn(CONSUME_DEFAULTS, name)) {
-      throw new TypeError(`${at}.${name} is not an option (${Object.keys(CONSUME_DEFAULTS).join(', ')})`);
+    if (!Object.hasOwn(defaults, name)) {
+      throw new TypeError(`${at}.${name} is not an option (${Object.keys(defaults).join(', ')})`);
     }
     if (value === undefined) continue;
-    const min = name === 'backoffMs' ? 0 : 1;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-      throw new (numberError(value))(`${at}.${name} must be an integer >= ${min}, got ${describeValue(value)}`);
+    const least = min[name] ?? 1;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least) {
+      throw new (numberError(value))(`${at}.${name} must be an integer >= ${least}, got ${describeValue(value)}`);
     }
-    resolved[name as keyof ConsumeOptions] = value;
+    resolved[name] = value;
   }
-  return resolved;
+  return resolved as T;
 }

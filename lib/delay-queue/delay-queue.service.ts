@@ -79,6 +79,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       keys: this.keys(queue),
       handler: handler as DelayedHandler,
       options,
+      dead: this.redis.options.delayQueue,
       onStop: (stopped) => this.forget(queue, stopped),
     });
     const consumers = this.consumers.get(queue) ?? new Set();

@@ -26,13 +26,23 @@ export interface RescheduleOptions {
 export interface ConsumeOptions {
   /** Handlers running at once in this consumer. Default 10. */
   concurrency?: number;
-  /** ms a claimed message stays invisible to other consumers; unacknowledged by then (its
-   * consumer died), it is delivered again. Default 30_000. */
+  /** ms a claimed message's lease lasts; renewed while its handler runs, so it bounds how long a
+   * consumer that died keeps a message (then it is delivered again). Default 30_000. */
   visibilityTimeoutMs?: number;
   /** Deliveries before a failing message moves to the dead set. Default 3. */
   maxAttempts?: number;
   /** ms before the first retry, doubled for each further one. Default 1000. */
   backoffMs?: number;
+  /** ms a retry waits at most, however often the delay has doubled. Default 3_600_000. */
+  maxBackoffMs?: number;
+}
+
+/** Module option `delayQueue`: how much of each queue's dead set is kept. */
+export interface DelayQueueOptions {
+  /** ms a dead message is kept; older ones are deleted as later ones die. Default 7 days. */
+  deadRetentionMs?: number;
+  /** Dead messages kept per queue, the newest; older ones are deleted as later ones die. Default 10_000. */
+  maxDead?: number;
 }
 
 export interface QueueSize {

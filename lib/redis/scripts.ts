@@ -24,6 +24,7 @@ export const SCRIPT_FILES = {
   queueClaim: 'delay-queue/claim.lua',
   queueAck: 'delay-queue/ack.lua',
   queueFail: 'delay-queue/fail.lua',
+  queueRenew: 'delay-queue/renew.lua',
   queueCancel: 'delay-queue/cancel.lua',
   queueReschedule: 'delay-queue/reschedule.lua',
   queueSize: 'delay-queue/size.lua',

@@ -3,13 +3,17 @@
 -- KEYS[2]  in flight
 -- KEYS[3]  dead (unused)
 -- KEYS[4]  data
--- ARGV[1..] ids
--- Returns  how many were still in flight (an expired lease may have been handed on meanwhile)
+-- ARGV[1..] pairs: an id, then the attempt that handled it (1 on first delivery)
+-- Returns  how many were acknowledged; an attempt that no longer holds its message (the lease ran
+--          out and a claim handed it on) changes nothing
+--- @include "lease.lua"
+
 local rcall = redis.call
 local acked = 0
-for i = 1, #ARGV do
+for i = 1, #ARGV, 2 do
   local id = ARGV[i]
-  if rcall('ZREM', KEYS[2], id) == 1 then
+  if holds_lease(KEYS[2], KEYS[4], id, ARGV[i + 1]) then
+    rcall('ZREM', KEYS[2], id)
     rcall('HDEL', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
     acked = acked + 1
   end

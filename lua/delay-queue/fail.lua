@@ -1,7 +1,8 @@
--- A handler failed: schedule the message again after a backoff, or move it to the dead set.
+-- A handler failed: schedule the message again after a backoff, or move it to the dead set and
+-- trim that set to what is kept.
 -- KEYS[1]  scheduled
 -- KEYS[2]  in flight
--- KEYS[3]  dead
+-- KEYS[3]  dead (zset: id -> ms it died)
 -- KEYS[4]  data
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  id
@@ -9,20 +10,38 @@
 -- ARGV[4]  the error, as text
 -- ARGV[5]  the attempt that failed: a stale failure (its lease expired and the message was
 --          handed on) must not touch the delivery now in flight
+-- ARGV[6]  dead retention in ms: a death deletes dead messages that died longer ago than this
+-- ARGV[7]  dead messages kept at most (the newest)
+-- ARGV[8]  dead messages deleted at most per call, so one call stays short (the rest go with
+--          later deaths)
 -- Returns  when the message is due again (ms); -1 when it died; -2 when that attempt no longer
 --          holds the message
 --- @include "../includes/server-time.lua"
+--- @include "lease.lua"
 
 local rcall = redis.call
 local id = ARGV[2]
-if not rcall('ZSCORE', KEYS[2], id) or rcall('HGET', KEYS[4], 'a:' .. id) ~= ARGV[5] then return -2 end
+if not holds_lease(KEYS[2], KEYS[4], id, ARGV[5]) then return -2 end
 rcall('ZREM', KEYS[2], id)
 local now = now_ms(ARGV[1])
 rcall('HSET', KEYS[4], 'e:' .. id, ARGV[4])
 local backoff = tonumber(ARGV[3])
-if backoff < 0 then
-  rcall('ZADD', KEYS[3], now, id)
-  return -1
+if backoff >= 0 then
+  rcall('ZADD', KEYS[1], now + backoff, id)
+  return now + backoff
 end
-rcall('ZADD', KEYS[1], now + backoff, id)
-return now + backoff
+
+rcall('ZADD', KEYS[3], now, id)
+-- the oldest go: those past retention, and those beyond the newest ARGV[7] (both a prefix of
+-- the set's order)
+local budget = tonumber(ARGV[8])
+local aged = rcall('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. int(now - tonumber(ARGV[6])), 'LIMIT', 0, budget)
+local excess = rcall('ZCARD', KEYS[3]) - tonumber(ARGV[7])
+local doomed = aged
+if excess > #aged and budget > 0 then doomed = rcall('ZRANGE', KEYS[3], 0, math.min(excess, budget) - 1) end
+for i = 1, #doomed do
+  local gone = doomed[i]
+  rcall('ZREM', KEYS[3], gone)
+  rcall('HDEL', KEYS[4], 'p:' .. gone, 'a:' .. gone, 'e:' .. gone)
+end
+return -1

@@ -6,14 +6,17 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 
 // The DelayQueue scripts against a state machine, at explicit times (the scripts' test hook):
 // each id is scheduled (runAt), in flight (lease deadline, attempt), dead, or gone. Random
-// enqueues, claims, acks, fails (sometimes stale), cancels, reschedules and clock steps on a small
-// pool of ids, so duplicates, redeliveries and ties happen. Every reply and, after every step,
-// the sizes must agree; at the end of a run the sets and the data hash must be exactly the model.
+// enqueues, claims, acks, lease renewals, fails (acks, renewals and fails sometimes from a stale
+// attempt), cancels, reschedules and clock steps on a small pool of ids, so duplicates,
+// redeliveries and ties happen; deaths trim the dead set by age and count. Every reply and, after
+// every step, the sizes must agree; at the end of a run the sets and the data hash must be
+// exactly the model.
 //
 // Ties: claims order due messages by time, then by id bytewise (the sorted sets' order, which
 // also decides which of several equal-time messages a limited claim takes). Leases run out
-// lazily: a message past its deadline is still in flight, and can be acked or failed, until a
-// claim hands it on.
+// lazily: a message past its deadline is still in flight, and can be acked, renewed or failed,
+// until a claim hands it on. An ack, renewal or failure names the attempt it comes from and
+// changes nothing unless that is the message's latest delivery.
 
 type Where = 'scheduled' | 'inFlight' | 'dead';
 
@@ -61,17 +64,37 @@ class QueueModel {
     return [now, next.length > 0 ? Math.min(...next) : -1, ...claimed];
   }
 
-  ack(ids: string[]): number {
-    return ids.filter((id) => this.messages.get(id)?.where === 'inFlight' && this.messages.delete(id)).length;
+  private holds(id: string, attempt: number): boolean {
+    const m = this.messages.get(id);
+    return m?.where === 'inFlight' && m.attempts === attempt;
   }
 
-  fail(now: number, id: string, backoffMs: number, error: string, attempt: number): number {
+  ack(pairs: [string, number][]): number {
+    return pairs.filter(([id, attempt]) => this.holds(id, attempt) && this.messages.delete(id)).length;
+  }
+
+  renew(now: number, visibilityMs: number, pairs: [string, number][]): string[] {
+    const lost: string[] = [];
+    for (const [id, attempt] of pairs) {
+      if (this.holds(id, attempt)) this.messages.get(id)!.at = now + visibilityMs;
+      else lost.push(id);
+    }
+    return lost;
+  }
+
+  fail(now: number, id: string, backoffMs: number, error: string, attempt: number, trim: Trim): number {
     const m = this.messages.get(id);
-    if (m?.where !== 'inFlight' || m.attempts !== attempt) return -2;
+    if (!m || !this.holds(id, attempt)) return -2;
     m.error = error;
     if (backoffMs < 0) {
       m.where = 'dead';
       m.at = now;
+      // the oldest go: past retention, and beyond the newest maxDead; at most `batch` of them
+      const dead = this.ordered('dead');
+      const aged = Math.min(dead.filter(([, d]) => d.at < now - trim.retentionMs).length, trim.batch);
+      const excess = dead.length - trim.maxDead;
+      const doomed = excess > aged ? Math.min(excess, trim.batch) : aged;
+      for (const [gone] of dead.slice(0, doomed)) this.messages.delete(gone);
       return -1;
     }
     m.where = 'scheduled';
@@ -99,12 +122,24 @@ class QueueModel {
 /** A runAt `at` ms from now (may be past), or a delay: the two forms the scripts take. */
 type When = { at: number } | { delayMs: number };
 
+/** What a death trims: fail.lua's ARGV[6..8]. */
+interface Trim {
+  retentionMs: number;
+  maxDead: number;
+  batch: number;
+}
+
+/** An id, and the attempt an ack or renewal names (null: its latest delivery, when it has one). */
+type Held = { id: number; attempt: number | null };
+
 type Op =
   | { kind: 'enqueue'; id: number; when: When }
   | { kind: 'claim'; limit: number; visibilityMs: number }
-  | { kind: 'ack'; ids: number[] }
-  /** attempt null: the one in flight (when there is one) */
-  | { kind: 'fail'; id: number; backoffMs: number; attempt: number | null }
+  | { kind: 'ack'; held: Held[] }
+  | { kind: 'renew'; held: Held[]; visibilityMs: number }
+  /** id null: one in flight (when there is one) as its latest attempt, so deaths are common;
+   * attempt null: the latest */
+  | { kind: 'fail'; id: number | null; backoffMs: number; attempt: number | null; trim: Trim }
   | { kind: 'cancel'; id: number }
   | { kind: 'reschedule'; id: number; when: When }
   | { kind: 'advance'; ms: number };
@@ -112,6 +147,7 @@ type Op =
 // ids whose bytewise order is not their length order, to pin down how ties are broken
 const IDS = ['a', 'b', 'c', 'aa', 'ab', 'b1', 'm10', 'm9'];
 const id = fc.integer({ min: 0, max: IDS.length - 1 });
+const heldList = fc.array(fc.record({ id, attempt: fc.option(fc.integer({ min: 1, max: 4 })) }), { minLength: 1, maxLength: 3 });
 const when: fc.Arbitrary<When> = fc.oneof(
   // a few fixed offsets so equal runAts (ties) are common
   fc.record({ at: fc.oneof(fc.constantFrom(0, 20, 100), fc.integer({ min: -50, max: 300 })) }),
@@ -127,21 +163,35 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), ids: fc.array(id, { minLength: 1, maxLength: 3 }) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), held: heldList }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('renew' as const), held: heldList, visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })) }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('fail' as const),
-      id,
-      backoffMs: fc.oneof(fc.constant(-1), fc.constant(0), fc.integer({ min: 0, max: 300 })),
+      id: fc.option(id, { freq: 2 }),
+      // deaths often, so the dead set fills and is trimmed
+      backoffMs: fc.oneof({ weight: 3, arbitrary: fc.constant(-1) }, fc.constant(0), fc.integer({ min: 0, max: 300 })),
       attempt: fc.option(fc.integer({ min: 1, max: 4 })),
+      trim: fc.record({
+        // steps of 20 and 100 ms are common (see `advance`): so are deaths exactly at the cutoff
+        retentionMs: fc.oneof(fc.constantFrom(20, 100, 120), fc.integer({ min: 1, max: 500 }), fc.constant(7 * 24 * 3_600_000)),
+        maxDead: fc.integer({ min: 0, max: 4 }),
+        batch: fc.integer({ min: 1, max: 3 }),
+      }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), id }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('reschedule' as const), id, when }) },
   {
     weight: 5,
-    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 5_000 })) }),
+    arbitrary: fc.record({
+      kind: fc.constant('advance' as const),
+      ms: fc.oneof(fc.constantFrom(0, 20, 100), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 5_000 })),
+    }),
   },
 );
 
@@ -168,6 +218,9 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
         const model = new QueueModel();
         const runAt = (w: When) => ('at' in w ? now + w.at : now + w.delayMs);
         const timeArgs = (w: When) => ('at' in w ? [now + w.at, 0] : ['', w.delayMs]);
+        // the attempt named: as given (maybe stale), or the latest delivery (maybe none yet: 1)
+        const attemptOf = (target: string, given: number | null) => given ?? Math.max(1, model.messages.get(target)?.attempts ?? 1);
+        const pairs = (held: Held[]) => held.map(({ id: i, attempt }): [string, number] => [IDS[i]!, attemptOf(IDS[i]!, attempt)]);
 
         for (const [step, o] of ops.entries()) {
           if (o.kind === 'advance') {
@@ -179,13 +232,19 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           } else if (o.kind === 'claim') {
             expect(await call('queueClaim', [now, o.limit, o.visibilityMs])).toEqual(model.claim(now, o.limit, o.visibilityMs));
           } else if (o.kind === 'ack') {
-            const ids = o.ids.map((i) => IDS[i]!);
-            expect(await call('queueAck', ids)).toBe(model.ack(ids));
+            const held = pairs(o.held);
+            expect(await call('queueAck', held.flat())).toBe(model.ack(held));
+          } else if (o.kind === 'renew') {
+            const held = pairs(o.held);
+            expect(await call('queueRenew', [now, o.visibilityMs, ...held.flat()])).toEqual(model.renew(now, o.visibilityMs, held));
           } else if (o.kind === 'fail') {
-            const target = IDS[o.id]!;
-            const attempt = o.attempt ?? Math.max(1, model.messages.get(target)?.attempts ?? 1);
+            const inFlight = [...model.messages].find(([, m]) => m.where === 'inFlight')?.[0];
+            const target = o.id === null ? (inFlight ?? IDS[0]!) : IDS[o.id]!;
+            const attempt = attemptOf(target, o.id === null ? null : o.attempt);
             const error = `Error: step ${step}`;
-            expect(await call('queueFail', [now, target, o.backoffMs, error, attempt])).toBe(model.fail(now, target, o.backoffMs, error, attempt));
+            const { retentionMs, maxDead, batch } = o.trim;
+            const reply = await call('queueFail', [now, target, o.backoffMs, error, attempt, retentionMs, maxDead, batch]);
+            expect(reply).toBe(model.fail(now, target, o.backoffMs, error, attempt, o.trim));
           } else if (o.kind === 'cancel') {
             expect(await call('queueCancel', [IDS[o.id]!])).toBe(model.cancel(IDS[o.id]!));
           } else {

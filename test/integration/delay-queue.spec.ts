@@ -7,6 +7,7 @@ import {
   RedisLimitModule,
   type DelayedMessage,
 } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
@@ -228,32 +229,35 @@ describe('DelayQueueService under contention', () => {
     expect(await queue().size('slow-claim')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
   });
 
-  it("a failure reported after the lease expired does not touch the consumer that now holds the message", async () => {
-    const outcomes: string[] = [];
+  it("a failure reported after the lease was handed on does not touch the attempt that now holds the message", async () => {
+    const q = 'contended';
+    const keys = ['dqs', 'dqf', 'dqd', 'dqm'].map((kind) => `${ctx.app.prefix}${kind}:{${q}}`);
+    const scripts = ctx.app.moduleRef.get(RedisConnection).scripts;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const attempts: number[] = [];
+    // a lease long enough that no renewal happens during this test
     const first = queue().consume(
-      'contended',
+      q,
       async (message) => {
-        outcomes.push(`first:${message.attempt}`);
-        await sleep(600);
+        attempts.push(message.attempt);
+        await gate;
         throw new Error('too late to matter');
       },
-      { visibilityTimeoutMs: 200, concurrency: 1, backoffMs: 10 },
+      { visibilityTimeoutMs: 60_000, backoffMs: 10 },
     );
-    await queue().enqueue('contended', 'x', { id: 'x' });
-    while (outcomes.length === 0) await sleep(10);
-    const second = queue().consume('contended', async (message) => {
-      outcomes.push(`second:${message.attempt}`);
-      await sleep(900);
-    });
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const size = await queue().size('contended');
-      if (size.scheduled + size.inFlight + size.dead === 0) break;
-      await sleep(20);
-    }
-    await Promise.all([first.stop(), second.stop()]);
-    expect(outcomes).toEqual(['first:1', 'second:2']);
-    expect(await queue().size('contended')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+    await queue().enqueue(q, 'x', { id: 'x' });
+    while (attempts.length === 0) await sleep(10);
+    // a consumer whose clock reads a minute later (the scripts' test hook) finds the lease run out
+    const [now] = (await scripts.run('queueClaim', keys, ['', 1, 1])) as number[];
+    const taken = (await scripts.run('queueClaim', keys, [now! + 61_000, 10, 60_000])) as (string | number)[];
+    expect(taken.slice(2)).toEqual(['x', '"x"', expect.any(Number), 2]);
+    release();
+    await first.stop();
+    expect(attempts).toEqual([1]);
+    expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 1, dead: 0 });
+    expect(await ctx.app.raw.hget(keys[3]!, 'e:x')).toBeNull();
+    expect(await ctx.app.raw.hget(keys[3]!, 'a:x')).toBe('2');
   });
 });
 

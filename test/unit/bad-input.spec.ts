@@ -69,7 +69,15 @@ describe('bad input, no server needed', () => {
     ['delayMs null', () => resolveWhen({ delayMs: null as never }, 'opts'), TypeError, /^opts\.delayMs must be a whole number of ms >= 0, got null/],
     ['queue name with a lone surrogate', () => assertName(LONE, 'queue'), TypeError, /^queue must be well-formed Unicode/],
     ['queue name of 1,025 bytes', () => assertName('é'.repeat(512) + 'x', 'queue'), RangeError, /^queue must be at most 1024 bytes, got 1025/],
-    ['consume: an unknown option', () => resolveConsumeOptions({ concurency: 2 }), TypeError, /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs\)/],
+    ['consume: an unknown option', () => resolveConsumeOptions({ concurency: 2 }), TypeError, /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs, maxBackoffMs\)/],
+    ['consume: maxBackoffMs -1', () => resolveConsumeOptions({ maxBackoffMs: -1 }), RangeError, /^opts\.maxBackoffMs must be an integer >= 0, got -1/],
+    ['consume: maxBackoffMs Infinity', () => resolveConsumeOptions({ maxBackoffMs: Infinity }), RangeError, /^opts\.maxBackoffMs must be an integer >= 0/],
+    ['consume: maxBackoffMs a string', () => resolveConsumeOptions({ maxBackoffMs: '1000' }), TypeError, /^opts\.maxBackoffMs must be an integer >= 0, got "1000"/],
+    ['delayQueue null', () => resolveOptions({ delayQueue: null as never }), TypeError, /^RedisLimitModule: delayQueue must be an object, got null/],
+    ['delayQueue.maxDead -1', () => resolveOptions({ delayQueue: { maxDead: -1 } }), RangeError, /^RedisLimitModule: delayQueue\.maxDead must be an integer >= 0, got -1/],
+    ['delayQueue.deadRetentionMs 0', () => resolveOptions({ delayQueue: { deadRetentionMs: 0 } }), RangeError, /^RedisLimitModule: delayQueue\.deadRetentionMs must be an integer >= 1, got 0/],
+    ['delayQueue.deadRetentionMs a string', () => resolveOptions({ delayQueue: { deadRetentionMs: '1' as never } }), TypeError, /^RedisLimitModule: delayQueue\.deadRetentionMs/],
+    ['delayQueue: an unknown option', () => resolveOptions({ delayQueue: { maxdead: 5 } as never }), TypeError, /^RedisLimitModule: delayQueue\.maxdead is not an option \(deadRetentionMs, maxDead\)/],
     ['consume: maxAttempts null', () => resolveConsumeOptions({ maxAttempts: null }), TypeError, /^opts\.maxAttempts must be an integer >= 1, got null/],
     ['consume: concurrency 0', () => resolveConsumeOptions({ concurrency: 0 }), RangeError, /^opts\.concurrency must be an integer >= 1, got 0/],
     ['consume: options a number', () => resolveConsumeOptions(3), TypeError, /^opts must be an object, got 3/],
@@ -99,7 +107,8 @@ describe('bad input, no server needed', () => {
     // a client has a cluster() command method: it is not taken for a cluster config
     const client = { defineCommand: () => undefined, status: 'wait', cluster: () => undefined };
     expect(resolveOptions({ redis: client as never }).redis).toBe(client);
-    expect(resolveConsumeOptions({ concurrency: undefined, backoffMs: 0 })).toEqual({ concurrency: 10, visibilityTimeoutMs: 30_000, maxAttempts: 3, backoffMs: 0 });
+    expect(resolveConsumeOptions({ concurrency: undefined, backoffMs: 0 })).toEqual({ concurrency: 10, visibilityTimeoutMs: 30_000, maxAttempts: 3, backoffMs: 0, maxBackoffMs: 3_600_000 });
+    expect(resolveOptions({ delayQueue: { maxDead: 0, deadRetentionMs: undefined } }).delayQueue).toEqual({ maxDead: 0, deadRetentionMs: 604_800_000 });
     expect(aclRules({ keyPrefix: 'a*b?', fieldExpiry: true })).toContain('~a\\*b\\?*');
     expect(() => assertName('🚦'.repeat(256), 'queue')).not.toThrow();
     expect(() => assertHashKey('a{b}:\uD83D\uDEA6')).not.toThrow();

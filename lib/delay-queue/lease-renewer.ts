@@ -1,0 +1,100 @@
+import type { Logger } from '@nestjs/common';
+import { RedisLimitError } from '../errors.js';
+import { MAX_TIMER_MS } from '../redis-limit.options.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+
+/** A message a consumer holds, from its claim until its outcome is recorded. */
+export interface Lease {
+  readonly id: string;
+  /** The delivery that holds it: acks, failures and renewals name it, and Redis refuses them
+   * once a later claim has counted another. */
+  attempt: number;
+  /** Local ms by which the lease surely runs out (from the last claim or renewal that set it). */
+  leasedUntil: number;
+}
+
+export interface LeaseRenewerDeps {
+  redis: RedisConnection;
+  keys: string[];
+  visibilityTimeoutMs: number;
+  logger: Logger;
+}
+
+/**
+ * Keeps the leases of one consumer's messages alive while it lives: every third of the visibility
+ * timeout, one script call renews all it holds, so a handler slower than the timeout is never
+ * handed to another consumer. Sleeps while it holds nothing. A lease Redis says this attempt no
+ * longer holds (a renewal came too late: the event loop was blocked, or Redis unreachable) is
+ * dropped; its handler's outcome will be refused.
+ */
+export class LeaseRenewer {
+  private readonly held = new Map<string, Lease>();
+  private readonly intervalMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: LeaseRenewerDeps) {
+    // a timer longer than MAX_TIMER_MS would fire at once, and renew in a loop
+    this.intervalMs = Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(deps.visibilityTimeoutMs / 3)));
+  }
+
+  /** The lease this consumer holds on `id`, if any. */
+  get(id: string): Lease | undefined {
+    return this.held.get(id);
+  }
+
+  hold(lease: Lease): void {
+    this.held.set(lease.id, lease);
+    this.arm();
+  }
+
+  /** Stops renewing `lease` (its outcome is recorded, or given up). */
+  release(lease: Lease): void {
+    if (this.held.get(lease.id) === lease) this.held.delete(lease.id);
+  }
+
+  /** Renews nothing more: what is still held runs out and is delivered again. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  /** The next renewal, unless one is planned or under way (the timer is cleared after it). */
+  private arm(): void {
+    if (this.timer === undefined && !this.stopped && this.held.size > 0) this.timer = setTimeout(() => void this.renew(), this.intervalMs).unref();
+  }
+
+  private async renew(): Promise<void> {
+    const { redis, keys, visibilityTimeoutMs, logger } = this.deps;
+    const leases = [...this.held.values()];
+    if (leases.length === 0) {
+      this.timer = undefined;
+      return;
+    }
+    const attempts = leases.map((lease) => lease.attempt);
+    const sentAt = Date.now();
+    try {
+      const args = leases.flatMap((lease, i) => [lease.id, attempts[i]!]);
+      const lost = new Set((await redis.scripts.run('queueRenew', keys, ['', visibilityTimeoutMs, ...args])) as string[]);
+      let dropped = 0;
+      leases.forEach((lease, i) => {
+        // released meanwhile (its outcome came first), or claimed again, which set its lease
+        if (this.held.get(lease.id) !== lease || lease.attempt !== attempts[i]) return;
+        if (lost.has(lease.id)) {
+          this.held.delete(lease.id);
+          dropped += 1;
+        } else {
+          lease.leasedUntil = Math.max(lease.leasedUntil, sentAt + visibilityTimeoutMs);
+        }
+      });
+      if (dropped > 0) logger.warn(`${dropped} message(s) were handed on before their lease could be renewed; their handlers' outcomes will be ignored`);
+      redis.reportSuccess();
+    } catch (error) {
+      if (error instanceof RedisLimitError) redis.reportFailure(error);
+      else logger.error(`lease renewal failed: ${(error as Error).message}`);
+    } finally {
+      this.timer = undefined;
+      this.arm();
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+import { until } from '../harness/until.js';
+
+// Retries and the dead set: how long a failed message waits (doubled, capped by maxBackoffMs) and
+// how much of the dead set is kept (maxDead, deadRetentionMs).
+
+const failing = () => {
+  throw new Error('always broken');
+};
+
+describe('DelayQueue retries', () => {
+  const ctx = withLimiterApp();
+  const queue = () => ctx.app.moduleRef.get(DelayQueueService);
+  const key = (kind: 'dqs' | 'dqd' | 'dqm', q: string) => `${ctx.app.prefix}${kind}:{${q}}`;
+  /** The Redis server's clock in ms. */
+  const serverNow = async () => {
+    const [s, us] = await ctx.app.raw.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  };
+
+  it('the retry delay doubles per attempt: each retry is due backoffMs * 2^(attempt-1) or more after the last (server clock)', async () => {
+    const q = 'doubling';
+    const runAts: number[] = [];
+    const consumer = queue().consume(
+      q,
+      (message: DelayedMessage) => {
+        runAts.push(message.runAt);
+        throw new Error('not yet');
+      },
+      { backoffMs: 150, maxAttempts: 4 },
+    );
+    await queue().enqueue(q, 'x', { id: 'x' });
+    await until(async () => (await queue().size(q)).dead === 1, 10_000, () => `runAts ${runAts.join(', ')}`);
+    await consumer.stop();
+    // runAt is the retry's score in Redis: the failure's server time plus the delay, and the
+    // failure came after the attempt was due
+    const gaps = runAts.slice(1).map((at, i) => at - runAts[i]!);
+    expect(gaps).toHaveLength(3);
+    gaps.forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(150 * 2 ** i));
+  });
+
+  it('a retry waits at most maxBackoffMs (default an hour), however many attempts came before', async () => {
+    // [queue, consume options, the delay the 56th attempt's failure must get]
+    const cases = [
+      ['capped-default', {}, 3_600_000],
+      ['capped-5s', { maxBackoffMs: 5000 }, 5000],
+    ] as const;
+    for (const [q] of cases) {
+      await queue().enqueue(q, 'x', { id: 'x' });
+      // 55 deliveries so far: the next failure is attempt 56, whose doubled backoff is 1000 * 2^55 ms
+      await ctx.app.raw.hset(key('dqm', q), 'a:x', 55);
+    }
+    const before = await serverNow();
+    const consumers = cases.map(([q, opts]) => queue().consume(q, failing, { maxAttempts: 100, backoffMs: 1000, ...opts }));
+    // scheduled again once the failure is recorded with its error
+    const failed = async () => Promise.all(cases.map(async ([q]) => (await ctx.app.raw.hget(key('dqm', q), 'e:x')) !== null));
+    await until(async () => (await failed()).every(Boolean), 5000, async () => `failed ${(await failed()).join(', ')}`);
+    const after = await serverNow();
+    await Promise.all(consumers.map((c) => c.stop()));
+    for (const [q, , delayMs] of cases) {
+      const due = Number(await ctx.app.raw.zscore(key('dqs', q), 'x'));
+      expect(due).toBeGreaterThanOrEqual(before + delayMs);
+      expect(due).toBeLessThanOrEqual(after + delayMs);
+    }
+  });
+});
+
+describe('DelayQueue dead set, bounded by count (maxDead)', () => {
+  const ctx = withLimiterApp({ delayQueue: { maxDead: 3 } });
+  const queue = () => ctx.app.moduleRef.get(DelayQueueService);
+
+  it('keeps the newest maxDead dead messages and deletes the others with their payload, attempts and error', async () => {
+    const q = 'dead-count';
+    const consumer = queue().consume(q, failing, { maxAttempts: 1 });
+    // one at a time, so they die in this order
+    for (let i = 1; i <= 5; i++) {
+      await queue().enqueue(q, `payload ${i}`, { id: `d${i}` });
+      await until(async () => (await ctx.app.raw.zscore(`${ctx.app.prefix}dqd:{${q}}`, `d${i}`)) !== null, 5000, () => `d${i} not dead`);
+    }
+    await consumer.stop();
+    expect(await ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1')).toEqual(['d3', 'd4', 'd5']);
+    expect(Object.keys(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).sort()).toEqual(
+      ['d3', 'd4', 'd5'].flatMap((id) => [`a:${id}`, `e:${id}`, `p:${id}`]).sort(),
+    );
+    expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 3 });
+  });
+});
+
+describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
+  const ctx = withLimiterApp({ delayQueue: { deadRetentionMs: 300 } });
+  const queue = () => ctx.app.moduleRef.get(DelayQueueService);
+
+  it('a message dying deletes those that died more than deadRetentionMs before it', async () => {
+    const q = 'dead-age';
+    const dead = () => ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1');
+    const consumer = queue().consume(q, failing, { maxAttempts: 1 });
+    await queue().enqueue(q, 'old', { id: 'old' });
+    await until(async () => (await dead()).length === 1, 5000, () => 'old not dead');
+    await sleep(600); // twice the retention
+    await queue().enqueue(q, 'new', { id: 'new' });
+    await until(async () => (await dead()).includes('new'), 5000, () => 'new not dead');
+    await consumer.stop();
+    expect(await dead()).toEqual(['new']);
+    expect(Object.keys(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).sort()).toEqual(['a:new', 'e:new', 'p:new']);
+  });
+});
