@@ -39,6 +39,14 @@ export interface LimitSpec {
   windowMs: number;
 }
 
+/**
+ * The key kind of a limit's counter: its algorithm (or funnel) and window. A counter is its
+ * scope, key, algorithm and windowMs: two windows never share one, and a changed `limit` keeps it.
+ */
+export function counterKind(spec: LimitSpec): string {
+  return `${spec.kind}.${spec.windowMs}`;
+}
+
 const ALGORITHMS: Record<RateLimitAlgorithm, LimitSpec['algorithm']> = {
   'fixed-window': 'fw',
   'sliding-window': 'sw',

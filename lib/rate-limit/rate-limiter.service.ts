@@ -8,6 +8,7 @@ import {
   assertAcquireOptions,
   assertPermits,
   assertStackInput,
+  counterKind,
   funnelSpec,
   rateLimitSpec,
   type FunnelPolicy,
@@ -90,11 +91,10 @@ export class RateLimiterService {
     }
   }
 
-  /** Forgets everything `key` has used under `policy`'s algorithm. */
+  /** Forgets everything `key` has used under `policy`'s algorithm and window. */
   async reset(key: string, policy: RateLimitPolicy): Promise<void> {
     assertKey(key);
-    const spec = rateLimitSpec(policy);
-    const redisKey = this.redis.keys.build(spec.kind, key);
+    const redisKey = this.redis.keys.build(counterKind(rateLimitSpec(policy)), key);
     await this.redis.scripts.bounded(this.redis.client.del(redisKey), 'DEL');
   }
 
@@ -112,7 +112,7 @@ export class RateLimiterService {
     assertStackInput(limits, options);
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
     if (this.redis.cluster) assertOneKey(checked);
-    const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(spec.kind, key, limits[i]!.scope));
+    const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(counterKind(spec), key, limits[i]!.scope));
     const args: (string | number)[] = [options.peek ? '0' : '1', checked.length];
     for (const { spec, permits } of checked) args.push(spec.algorithm, spec.limit, spec.windowMs, permits);
     const result = parseReply(await this.batcher.decide(keys, args, options.now), checked);

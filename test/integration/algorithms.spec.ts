@@ -1,5 +1,6 @@
 import { withLimiterApp } from '../harness/limiter-app.js';
 import type { RateLimitPolicy, RateLimiterService } from '../../lib/index.js';
+import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 
 // Semantics of each algorithm at explicit times (the scripts' test hook), so nothing here
 // depends on how fast the machine is.
@@ -11,9 +12,9 @@ describe('rate-limit algorithms at explicit times', () => {
   const nextKey = () => `user-${++keyNo}`;
   const at = (key: string, policy: RateLimitPolicy, now: number, permits = 1) =>
     limiter.decide([{ key, policy, permits }], { now }).then((r) => r.decisions[0]!);
-  /** The Redis key of `key` under algorithm `kind` ('fw', 'sw', 'tb'), and its PTTL. */
-  const stored = async (kind: string, key: string) => {
-    const redisKey = `${ctx.app.prefix}${kind}:{${key}}`;
+  /** The Redis key of `key` under `policy`, and its PTTL. */
+  const stored = async (policy: RateLimitPolicy, key: string) => {
+    const redisKey = `${ctx.app.prefix}${counterKind(rateLimitSpec(policy))}:{${key}}`;
     return { redisKey, ttl: await ctx.app.raw.pttl(redisKey) };
   };
   const peekAt = (key: string, policy: RateLimitPolicy, now: number) =>
@@ -47,9 +48,20 @@ describe('rate-limit algorithms at explicit times', () => {
     it('sets the key to expire at the end of the window', async () => {
       const key = nextKey();
       await limiter.consume(key, policy);
-      const { ttl } = await stored('fw', key);
+      const { ttl } = await stored(policy, key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1000);
+    });
+
+    it("expires at the window's end, not windowMs after the first grant", async () => {
+      // explicit times: the script sets the expiry from `now`, 15 s before this minute ends
+      const minute: RateLimitPolicy = { limit: 3, windowMs: 60_000, algorithm: 'fixed-window' };
+      const key = nextKey();
+      await at(key, minute, Math.floor(T0 / 60_000) * 60_000 + 45_000);
+      const { ttl } = await stored(minute, key);
+      expect(ttl).toBeLessThanOrEqual(15_000);
+      // (minus what a slow machine spends between the script and the PTTL)
+      expect(ttl).toBeGreaterThan(10_000);
     });
   });
 
@@ -79,7 +91,7 @@ describe('rate-limit algorithms at explicit times', () => {
     it('keeps at most `limit` members and expires windowMs after the last grant', async () => {
       const key = nextKey();
       for (let i = 0; i < 10; i++) await limiter.consume(key, policy);
-      const { redisKey, ttl } = await stored('sw', key);
+      const { redisKey, ttl } = await stored(policy, key);
       expect(await ctx.app.raw.zcard(redisKey)).toBe(3);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1000);
@@ -114,7 +126,7 @@ describe('rate-limit algorithms at explicit times', () => {
     it('expires the key when the bucket would be full again', async () => {
       const key = nextKey();
       await limiter.consume(key, policy, 2);
-      const { ttl } = await stored('tb', key);
+      const { ttl } = await stored(policy, key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(500);
     });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy, StackedLimit } from '../../lib/index.js';
-import { funnelSpec, rateLimitSpec } from '../../lib/rate-limit/policy.js';
+import { counterKind, funnelSpec, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
@@ -199,7 +199,7 @@ describe('rate limits agree with reference models', () => {
     const key = `m${(run += 1)}`;
     const stateKey = (c: LimitConfig) => {
       const spec = c.kind === 'funnel' ? funnelSpec({ capacity: c.limit, leakingDurationMs: c.windowMs }) : rateLimitSpec(resetPolicy(c));
-      return connection.keys.build(spec.kind, key, c.scope);
+      return connection.keys.build(counterKind(spec), key, c.scope);
     };
     const stateKeys = limits.map(stateKey);
     let now = T0 + offset;
@@ -222,7 +222,7 @@ describe('rate limits agree with reference models', () => {
         const target = limits[s.of % n]!;
         await limiter.reset(key, resetPolicy(target));
         // reset forgets one state key: a funnel, or another scope, keeps its own
-        const gone = connection.keys.build(rateLimitSpec(resetPolicy(target)).kind, key);
+        const gone = connection.keys.build(counterKind(rateLimitSpec(resetPolicy(target))), key);
         stateKeys.forEach((k, i) => k === gone && models[i]!.reset());
       } else {
         const peek = s.kind === 'peek';
