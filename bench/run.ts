@@ -1,6 +1,6 @@
 // `npm run bench`: every comparison in one run on this machine, written to BENCHMARKS.md and
 // benchmarks.svg. Sections run one after another (never two loads at once on 2 cores):
-// ceiling, decisions, http, memory, queue. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
+// ceiling, decisions, http, sliding, memory, queue. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
 // BENCH_CALLS and BENCH_HTTP_SECONDS scale them down for a quick look (the report says so).
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -13,8 +13,9 @@ import { barChart, type Bar } from './chart.js';
 import { cell, formatRatio, ratio, type Spread } from './common/stats.js';
 import { decisionThroughput, LIMIT, WINDOW_MS, type DecisionRow, type KeyShape } from './decisions.bench.js';
 import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, ROUTES, type HttpRow } from './http.bench.js';
+import { slidingWindowCost, SW_LIMIT, SW_SMALL_GRANTS, type SlidingRow } from './sliding-window.bench.js';
 
-const SECTIONS = (process.env['BENCH_SECTIONS'] ?? 'ceiling,decisions,http,memory,queue').split(',');
+const SECTIONS = (process.env['BENCH_SECTIONS'] ?? 'ceiling,decisions,http,sliding,memory,queue').split(',');
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
 const IN_FLIGHT = 256;
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
   let ceilingRows: CeilingRow[] = [];
   let decisionRows: DecisionRow[] = [];
   let httpRows: HttpRow[] = [];
+  let slidingRows: SlidingRow[] = [];
   let memoryTables = '';
   let memory: Record<string, Record<string, Record<string, Spread>>> | undefined;
   let queueTables = '';
@@ -74,6 +76,9 @@ async function main(): Promise<void> {
     });
     await timed('http', async () => {
       httpRows = await httpOverhead({ redisHost: host, redisPort: port, connections: 50, seconds: HTTP_SECONDS, runs: RUNS, log });
+    });
+    await timed('sliding', async () => {
+      slidingRows = await slidingWindowCost({ host, port, runs: RUNS, log });
     });
   } finally {
     await redis.stop();
@@ -106,7 +111,7 @@ async function main(): Promise<void> {
 
   // ---- the report ------------------------------------------------------------------------------
   const commit = sh('git', ['rev-parse', '--short', 'HEAD']) + (sh('git', ['status', '--porcelain', '--', 'lib', 'lua']) ? ' (with uncommitted changes to lib/lua)' : '');
-  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== 10 || SECTIONS.length !== 5;
+  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== 10 || SECTIONS.length !== 6;
   md.push('# Benchmarks', '');
   md.push(
     `Written by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}; ` +
@@ -242,6 +247,26 @@ async function main(): Promise<void> {
       unit: 'req/s',
       bars: httpRows.map((r) => ({ label: r.route, ...r.perSecond, ours: r.route.startsWith('@RateLimit') })),
     });
+  }
+
+  if (slidingRows.length) {
+    md.push('## 3b. Sliding window: cost of one decision by permits', '');
+    md.push(
+      `\`bench/sliding-window.bench.ts\`: one EVALSHA of decide.lua on a fresh key, limit ${SW_LIMIT.toLocaleString('en-US')} per 60 s, ` +
+        'granting the permits shown, then a decision on the same key for the whole limit (refused unless the key was empty), and ' +
+        `${SW_SMALL_GRANTS.toLocaleString('en-US')} single-permit grants followed by a refusal that must walk all of them (the retry time is found by ` +
+        "walking the oldest grants). Redis CPU: INFO commandstats usec of that one call after CONFIG RESETSTAT; size: MEMORY USAGE ... SAMPLES 0 of the key after it. " +
+        "0.1 kept one sorted-set member per permit; it is not run at 3,000,000 permits (about 20 s with Redis blocked and a 369 MB key, issue 13).",
+      '',
+      '| decision | Redis µs, this commit | Redis µs, 0.1 | bytes after, this commit | bytes after, 0.1 |',
+      '|---|---:|---:|---:|---:|',
+    );
+    for (const scenario of [...new Set(slidingRows.map((r) => r.scenario))]) {
+      const ours = slidingRows.find((r) => r.scenario === scenario && r.contender === 'this commit');
+      const old = slidingRows.find((r) => r.scenario === scenario && r.contender === '0.1');
+      md.push(`| ${scenario} | ${ours ? cell(ours.redisUs) : '–'} | ${old ? cell(old.redisUs) : '–'} | ${ours ? cell(ours.bytes) : '–'} | ${old ? cell(old.bytes) : '–'} |`);
+    }
+    md.push('');
   }
 
   if (memory) {

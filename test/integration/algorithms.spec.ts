@@ -88,13 +88,49 @@ describe('rate-limit algorithms at explicit times', () => {
       expect(await peekAt(key, policy, T0 + 500)).toEqual({ allowed: true, limit: 3, remaining: 1, retryAfterMs: 0, resetMs: 900 });
     });
 
-    it('keeps at most `limit` members and expires windowMs after the last grant', async () => {
+    /** The grants a sliding window stores: its members scored by a time (ms >= 0). */
+    const grants = (redisKey: string) => ctx.app.raw.zrangebyscore(redisKey, 0, '+inf');
+
+    it('keeps one entry per live grant and expires windowMs after the last grant', async () => {
       const key = nextKey();
       for (let i = 0; i < 10; i++) await limiter.consume(key, policy);
       const { redisKey, ttl } = await stored(policy, key);
-      expect(await ctx.app.raw.zcard(redisKey)).toBe(3);
+      expect(await grants(redisKey)).toHaveLength(3);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1000);
+    });
+
+    it('stores a grant of many permits as one entry, and says exactly when it ages out', async () => {
+      const key = nextKey();
+      const big: RateLimitPolicy = { limit: 1_000_000, windowMs: 60_000 };
+      expect(await at(key, big, T0, 1_000_000)).toEqual({ allowed: true, limit: 1_000_000, remaining: 0, retryAfterMs: 0, resetMs: 60_000 });
+      expect(await grants((await stored(big, key)).redisKey)).toHaveLength(1);
+      expect(await at(key, big, T0 + 100, 1)).toEqual({ allowed: false, limit: 1_000_000, remaining: 0, retryAfterMs: 59_900, resetMs: 59_900 });
+      expect(await at(key, big, T0 + 60_000, 1_000_000)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await grants((await stored(big, key)).redisKey)).toHaveLength(1);
+    });
+
+    it('waits for just enough of the oldest grants to age out', async () => {
+      const key = nextKey();
+      const six: RateLimitPolicy = { limit: 6, windowMs: 1000 };
+      await at(key, six, T0, 2);
+      await at(key, six, T0 + 100, 3);
+      await at(key, six, T0 + 200, 1);
+      expect(await at(key, six, T0 + 300, 2)).toMatchObject({ allowed: false, retryAfterMs: 700 });
+      expect(await at(key, six, T0 + 300, 4)).toMatchObject({ allowed: false, retryAfterMs: 800 });
+      expect(await at(key, six, T0 + 300, 6)).toMatchObject({ allowed: false, retryAfterMs: 900 });
+      expect(await at(key, six, T0 + 1000, 3)).toMatchObject({ allowed: false, remaining: 2, retryAfterMs: 100 });
+      expect(await at(key, six, T0 + 1100, 3)).toMatchObject({ allowed: true, remaining: 2 });
+    });
+
+    it('walks past many small grants to find the wait', async () => {
+      const key = nextKey();
+      const many: RateLimitPolicy = { limit: 250, windowMs: 60_000 };
+      for (let i = 0; i < 250; i++) await at(key, many, T0 + i);
+      // 201 permits need the 201 oldest grants gone: the one at T0 + 200 leaves at T0 + 60_200
+      expect(await at(key, many, T0 + 300, 201)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 59_900 });
+      expect(await at(key, many, T0 + 60_199, 200)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await grants((await stored(many, key)).redisKey)).toHaveLength(51);
     });
   });
 

@@ -51,10 +51,10 @@ class FixedWindowModel implements LimitModel {
   }
 }
 
-/** A permit granted at t counts against every request before t + windowMs. */
+/** A grant of p permits at t counts against every request before t + windowMs. */
 class SlidingWindowModel implements LimitModel {
-  /** Grant times, one per permit, oldest first. */
-  private grants: number[] = [];
+  /** Live grants, oldest first. */
+  private grants: { at: number; permits: number }[] = [];
 
   constructor(
     private readonly limit: number,
@@ -64,21 +64,34 @@ class SlidingWindowModel implements LimitModel {
 
   advance(ms: number): void {
     this.now += ms;
-    this.grants = this.grants.filter((t) => t + this.windowMs > this.now);
+    this.grants = this.grants.filter((g) => g.at + this.windowMs > this.now);
   }
 
   decide(permits: number, charge: boolean): Verdict {
-    const used = this.grants.length;
+    const used = this.used();
     const allowed = used + permits <= this.limit;
-    if (allowed && charge) for (let i = 0; i < permits; i++) this.grants.push(this.now);
-    // it fits once the (used + permits - limit) oldest grants have aged out
-    const retryAfterMs = allowed ? 0 : this.grants[used + permits - this.limit - 1]! + this.windowMs - this.now;
+    if (allowed && charge) this.grants.push({ at: this.now, permits });
+    // it fits once (used + permits - limit) permits of the oldest grants have aged out
+    let retryAfterMs = 0;
+    for (let need = used + permits - this.limit, i = 0; !allowed && need > 0; i++) {
+      need -= this.grants[i]!.permits;
+      retryAfterMs = this.grants[i]!.at + this.windowMs - this.now;
+    }
     const newest = this.grants.at(-1);
-    return { allowed, remaining: this.limit - this.grants.length, retryAfterMs, resetMs: newest === undefined ? 0 : newest + this.windowMs - this.now };
+    return { allowed, remaining: this.limit - this.used(), retryAfterMs, resetMs: newest === undefined ? 0 : newest.at + this.windowMs - this.now };
   }
 
   reset(): void {
     this.grants = [];
+  }
+
+  /** What Redis must hold: one entry per live grant, whatever its permits (sorted). */
+  stored(): number[] {
+    return this.grants.map((g) => g.permits).sort((a, b) => a - b);
+  }
+
+  private used(): number {
+    return this.grants.reduce((sum, g) => sum + g.permits, 0);
   }
 }
 
@@ -244,12 +257,21 @@ describe('rate limits agree with reference models', () => {
         );
         // (PTTL, not EXISTS: the least-privilege ACL user has no EXISTS; -2 is a missing key)
         const kept = chosen.map((i) => Promise.all([client.persist(stateKeys[i]!), client.pttl(stateKeys[i]!)]));
-        const [reply, ttls] = await Promise.all([decided, Promise.all(kept)]);
+        // a sliding window's entries (members scored by a time): one per live grant, not per permit
+        const entries = chosen.map((i) => (models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf') : null));
+        const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
         expect(reply.allowed).toBe(allowed);
         expect(reply.decisions).toEqual(expected.map((v, j) => ({ ...v, limit: limits[chosen[j]!]!.limit })));
         expect(reply.retryAfterMs).toBe(Math.max(...expected.map((v) => v.retryAfterMs)));
         chosen.forEach((i, j) => (last[i] = expected[j]!));
+        chosen.forEach((i, j) => {
+          const model = models[i]!;
+          if (model instanceof SlidingWindowModel) {
+            const permits = stored[j]!.map((member) => Number(member.split(':')[1])).sort((a, b) => a - b);
+            expect(permits).toEqual(model.stored());
+          }
+        });
         if (allowed && !peek) {
           ttls.forEach(([, ttl], j) => {
             // a fixed window charged in its last ms may expire before the PERSIST lands: such a
