@@ -56,7 +56,7 @@ describe('decisions made together are sent together', () => {
   it("a key holding another type fails its own decision only, not the batch's others", async () => {
     const key = nextKey();
     const broken = nextKey();
-    await ctx.app.raw.set(`${ctx.app.prefix}fw:{${broken}}`, 'not a hash');
+    await ctx.app.raw.set(`${ctx.app.prefix}fw.60000:{${broken}}`, 'not a hash');
     const outcomes = await Promise.allSettled([
       ctx.app.limiter.consume(key, policy),
       ctx.app.limiter.consume(broken, policy),
@@ -68,7 +68,7 @@ describe('decisions made together are sent together', () => {
     const error = (outcomes[1] as PromiseRejectedResult).reason as Error;
     expect(error).toBeInstanceOf(RedisScriptError);
     expect(error.message).toMatch(/WRONGTYPE/);
-    expect(await ctx.app.raw.get(`${ctx.app.prefix}fw:{${broken}}`)).toBe('not a hash');
+    expect(await ctx.app.raw.get(`${ctx.app.prefix}fw.60000:{${broken}}`)).toBe('not a hash');
     // alone in its call, the same failure is the call's, typed the same way
     await expect(ctx.app.limiter.consume(broken, policy)).rejects.toThrow(RedisScriptError);
   });
