@@ -8,7 +8,7 @@ interface Pending {
   keys: readonly string[];
   /** consume flag, limit count, four per limit: decide.lua's per-stack arguments. */
   args: readonly (string | number)[];
-  resolve: (reply: number[]) => void;
+  resolve: (reply: Reply[]) => void;
   reject: (error: unknown) => void;
 }
 
@@ -29,8 +29,8 @@ export class DecisionBatcher {
     private readonly cluster: boolean,
   ) {}
 
-  /** This stack's part of the reply: allowed, then four per limit. */
-  decide(keys: readonly string[], args: readonly (string | number)[], now?: number): Promise<number[]> {
+  /** This stack's part of the reply: allowed, then five per limit (the fifth a grant id). */
+  decide(keys: readonly string[], args: readonly (string | number)[], now?: number): Promise<Reply[]> {
     return new Promise((resolve, reject) => {
       const pending: Pending = { keys, args, resolve, reject };
       // the test hook's explicit clock is per call; it never shares a batch
@@ -76,8 +76,8 @@ function split(reply: Reply[], batch: Pending[]): void {
       pending.reject(replyFailure('rateLimitDecide', new Error(String(reply[at + 1]))));
       at += 2;
     } else {
-      const length = 1 + pending.keys.length * 4;
-      pending.resolve(reply.slice(at, at + length) as number[]);
+      const length = 1 + pending.keys.length * 5;
+      pending.resolve(reply.slice(at, at + length));
       at += length;
     }
   }

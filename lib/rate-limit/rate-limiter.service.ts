@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable } from '@nestjs/common';
-import { assertKey, describeValue } from '../redis/keys.js';
+import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import type { Reply } from '../redis/scripts.js';
+import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
 import {
@@ -105,32 +107,75 @@ export class RateLimiterService {
   }
 
   /**
-   * Decides a stack of limits in one atomic Redis call: all grant and all are charged, or none
-   * is. Keys of one stack must share a cluster slot on Redis Cluster (the same `key`).
+   * Decides a stack of limits: all grant and all are charged, or none is. One atomic Redis call
+   * when the stack's keys share a cluster slot (always off a cluster); otherwise one call per
+   * slot, and what those charged is given back if another refuses (see decideAcrossSlots).
    */
   async decide(limits: readonly StackedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
     assertStackInput(limits, options);
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
-    if (this.redis.cluster) assertOneKey(checked);
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(counterKind(spec), key, limits[i]!.scope));
-    const args: (string | number)[] = [options.peek ? '0' : '1', checked.length];
-    for (const { spec, permits } of checked) args.push(spec.algorithm, spec.limit, spec.windowMs, permits);
-    const result = parseReply(await this.batcher.decide(keys, args, options.now), checked);
+    const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
+    const result =
+      groups.length === 1
+        ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)])
+        : await this.decideAcrossSlots(groups, checked, keys, options);
     // a peek decides nothing: not counted, not announced
     if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits));
     return result;
   }
+
+  /**
+   * A stack over several cluster slots: each slot's limits are decided (and charged) atomically
+   * by their own call, all at once; if any refuses or fails, the slots that charged are given
+   * their grants back. No limit ever grants more than it allows; a concurrent request may see a
+   * charge that is about to be refunded. A refund that fails leaves its charge counted, which
+   * errs towards refusing.
+   */
+  private async decideAcrossSlots(groups: number[][], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<StackDecision> {
+    const settled = await Promise.allSettled(groups.map((group) => this.send(group, checked, keys, options)));
+    const parsed = settled.map((s, g) => (s.status === 'fulfilled' ? parseGroup(s.value, groups[g]!, checked) : undefined));
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    const allowed = failure === undefined && parsed.every((group) => group!.allowed);
+    if (!allowed && !options.peek) {
+      const charged = parsed.filter((group): group is ParsedGroup => group?.allowed === true);
+      await Promise.all(charged.map((group) => this.refund(group, checked, keys, options).catch(() => undefined)));
+    }
+    if (failure) throw failure.reason;
+    return stackOf(checked, parsed as ParsedGroup[], allowed);
+  }
+
+  /** One slot's limits (indexes into the stack) in one decide.lua call. */
+  private send(group: number[], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<Reply[]> {
+    const args: (string | number)[] = [options.peek ? '0' : '1', group.length];
+    for (const i of group) args.push(checked[i]!.spec.algorithm, checked[i]!.spec.limit, checked[i]!.spec.windowMs, checked[i]!.permits);
+    return this.batcher.decide(group.map((i) => keys[i]!), args, options.now);
+  }
+
+  /** Gives back what one slot's call charged; the limits' `remaining` then counts it again. */
+  private async refund(group: ParsedGroup, checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<void> {
+    const args: (string | number)[] = [options.now === undefined ? '' : String(options.now)];
+    for (const { index, grant } of group.limits) {
+      const { spec, permits } = checked[index]!;
+      args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
+    }
+    const back = (await this.redis.scripts.run('rateLimitRefund', group.limits.map(({ index }) => keys[index]!), args)) as number[];
+    group.limits.forEach((limit, i) => {
+      limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + back[i]!);
+    });
+  }
 }
 
-/** On a cluster a stack's keys must share a slot, which only the same user key guarantees:
- * refused here, naming both keys, rather than as a CROSSSLOT reply from Redis. */
-function assertOneKey(limits: CheckedLimit[]): void {
-  const other = limits.findIndex((limit) => limit.key !== limits[0]!.key);
-  if (other > 0) {
-    throw new TypeError(
-      `limits[${other}].key must equal limits[0].key on Redis Cluster (one slot per call): got ${describeValue(limits[other]!.key)} and ${describeValue(limits[0]!.key)}`,
-    );
-  }
+/** The stack's limits grouped by cluster slot, in stack order (indexes into the stack). */
+function bySlot(keys: string[]): number[][] {
+  const groups = new Map<number, number[]>();
+  keys.forEach((key, i) => {
+    const slot = clusterSlot(key);
+    const group = groups.get(slot);
+    if (group === undefined) groups.set(slot, [i]);
+    else group.push(i);
+  });
+  return [...groups.values()];
 }
 
 function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
@@ -161,20 +206,31 @@ function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: r
   };
 }
 
-function parseReply(reply: number[], limits: CheckedLimit[]): StackDecision {
-  const allowed = reply[0] === 1;
-  let retryAfterMs = 0;
-  const decisions = limits.map(({ spec }, i) => {
-    const [granted, remaining, retry, reset] = reply.slice(1 + i * 4, 5 + i * 4) as [number, number, number, number];
+/** One slot's verdicts: its limits' decisions and grant ids (decide.lua's reply). */
+interface ParsedGroup {
+  allowed: boolean;
+  limits: { index: number; decision: RateLimitDecision; grant: string }[];
+}
+
+function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): ParsedGroup {
+  const limits = group.map((index, i) => {
+    const [granted, remaining, retry, reset, grant] = reply.slice(1 + i * 5, 6 + i * 5) as [number, number, number, number, string];
     const decision: RateLimitDecision = {
       allowed: granted === 1,
-      limit: spec.limit,
+      limit: checked[index]!.spec.limit,
       remaining: Math.max(0, remaining),
       retryAfterMs: granted === 1 ? 0 : retry,
       resetMs: reset,
     };
-    retryAfterMs = Math.max(retryAfterMs, decision.retryAfterMs);
-    return decision;
+    return { index, decision, grant };
   });
+  return { allowed: reply[0] === 1, limits };
+}
+
+/** The stack's verdict from its slots' verdicts, decisions in stack order. */
+function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], allowed = groups[0]!.allowed): StackDecision {
+  const decisions: RateLimitDecision[] = new Array(checked.length);
+  for (const group of groups) for (const { index, decision } of group.limits) decisions[index] = decision;
+  const retryAfterMs = Math.max(0, ...decisions.map((d) => d.retryAfterMs));
   return { allowed, retryAfterMs, decisions };
 }

@@ -9,6 +9,7 @@ import { LUA_DIR } from './lua-dir.js';
 /** Every script the library runs, by the name code calls it with. */
 export const SCRIPT_FILES = {
   rateLimitDecide: 'rate-limit/decide.lua',
+  rateLimitRefund: 'rate-limit/refund.lua',
   hashSet: 'expiring-hash/set.lua',
   hashGet: 'expiring-hash/get.lua',
   hashEntries: 'expiring-hash/entries.lua',

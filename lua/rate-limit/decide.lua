@@ -6,8 +6,9 @@
 -- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
 --             limits m, then four per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits),
 --             windowMs (ms), permits to charge
--- Returns     per stack: allowed (1|0), then four per limit: allowed (1|0), remaining (permits),
---             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again);
+-- Returns     per stack: allowed (1|0), then five per limit: allowed (1|0), remaining (permits),
+--             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again), and
+--             the grant id refund.lua takes back ('' unless charged; see each algorithm);
 --             or, for a stack whose Redis call failed, -1 and the error text (other stacks of
 --             the batch are not affected)
 -- Each algorithm is a table of functions returning plain values (see its include): a table or
@@ -26,14 +27,15 @@ local function decide_one(consume, k, at)
   local alg = algorithms[ARGV[at]]
   local key, limit, windowMs, permits = KEYS[k], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
   local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
+  local grant = ''
   if ok and consume then
-    remaining, reset = alg.commit(key, limit, windowMs, permits, now, state)
+    remaining, reset, grant = alg.commit(key, limit, windowMs, permits, now, state)
   elseif reset == nil then
     reset = alg.reset(key, windowMs, now)
   end
   local granted = ok and 1 or 0
-  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = granted, granted, remaining, retry, reset
-  n = n + 5
+  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] = granted, granted, remaining, retry, reset, grant
+  n = n + 6
 end
 
 -- A stack of m limits whose first key is KEYS[k] and whose first limit argument is ARGV[a]:
@@ -53,14 +55,15 @@ local function decide_stack(consume, m, k, a)
   reply[n] = allowed and 1 or 0
   for i = 1, m do
     local at = a + (i - 1) * 4
+    local grant = ''
     if commit then
-      remaining[i], reset[i] =
+      remaining[i], reset[i], grant =
         alg[i].commit(KEYS[k + i - 1], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now, state[i])
     elseif reset[i] == nil then
       reset[i] = alg[i].reset(KEYS[k + i - 1], tonumber(ARGV[at + 2]), now)
     end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = ok[i] and 1 or 0, remaining[i], retry[i], reset[i]
-    n = n + 4
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok[i] and 1 or 0, remaining[i], retry[i], reset[i], grant
+    n = n + 5
   end
 end
 

@@ -2,7 +2,10 @@
 -- the Unix epoch. State: hash { w = window index, c = permits granted in it }, expiring when the
 -- window ends, so the counter and its expiry are set in the same atomic step.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, used
--- fixed_window.commit(key, limit, windowMs, permits, now, used) -> remaining, reset
+-- fixed_window.commit(key, limit, windowMs, permits, now, used) -> remaining, reset, grant id
+--   (the window's index)
+-- fixed_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back: only while
+--   the grant's window is the stored one, and never more than it counts
 -- (see decide.lua; plain values rather than a table per decision: this runs per request)
 local fixed_window = {}
 
@@ -26,5 +29,13 @@ function fixed_window.commit(key, limit, windowMs, permits, now, used)
     redis.call('HSET', key, 'w', int(window), 'c', int(permits))
     redis.call('PEXPIRE', key, int(endsIn))
   end
-  return limit - used - permits, endsIn
+  return limit - used - permits, endsIn, int(window)
+end
+
+function fixed_window.refund(key, limit, windowMs, permits, now, grant)
+  local state = redis.call('HMGET', key, 'w', 'c')
+  if state[1] ~= grant then return 0 end
+  local back = math.min(permits, tonumber(state[2]))
+  if back > 0 then redis.call('HINCRBY', key, 'c', -back) end
+  return back
 end

@@ -1,10 +1,12 @@
 import 'reflect-metadata';
+import { Controller, Get, type ExecutionContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import fc from 'fast-check';
 import {
   aclRules,
   DelayQueueService,
   ExpiringHashService,
+  RateLimit,
   RateLimiterService,
   RedisLimitModule,
   type RedisLimitModuleOptions,
@@ -13,6 +15,7 @@ import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { loadScripts } from '../../lib/redis/scripts.js';
 import { clusterSlot } from '../../lib/redis/slot.js';
+import { controllerApp } from '../harness/controller-app.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { TestCluster } from '../harness/redis-cluster.js';
 import type { RedisNode } from '../harness/redis-server.js';
@@ -121,18 +124,36 @@ describe('on a 3-master Redis Cluster', () => {
     }
   });
 
-  it('refuses a stack over two user keys (two slots) with a TypeError naming them, before Redis', async () => {
-    const limiter = (await boot()).get(RateLimiterService);
-    const policy = { limit: 5, windowMs: 1000 };
-    await expect(
-      limiter.decide([
-        { key: 'alice', policy },
-        { key: 'alice', scope: 'daily', policy },
-        { key: 'bob', policy },
-      ]),
-    ).rejects.toThrow(new TypeError('limits[2].key must equal limits[0].key on Redis Cluster (one slot per call): got "bob" and "alice"'));
-    expect(await cluster.keys('*{alice}')).toEqual([]);
-    expect((await limiter.decide([{ key: 'alice', policy }, { key: 'alice', scope: 'daily', policy }])).allowed).toBe(true);
+  it("serves the README's quotes example: a class limit per IP, handler limits per API key, never over-granted", async () => {
+    const byApiKey = (ctx: ExecutionContext) => String(ctx.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-api-key']);
+    @Controller('quotes')
+    @RateLimit({ limit: 6, windowMs: 3_600_000, name: 'hourly' }) // per client IP
+    class QuotesController {
+      @Get(':symbol/history')
+      @RateLimit({ limit: 3, windowMs: 60_000, key: byApiKey })
+      @RateLimit({ limit: 4, windowMs: 60_000, algorithm: 'token-bucket', key: byApiKey })
+      history() {
+        return { ok: true };
+      }
+    }
+    const app = await controllerApp(cluster, { controllers: [QuotesController] });
+    closers.push(() => app.close());
+    const history = (apiKey: string) => app.http.get('/quotes/ACME/history').set('x-api-key', apiKey);
+
+    // 40 requests at once over 4 API keys (each in its own slot, none in the IP's)
+    const apiKeys = ['alpha', 'bravo', 'charlie', 'delta'];
+    const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => history(apiKeys[i % 4]!).then((r) => ({ apiKey: apiKeys[i % 4]!, status: r.status }))));
+    expect(statuses.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
+    const granted = statuses.filter((r) => r.status === 200);
+    expect(granted.length).toBeGreaterThan(0);
+    expect(granted.length).toBeLessThanOrEqual(6);
+    for (const apiKey of apiKeys) expect(granted.filter((r) => r.apiKey === apiKey).length).toBeLessThanOrEqual(3);
+
+    // every refused request's charges came back: the IP has exactly 6 - granted left
+    const fresh = Array.from({ length: 7 }, (_, i) => `fresh-${i}`);
+    const after: number[] = [];
+    for (const apiKey of fresh) after.push((await history(apiKey)).status);
+    expect(after).toEqual([...Array<number>(6 - granted.length).fill(200), ...Array<number>(1 + granted.length).fill(429)]);
   });
 
   it('loads every script on every master at start-up', async () => {

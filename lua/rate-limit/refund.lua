@@ -1,0 +1,21 @@
+-- Give back grants decide.lua made: each limit's refund primitive (see its include) returns the
+-- permits of one grant to its counter. Used when a stack decided slot by slot on a cluster is
+-- refused after some of its slots were charged.
+-- KEYS[1..n]  one state key per limit (on a cluster, all in one hash slot)
+-- ARGV[1]     now in ms, or '' to use the Redis server clock
+-- ARGV[2..]   five per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms),
+--             permits to give back, grant id (from decide.lua's reply)
+-- Returns     per limit, the permits given back (0 when that grant no longer counts)
+--- @include "../includes/server-time.lua"
+--- @include "fixed-window.lua"
+--- @include "sliding-window.lua"
+--- @include "token-bucket.lua"
+
+local algorithms = { fw = fixed_window, sw = sliding_window, tb = token_bucket }
+local now = now_ms(ARGV[1])
+local reply = {}
+for i = 1, #KEYS do
+  local at = 2 + (i - 1) * 5
+  reply[i] = algorithms[ARGV[at]].refund(KEYS[i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now, ARGV[at + 4])
+end
+return reply

@@ -1,0 +1,72 @@
+import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import type { RateLimitPolicy } from '../../lib/index.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+
+// Each algorithm's refund primitive (refund.lua), which cross-slot stacks use to give back a
+// charge, driven at explicit times with the grant ids decide.lua returns.
+describe('refund primitives', () => {
+  const ctx = withLimiterApp();
+  const T0 = 1_700_000_040_000; // a multiple of 60_000
+  let keyNo = 0;
+
+  function limiterOf(policy: RateLimitPolicy) {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const spec = rateLimitSpec(policy);
+    const key = connection.keys.build(counterKind(spec), `r-${++keyNo}`);
+    const args = (permits: number) => [spec.algorithm, spec.limit, spec.windowMs, permits];
+    return {
+      /** decide.lua for one limit: [allowed, remaining, grant id]. */
+      async charge(now: number, permits: number) {
+        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), '1', 1, ...args(permits)])) as (number | string)[];
+        return { allowed: reply[1] === 1, remaining: reply[2] as number, grant: reply[5] as string };
+      },
+      async refund(now: number, permits: number, grant: string) {
+        return ((await connection.scripts.run('rateLimitRefund', [key], [String(now), ...args(permits), grant])) as number[])[0];
+      },
+      async remaining(now: number) {
+        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), '0', 1, ...args(1)])) as number[];
+        return reply[2];
+      },
+    };
+  }
+
+  it('fixed window: gives back within the grant window only', async () => {
+    const limiter = limiterOf({ limit: 5, windowMs: 60_000, algorithm: 'fixed-window' });
+    const first = await limiter.charge(T0 + 10, 3);
+    expect(await limiter.refund(T0 + 20, 1, first.grant)).toBe(1);
+    expect(await limiter.remaining(T0 + 30)).toBe(3);
+    // the next window counts its own grants: an old grant gives nothing back from them
+    await limiter.charge(T0 + 60_000, 4);
+    expect(await limiter.refund(T0 + 60_001, 2, first.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 60_002)).toBe(1);
+  });
+
+  it('sliding window: a grant is given back once, in part or whole, and not once aged out', async () => {
+    const limiter = limiterOf({ limit: 10, windowMs: 1000 });
+    const a = await limiter.charge(T0, 4);
+    const b = await limiter.charge(T0 + 100, 3);
+    expect(await limiter.refund(T0 + 200, 4, a.grant)).toBe(4);
+    expect(await limiter.refund(T0 + 200, 4, a.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 200)).toBe(7);
+    expect(await limiter.refund(T0 + 300, 1, b.grant)).toBe(1);
+    expect(await limiter.remaining(T0 + 300)).toBe(8);
+    // b's other 2 permits still leave at T0 + 1100, not before
+    expect(await limiter.remaining(T0 + 1099)).toBe(8);
+    expect(await limiter.remaining(T0 + 1100)).toBe(10);
+    const c = await limiter.charge(T0 + 2000, 5);
+    expect(await limiter.refund(T0 + 3000, 5, c.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 3000)).toBe(10);
+    expect(await limiter.refund(T0 + 3000, 1, 'no-such-grant:1')).toBe(0);
+  });
+
+  it('token bucket: tokens come back, never above the limit', async () => {
+    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const g = await limiter.charge(T0, 3);
+    expect(await limiter.refund(T0, 2, g.grant)).toBe(2);
+    expect(await limiter.remaining(T0)).toBe(3);
+    // 250 ms refills one token: the bucket is full, nothing more fits in
+    expect(await limiter.refund(T0 + 250, 1, g.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 250)).toBe(4);
+  });
+});
