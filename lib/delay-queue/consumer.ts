@@ -14,8 +14,8 @@ const MAX_BATCH = 200;
 const IDLE_CHECK_MS = 5000;
 /** After a Redis failure, try again after this long. */
 const RETRY_MS = 500;
-/** Dead messages one death deletes at most (past retention or maxDead), so its script stays
- * short; the rest go with later deaths. */
+/** Dead messages one death or claim deletes at most (past retention or maxDead), so its script
+ * stays short; the rest go with later calls. */
 const DEAD_TRIM_BATCH = 1000;
 
 export interface ConsumerDeps {
@@ -129,7 +129,8 @@ export class Consumer implements DelayQueueConsumer {
         if (room <= 0) break; // a finishing handler wakes us
         // leases run from the claim's execution, which is after this: a safe local bound for them
         const leasedUntil = Date.now() + options.visibilityTimeoutMs;
-        const claim = redis.scripts.send('queueClaim', keys, ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs]);
+        const args = ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH];
+        const claim = redis.scripts.send('queueClaim', keys, args);
         let reply: (string | number)[];
         try {
           reply = (await redis.scripts.bounded(claim, 'queueClaim')) as (string | number)[];

@@ -39,7 +39,7 @@ export interface ConsumeOptions {
 
 /** Module option `delayQueue`: how much of each queue's dead set is kept. */
 export interface DelayQueueOptions {
-  /** ms a dead message is kept; older ones are deleted as later ones die. Default 7 days. */
+  /** ms a dead message is kept; older ones are deleted by the queue's consumers. Default 7 days. */
   deadRetentionMs?: number;
   /** Dead messages kept per queue, the newest; older ones are deleted as later ones die. Default 10_000. */
   maxDead?: number;

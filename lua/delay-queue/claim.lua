@@ -1,22 +1,26 @@
 -- Claim due messages for one consumer, after returning expired leases (their consumer died).
 -- KEYS[1]  scheduled (zset: id -> runAt ms)
 -- KEYS[2]  in flight (zset: id -> visibility deadline ms)
--- KEYS[3]  dead (zset; unused, named so every DelayQueue script takes the same keys)
+-- KEYS[3]  dead (zset: id -> ms it died)
 -- KEYS[4]  data (hash: 'p:'..id payload, 'a:'..id deliveries so far, 'e:'..id last error)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  at most this many messages
 -- ARGV[3]  visibility timeout in ms: unacknowledged by then, a message is delivered again
+-- ARGV[4]  optional: dead retention in ms; dead messages that died longer ago are deleted here
+--          too, so they go even when nothing dies again
+-- ARGV[5]  with ARGV[4]: dead messages deleted at most per call
 -- Returns  { now (ms), the next time anything is due: a scheduled runAt or a lease deadline
 --          (ms; -1 when the queue is empty), then four per claimed message: id, payload,
 --          runAt (ms), attempt (1 on first delivery) }
 --- @include "../includes/server-time.lua"
+--- @include "dead-trim.lua"
 
 local rcall = redis.call
 local now = now_ms(ARGV[1])
 local limit = tonumber(ARGV[2])
 local deadline = now + tonumber(ARGV[3])
 
--- the heads first: an idle queue costs these two reads and nothing more
+-- the heads first: an idle queue costs these reads (and the dead head, below) and nothing more
 local function head(key)
   local h = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
   return h[2] and tonumber(h[2]) or nil
@@ -30,6 +34,13 @@ if lease_head and lease_head <= now then
     rcall('ZADD', KEYS[1], now, expired[i])
   end
   lease_head = head(KEYS[2])
+end
+
+-- past retention: one read of the dead head per claim, a trim only when it is due
+local retention = tonumber(ARGV[4])
+if retention then
+  local dead_head = head(KEYS[3])
+  if dead_head and dead_head < now - retention then trim_dead(KEYS[3], KEYS[4], now, retention, math.huge, tonumber(ARGV[5])) end
 end
 
 local reply = { now, -1 }

@@ -18,6 +18,7 @@
 --          holds the message
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
+--- @include "dead-trim.lua"
 
 local rcall = redis.call
 local id = ARGV[2]
@@ -32,16 +33,5 @@ if backoff >= 0 then
 end
 
 rcall('ZADD', KEYS[3], now, id)
--- the oldest go: those past retention, and those beyond the newest ARGV[7] (both a prefix of
--- the set's order)
-local budget = tonumber(ARGV[8])
-local aged = rcall('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. int(now - tonumber(ARGV[6])), 'LIMIT', 0, budget)
-local excess = rcall('ZCARD', KEYS[3]) - tonumber(ARGV[7])
-local doomed = aged
-if excess > #aged and budget > 0 then doomed = rcall('ZRANGE', KEYS[3], 0, math.min(excess, budget) - 1) end
-for i = 1, #doomed do
-  local gone = doomed[i]
-  rcall('ZREM', KEYS[3], gone)
-  rcall('HDEL', KEYS[4], 'p:' .. gone, 'a:' .. gone, 'e:' .. gone)
-end
+trim_dead(KEYS[3], KEYS[4], now, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]))
 return -1

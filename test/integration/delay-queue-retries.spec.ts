@@ -105,4 +105,19 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     expect(await dead()).toEqual(['new']);
     expect(Object.keys(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).sort()).toEqual(['a:new', 'e:new', 'p:new']);
   });
+
+  it('a consumer deletes dead messages past deadRetentionMs even when nothing dies again', async () => {
+    const q = 'dead-idle';
+    const dead = () => ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1');
+    const first = queue().consume(q, failing, { maxAttempts: 1 });
+    await queue().enqueue(q, 'old', { id: 'old' });
+    await until(async () => (await dead()).length === 1, 5000, () => 'old not dead');
+    await first.stop();
+    await sleep(600); // twice the retention
+    // a consumer's first claim (and each idle one after it, every 5 s) trims what aged out
+    const second = queue().consume(q, failing, { maxAttempts: 1 });
+    await until(async () => (await dead()).length === 0, 5000, async () => `dead: ${(await dead()).join(', ')}`);
+    await second.stop();
+    expect(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).toEqual({});
+  });
 });
