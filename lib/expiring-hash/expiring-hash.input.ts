@@ -1,5 +1,28 @@
+import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertKey, assertWellFormed, describeValue } from '../redis/keys.js';
 import type { ExpiringSetOptions } from './expiring-hash.types.js';
+
+/**
+ * The latest expiry, in ms since the epoch, that Redis keeps for a hash field (HFE_MAX_ABS_TIME_MSEC
+ * in t_hash.c: EB_EXPIRE_TIME_MAX = 2^48 - 1, less two bits it reserves; about the year 4199).
+ * HPEXPIREAT refuses a later one after HSET has written the value, so both modes hold every
+ * expiry to it (and lua/expiring-hash/hash.lua's MAX_EXPIRY), checked before anything is written.
+ */
+export const MAX_EXPIRY_MS = 2 ** 46 - 1;
+
+/** A ttl in ms: a positive integer that keeps now + ttlMs within MAX_EXPIRY_MS (by this process's
+ * clock; the scripts check again by the server's). */
+export function assertTtl(ttlMs: unknown, argument = 'ttlMs'): asserts ttlMs is number {
+  assertPositiveInteger(ttlMs, argument);
+  if (ttlMs > MAX_EXPIRY_MS - Date.now()) throw ttlOutOfRange(ttlMs, argument);
+}
+
+/** The error for a ttl whose expiry would pass MAX_EXPIRY_MS. */
+export function ttlOutOfRange(ttlMs: number, argument = 'ttlMs'): RangeError {
+  return new RangeError(
+    `${argument} must be at most ${MAX_EXPIRY_MS - Date.now()} ms: now + ${argument} must not pass ${MAX_EXPIRY_MS} ms since the epoch, the latest expiry Redis keeps for a hash field; got ${ttlMs}`,
+  );
+}
 
 /** Field names are listed in the sweep index with a 2-byte length. */
 export const MAX_FIELD_BYTES = 65_535;

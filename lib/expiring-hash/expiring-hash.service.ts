@@ -4,7 +4,7 @@ import { RedisLimitError } from '../errors.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { Reply, ScriptName } from '../redis/scripts.js';
 import { assertPositiveInteger } from '../rate-limit/policy.js';
-import { assertField, assertHashKey, assertSetOptions, assertValue } from './expiring-hash.input.js';
+import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { detectExpiryMode } from './expiry-mode.js';
@@ -12,6 +12,8 @@ import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
 
 const NO_TTL = -1;
+/** The scripts' reply when now + ttlMs passes MAX_EXPIRY_MS by the server's clock (nothing written). */
+const OUT_OF_RANGE = -1;
 
 /**
  * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
@@ -40,7 +42,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     assertField(field);
     assertValue(value);
-    if (ttlMs !== undefined) assertPositiveInteger(ttlMs, 'ttlMs');
+    if (ttlMs !== undefined) assertTtl(ttlMs);
     assertSetOptions(opts, ttlMs);
     await this.write(key, field, value, ttlMs ?? NO_TTL, 0, opts?.notify);
   }
@@ -92,8 +94,9 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   async expire(key: string, field: string, ttlMs: number): Promise<boolean> {
     assertHashKey(key);
     assertField(field);
-    assertPositiveInteger(ttlMs, 'ttlMs');
+    assertTtl(ttlMs);
     const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
+    if (done === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, register!);
     if (notifyAt! >= 0) await this.notifier.schedule(key, field, notifyAt!);
     return done === 1;
@@ -128,7 +131,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     assertField(field);
     assertValue(value);
-    assertPositiveInteger(ttlMs, 'ttlMs');
+    assertTtl(ttlMs);
     assertPositiveInteger(max, 'max');
     assertSetOptions(opts, ttlMs);
     const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max, opts?.notify);
@@ -153,10 +156,26 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
     const mode = await this.mode();
     const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max, notify])) as number[];
+    if (reply[0] === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, reply[4]!);
     // armed in the write itself; a process that dies before this call loses that one timer
-    if (reply[5]! >= 0) await this.notifier.schedule(key, field, reply[5]!);
+    if (reply[5]! >= 0) await this.scheduleOrRelease(key, field, reply[5]!);
     return reply;
+  }
+
+  /**
+   * Sets the timer of a notification the write just armed. If that fails the write fails too, and
+   * what it wrote is released first: a caller told "failed" (a guard's 503) must not be left holding
+   * a slot for its whole ttl, nor a field whose notification has no timer.
+   */
+  private async scheduleOrRelease(key: string, field: string, expiry: number): Promise<void> {
+    try {
+      await this.notifier.schedule(key, field, expiry);
+    } catch (error) {
+      // best effort: when Redis is gone altogether, the field's own ttl is all that bounds it
+      await this.run('hashRelease', key, [field, expiry]).catch(() => undefined);
+      throw error;
+    }
   }
 
   private async read(key: string, field: string): Promise<[string | null, number]> {

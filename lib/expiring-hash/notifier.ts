@@ -61,7 +61,7 @@ export class ExpiryNotifier {
   }
 }
 
-function timerQueue(shard: number): string {
+export function timerQueue(shard: number): string {
   return `nrl.expiring-hash.notify.${shard}`;
 }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { assertName } from '../delay-queue/delay-queue.input.js';
+import { assertTtl } from '../expiring-hash/expiring-hash.input.js';
 import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import { assertWellFormed, describeValue } from '../redis/keys.js';
@@ -56,7 +57,7 @@ function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omi
   const unknown = Object.keys(options).find((option) => !OPTION_NAMES.includes(option));
   if (unknown !== undefined) throw new TypeError(`@MaxPending.${unknown} is not an option (${OPTION_NAMES.join(', ')})`);
   const { ttlMs, name, owner, failMode = moduleFailMode, notify } = options;
-  assertPositiveInteger(ttlMs, '@MaxPending.ttlMs');
+  assertTtl(ttlMs, '@MaxPending.ttlMs');
   if (typeof name !== 'string' || name.length === 0) {
     throw new TypeError(`@MaxPending.name must be a non-empty string, got ${describeValue(name)}`);
   }

@@ -19,6 +19,7 @@ export const SCRIPT_FILES = {
   hashUpdate: 'expiring-hash/update.lua',
   hashSweep: 'expiring-hash/sweep.lua',
   hashNotify: 'expiring-hash/notify.lua',
+  hashRelease: 'expiring-hash/release.lua',
   registryClaim: 'expiring-hash/registry-claim.lua',
   registryRelease: 'expiring-hash/registry-release.lua',
   queueEnqueue: 'delay-queue/enqueue.lua',

@@ -5,16 +5,18 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  field
 -- ARGV[3]  ttl in ms (> 0)
--- Returns  { 1 if the field was live and now has the ttl, else 0;
+-- Returns  { 1 if the field was live and now has the ttl, else 0 (-1: now + ttl passes MAX_EXPIRY,
+--          nothing changed);
 --          the time the sweep registry must learn for this hash (ms), or -1;
 --          the new expiry when the field's notification moved with it (ms), or -1 }
 --- @include "hash.lua"
 
+local expiry = now + tonumber(ARGV[3])
+if expiry > MAX_EXPIRY then return { -1, -1, -1 } end
 if not load_meta() then return { 0, -1, -1 } end
 local field = ARGV[2]
 local old, value = read(field)
 if value == nil then return { 0, -1, -1 } end
-local expiry = now + tonumber(ARGV[3])
 if native then rcall('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) else write(field, value, expiry) end
 local register = account(field, expiry, old)
 local notification, notify_at = armed(field, old), -1

@@ -23,6 +23,9 @@ local rcall = redis.call
 local H, B, N = KEYS[1], KEYS[2], KEYS[3]
 local NO_TTL, LONG = 4294967295, 4294967294
 local BUCKET_MS, CHUNK, SMALL = 10000, 2048, 128
+-- the latest field expiry Redis keeps (2^46 - 1 ms: HFE_MAX_ABS_TIME_MSEC), in both modes; a
+-- later one would fail HPEXPIREAT after HSET wrote the value (MAX_EXPIRY_MS in TypeScript)
+local MAX_EXPIRY = 70368744177663
 -- armed notifications outlive their due time by this much, for consumers that are down a while
 local NOTIFY_GRACE_MS = 86400000
 

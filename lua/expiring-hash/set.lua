@@ -10,13 +10,16 @@
 -- ARGV[6]  cap: 0 for none; else the field is only added while fewer than this many live
 --          fields exist (re-setting a live field is always accepted)
 -- ARGV[7]  a queue to notify when the field expires, or ''
--- Returns  { accepted (1|0), live fields after the call (-1 when no cap was asked),
+-- Returns  { accepted (1|0, or -1 when now + ttl passes MAX_EXPIRY: nothing was written),
+--          live fields after the call (-1 when no cap was asked),
 --          ms until the oldest live field expires, ms until the latest does,
 --          the time the sweep registry must learn for this hash (ms), or -1,
 --          the expiry a notification was armed for (ms), or -1 }
 --- @include "hash.lua"
 
 local field, value, ttl, cap = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local expiry = ttl >= 0 and now + ttl or -1
+if expiry > MAX_EXPIRY then return { -1, -1, 0, 0, -1, -1 } end
 local existed = load_meta()
 if not existed then new_meta(ARGV[2]) end
 local old = existed and read(field) or nil
@@ -33,7 +36,6 @@ if cap > 0 then
   if old == nil then count = count + 1 end
 end
 
-local expiry = ttl >= 0 and now + ttl or -1
 write(field, value, expiry)
 -- a live field's notification is replaced (one that is already due stays armed)
 if old and old >= 0 then rcall('HDEL', N, notice(old, field)) end

@@ -1,5 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_EXPIRY_MS } from '../../lib/expiring-hash/expiring-hash.input.js';
+import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
 import { ExpiringHashService } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { currentFlavor } from '../harness/redis-server.js';
@@ -155,6 +158,37 @@ describe.each(EXPIRY_MODES)('ExpiringHashService, %s mode', (mode) => {
     expect(results.filter((r) => r.accepted)).toHaveLength(3);
     expect(results.every((r) => r.count <= 3)).toBe(true);
     expect(await hash().count(key)).toBe(3);
+  });
+
+  it('refuses a ttl whose expiry the server could not keep, before writing anything (issue 13 #7)', async () => {
+    const key = fresh();
+    await hash().set(key, 'kept', 'v', 60_000);
+    for (const write of [
+      () => hash().set(key, 'f', 'v', 2 ** 48),
+      () => hash().setIfBelow(key, 'f', 'v', 2 ** 48, 2),
+      () => hash().expire(key, 'kept', 2 ** 48),
+    ]) {
+      await expect(write()).rejects.toThrow(RangeError);
+      await expect(write()).rejects.toThrow(/^ttlMs must be at most \d+/);
+    }
+    expect((await ctx.app.raw.hkeys(`${ctx.app.prefix}eh:{${key}}`)).sort()).toEqual(['', 'kept']);
+    expect(await hash().ttl(key, 'kept')).toBeGreaterThan(59_000);
+    // the cap still counts what is there: nothing slipped in beside it
+    expect(await hash().setIfBelow(key, 'g', 'v', 60_000, 1)).toEqual({ accepted: false, count: 1 });
+  });
+
+  it('the scripts refuse an expiry past 2^46 - 1 ms by their own clock, and take exactly that one', async () => {
+    const scripts = ctx.app.moduleRef.get(RedisConnection).scripts;
+    const key = fresh();
+    const keys = new ExpiringHashKeys(ctx.app.moduleRef.get(RedisConnection).keys, 16).hash(key);
+    const now = Date.now();
+    const code = mode === 'native' ? 'n' : 'i';
+    expect(await scripts.run('hashSet', keys, [now, code, 'f', 'v', MAX_EXPIRY_MS - now + 1, 0, ''])).toEqual([-1, -1, 0, 0, -1, -1]);
+    expect(await ctx.app.raw.exists(keys[0])).toBe(0);
+    expect((await scripts.run('hashSet', keys, [now, code, 'f', 'v', MAX_EXPIRY_MS - now, 0, '']) as number[])[0]).toBe(1);
+    expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
+    expect(await scripts.run('hashExpire', keys, [now, 'f', MAX_EXPIRY_MS - now + 1])).toEqual([-1, -1, -1]);
+    expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
   });
 
   it('keeps values byte for byte, and each hostile field apart', async () => {
