@@ -1,4 +1,5 @@
 export { RedisLimitModule } from './redis-limit.module.js';
+export type { RedisLimitFactoryOptions, RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 export type {
   ClusterConfig,
   ExpiringHashOptions,

@@ -6,7 +6,27 @@ export const {
   MODULE_OPTIONS_TOKEN: REDIS_LIMIT_OPTIONS,
   OPTIONS_TYPE,
   ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<RedisLimitModuleOptions>({ moduleName: 'RedisLimit' })
+} = new ConfigurableModuleBuilder<Omit<RedisLimitModuleOptions, 'isGlobal'>>({ moduleName: 'RedisLimit' })
   .setClassMethodName('forRoot')
+  // isGlobal is an extra: Nest reads it from the forRoot / forRootAsync call itself
   .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
   .build();
+
+/**
+ * What forRootAsync's factory returns: every option but `isGlobal`. Nest decides whether the module
+ * is global when forRootAsync is called, before any factory runs, so `isGlobal` goes in that call.
+ */
+export type RedisLimitFactoryOptions = Omit<RedisLimitModuleOptions, 'isGlobal'> & { isGlobal?: never };
+
+/** forRootAsync's argument: `isGlobal` beside `useFactory`, never in what it returns. */
+export type RedisLimitModuleAsyncOptions = Omit<typeof ASYNC_OPTIONS_TYPE, 'useFactory'> & {
+  useFactory?: (...args: any[]) => RedisLimitFactoryOptions | Promise<RedisLimitFactoryOptions>;
+};
+
+/** The options provider of a forRootAsync factory that returned `isGlobal` anyway (a cast, or
+ * useClass): refused at start-up rather than silently ignored. */
+export function assertNoLateIsGlobal(raw: unknown): void {
+  if (typeof raw === 'object' && raw !== null && 'isGlobal' in raw) {
+    throw new TypeError('RedisLimitModule: isGlobal belongs in forRootAsync({ isGlobal, useFactory }), not in what useFactory returns');
+  }
+}

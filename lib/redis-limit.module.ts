@@ -1,6 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { ConfigurableModuleClass } from './redis-limit.module-definition.js';
+import { ConfigurableModuleClass, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
@@ -38,4 +38,9 @@ const PROVIDERS = [
   providers: PROVIDERS,
   exports: PROVIDERS,
 })
-export class RedisLimitModule extends ConfigurableModuleClass {}
+export class RedisLimitModule extends ConfigurableModuleClass {
+  /** forRoot with options from providers; `isGlobal` goes here, not in what the factory returns. */
+  static override forRootAsync(options: RedisLimitModuleAsyncOptions): DynamicModule {
+    return super.forRootAsync(options);
+  }
+}

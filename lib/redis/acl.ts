@@ -12,6 +12,8 @@ const COMMANDS = [
   // ioredis: the ready check (waits out LOADING after a restart), the names it gives its cluster
   // subscriber connections (and yours, with connectionName), a clean close
   'info', 'client|setname', 'quit',
+  // the database a URL or the db option names: refused, ioredis would carry on in database 0
+  'select',
   // Redis Cluster clients: the ready check, the slot map, and redirects while a slot migrates
   'cluster|info', 'cluster|slots', 'asking',
   // DelayQueue wake-ups: published from scripts, heard by one subscriber connection

@@ -42,6 +42,12 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
   return { client, owned: true };
 }
 
+/** The database a standalone or Sentinel client was asked for (a cluster has only 0). */
+export function selectedDatabase(client: RedisClient): number {
+  if (isCluster(client)) return 0;
+  return Number((client as Redis).options.db ?? 0);
+}
+
 /** A Redis Cluster client (duck-typed, like isClient). */
 export function isCluster(client: RedisClient): boolean {
   return typeof (client as { nodes?: unknown }).nodes === 'function';

@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { RedisScriptError } from '../errors.js';
 import { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import { REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
+import { assertNoLateIsGlobal, REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
 import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
-import { createClient, isCluster, waitUntilReady } from './client.js';
+import { createClient, isCluster, selectedDatabase, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient } from './scripts.js';
 
@@ -31,6 +32,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     /** Counters and events: everything that holds the connection reports through it. */
     @Inject(RedisLimitEvents) readonly events: RedisLimitEvents,
   ) {
+    assertNoLateIsGlobal(raw);
     this.options = resolveOptions(raw);
     const { client, owned } = createClient(this.options.redis, this.options.commandTimeoutMs);
     this.client = client;
@@ -53,7 +55,29 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       this.reportFailure(new Error(`not ready after ${STARTUP_WAIT_MS} ms (status ${this.client.status})`));
       return;
     }
+    await this.assertDatabase();
     await this.preloadScripts();
+  }
+
+  /**
+   * ioredis SELECTs the database a URL names when it connects, and carries on in database 0 if
+   * that is refused (an ACL without SELECT): this app would then share counters with every app
+   * of database 0. Asked again here, a refusal fails start-up instead.
+   */
+  private async assertDatabase(): Promise<void> {
+    const db = selectedDatabase(this.client);
+    if (db === 0) return;
+    try {
+      await this.scripts.bounded(this.client.call('SELECT', db), 'SELECT');
+    } catch (error) {
+      if (!(error instanceof RedisScriptError)) return; // unreachable now: guards apply failMode
+      const reason = (error.cause as Error).message;
+      // start-up fails, so no shutdown hook will close what we opened
+      if (this.owned) this.client.disconnect();
+      throw new Error(
+        `RedisLimitModule: SELECT ${db} was refused (${reason}): the connection would use database 0. Grant SELECT (aclRules does) or connect without a database number`,
+      );
+    }
   }
 
   /** Best effort: a script that is not loaded still runs (EVALSHA falls back to EVAL). */

@@ -12,7 +12,6 @@ import {
   RedisLimitModule,
   RedisScriptError,
   type RateLimitPolicy,
-  type RedisLimitModuleOptions,
 } from '../../lib/index.js';
 import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { limiterModule, uniquePrefix, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
@@ -378,7 +377,7 @@ describe('bad input', () => {
       ['forRoot: sweepIntervalMs above the longest timer', () => forRoot({ expiringHash: { sweepIntervalMs: 2 ** 31 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepIntervalMs/],
       [
         'forRootAsync: the factory resolves null',
-        () => ({ module: RedisLimitModule.forRootAsync({ useFactory: () => null as unknown as RedisLimitModuleOptions }) }),
+        () => ({ module: RedisLimitModule.forRootAsync({ useFactory: () => null as never }) }),
         TypeError,
         /^RedisLimitModule: options must be an object, got null/,
       ],

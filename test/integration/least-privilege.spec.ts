@@ -111,6 +111,30 @@ describe('a least-privilege ACL user (aclRules)', () => {
     }
   });
 
+  it('honours the database a URL names (issue 13 #8: SELECT was refused, and db 0 written)', async () => {
+    await admin.call('ACL', 'LOG', 'RESET');
+    const moduleRef = await boot(`redis://${USER}:${PASSWORD}@${server.host}:${server.port}/2`, { keyPrefix: 'app:db2:' });
+    const db2 = server.client();
+    try {
+      expect((await moduleRef.get(RateLimiterService).consume('u', { limit: 1, windowMs: 60_000 })).allowed).toBe(true);
+      await moduleRef.get(ExpiringHashService).set('h', 'f', 'v', 60_000);
+      await db2.select(2);
+      expect(await admin.keys('app:db2:*')).toEqual([]);
+      expect((await db2.keys('app:db2:*')).length).toBeGreaterThanOrEqual(2);
+      const refused = ((await admin.call('ACL', 'LOG')) as unknown[][]).map((entry) => entry[entry.indexOf('object') + 1]);
+      expect(refused.filter((command) => command !== 'client|setinfo')).toEqual([]);
+    } finally {
+      db2.disconnect();
+      await moduleRef.close();
+    }
+  });
+
+  it('fails app.init() when the server refuses to SELECT the database the URL names', async () => {
+    await admin.call('ACL', 'SETUSER', 'no-select', 'on', `>${PASSWORD}`, ...rules, '-select');
+    const booting = boot(`redis://no-select:${PASSWORD}@${server.host}:${server.port}/2`, { keyPrefix: 'app:' });
+    await expect(booting).rejects.toThrow(/^RedisLimitModule: SELECT 2 was refused \(NOPERM.*\): .*database 0/);
+  });
+
   it('escapes glob characters in the prefix and grants field expiry only when asked', () => {
     expect(aclRules({ keyPrefix: 'a*b?[c]:' })).toEqual(expect.arrayContaining(['~a\\*b\\?\\[c\\]:*', '&a\\*b\\?\\[c\\]:*']));
     expect(aclRules()).toEqual(expect.arrayContaining(['resetkeys', '~rl:*', 'resetchannels', '&rl:*', '-@all', '+evalsha']));

@@ -7,7 +7,7 @@ import {
   RedisLimitModule,
   RedisTimeoutError,
   RedisUnavailableError,
-  type RedisLimitModuleOptions,
+  type RedisLimitFactoryOptions,
 } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { RedisNode } from '../harness/redis-server.js';
@@ -43,12 +43,24 @@ describe('RedisLimitModule', () => {
       RedisLimitModule.forRootAsync({
         imports: [SettingsModule],
         inject: [Settings],
-        useFactory: (settings: Settings): RedisLimitModuleOptions => ({ redis: settings.url, keyPrefix }),
+        useFactory: (settings: Settings): RedisLimitFactoryOptions => ({ redis: settings.url, keyPrefix }),
       }),
     ]);
     await moduleRef.get(RateLimiterService).consume('k', { limit: 1, windowMs: 60_000 });
     expect(await raw.keys(`${keyPrefix}*`)).toHaveLength(1);
     await moduleRef.close();
+  });
+
+  it("isGlobal goes to forRootAsync itself: in the factory's result it fails to compile and to start (issue 13 #10)", async () => {
+    const keyPrefix = uniquePrefix('async-global');
+    // @ts-expect-error the factory runs after Nest has decided whether the module is global
+    const late = RedisLimitModule.forRootAsync({ useFactory: () => ({ redis: redis.url, keyPrefix, isGlobal: false }) });
+    await expect(boot([late])).rejects.toThrow(
+      new TypeError('RedisLimitModule: isGlobal belongs in forRootAsync({ isGlobal, useFactory }), not in what useFactory returns'),
+    );
+    expect(late.global).toBe(true);
+    expect(RedisLimitModule.forRootAsync({ isGlobal: false, useFactory: () => ({ redis: redis.url, keyPrefix }) }).global).toBe(false);
+    expect(RedisLimitModule.forRoot({ redis: redis.url, keyPrefix, isGlobal: false }).global).toBe(false);
   });
 
   it('writes every key under keyPrefix, in the database the URL names', async () => {
