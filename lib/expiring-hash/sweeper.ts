@@ -6,12 +6,12 @@ import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 /** Hashes one claim leases from a registry shard. */
 const CLAIM_BATCH = 100;
 /** Fields one sweep call may look at: about 5 µs each, so a call stays near a millisecond. */
-const SWEEP_BUDGET = 250;
+export const SWEEP_BUDGET = 250;
 /** Sweep calls one shard has in flight: a pass must not queue thousands of calls ahead of the
  * application's own commands. */
 const SWEEPS_IN_FLIGHT = 8;
 /** A sweeper that dies (or times out) holding a lease delays those hashes by this much, no more. */
-const LEASE_MS = 10_000;
+export const LEASE_MS = 10_000;
 
 /**
  * Removes expired fields nobody reads. Every instance runs one; they share the work through the

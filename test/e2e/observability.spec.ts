@@ -1,4 +1,5 @@
-import { Controller, Get, Injectable, Module } from '@nestjs/common';
+import { jest } from '@jest/globals';
+import { Controller, Get, Injectable, Logger, Module } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -42,12 +43,19 @@ describe('observability', () => {
     });
 
     it('a listener that throws breaks nothing, and is logged once', async () => {
-      const stop = events().on(() => {
-        throw new Error('listener bug');
-      });
-      for (let i = 0; i < 3; i++) expect((await ctx.sample.http.get('/quotes/GLOBEX')).status).toBe(200);
-      stop();
-      expect(events().counters().decisions.allowed).toBe(3);
+      const errors = jest.spyOn(Logger.prototype, 'error');
+      try {
+        const stop = events().on(() => {
+          throw new Error('listener bug');
+        });
+        for (let i = 0; i < 3; i++) expect((await ctx.sample.http.get('/quotes/GLOBEX')).status).toBe(200);
+        stop();
+        expect(events().counters().decisions.allowed).toBe(3);
+        const logged = errors.mock.calls.map(([message]) => String(message)).filter((message) => message.includes('listener bug'));
+        expect(logged).toEqual(['a listener threw on redis-limit.decision (logged once per listener): listener bug']);
+      } finally {
+        errors.mockRestore();
+      }
     });
   });
 
