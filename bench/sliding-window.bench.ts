@@ -16,9 +16,11 @@ const WINDOW_MS = 60_000;
  * 369 MB key (issue 13), which would only slow the bench down. */
 export const SW_PERMITS = [1, 1_000, 1_000_000, 3_000_000];
 const OLD_MAX_PERMITS = 1_000_000;
-/** Single-permit grants before a refusal that must walk all of them (our worst case: the walk
- * for the retry time is bounded by grants, not permits). */
+/** Single-permit grants before a refusal whose retry time depends on all of them (our worst
+ * case: the grants a refusal waits for are found by binary search over their running totals). */
 export const SW_SMALL_GRANTS = 10_000;
+/** The same on more grants, to show the search grows with log(grants). */
+const SW_MORE_GRANTS = [SW_SMALL_GRANTS, 100_000];
 /** The last commit with 0.1's sliding window (one member per permit). */
 const OLD_COMMIT = 'fc8dbe4';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -86,11 +88,13 @@ export async function slidingWindowCost(opts: { host: string; port: number; runs
         await raw.del(key);
         opts.log(`  ${name}, ${permits} permits: done`);
       }
-      const key = `bench:sw:{${++keyNo}}`;
-      for (let i = 0; i < SW_SMALL_GRANTS; i += 500) await Promise.all(Array.from({ length: 500 }, () => decide(sha, key, 1)));
-      const scenario = `${SW_SMALL_GRANTS.toLocaleString('en-US')} grants of 1, then a refusal of ${SW_LIMIT.toLocaleString('en-US')}`;
-      record(name, scenario, await timed(sha, key, SW_LIMIT), await bytes(key));
-      await raw.del(key);
+      for (const grants of SW_MORE_GRANTS) {
+        const key = `bench:sw:{${++keyNo}}`;
+        for (let i = 0; i < grants; i += 500) await Promise.all(Array.from({ length: 500 }, () => decide(sha, key, 1)));
+        const scenario = `${grants.toLocaleString('en-US')} grants of 1, then a refusal of ${SW_LIMIT.toLocaleString('en-US')}`;
+        record(name, scenario, await timed(sha, key, SW_LIMIT), await bytes(key));
+        await raw.del(key);
+      }
     }
   }
   raw.disconnect();

@@ -132,6 +132,27 @@ class TokenBucketModel implements LimitModel {
   }
 }
 
+/**
+ * A sliding window's grant members in rank order ('<seq>:<permits>:<total>', seq written as a
+ * letter for its digit count then the digits): seqs increase, and each total is the one before
+ * it plus the grant's permits, which the binary search for retryAfterMs relies on.
+ */
+function expectGrantMembers(members: string[]): void {
+  let seq = 0;
+  let total: number | undefined;
+  // (one expect for the lot: a key can hold 20,000 members)
+  const wrong = members.filter((member) => {
+    const match = /^([a-p])(\d+):(\d+):(\d+)$/.exec(member);
+    if (!match) return true;
+    const [, width, digits, permits, after] = match;
+    const bad = digits!.length !== width!.charCodeAt(0) - 96 || Number(digits) <= seq || (total !== undefined && Number(after) !== total + Number(permits));
+    seq = Number(digits);
+    total = Number(after);
+    return bad;
+  });
+  expect(wrong).toEqual([]);
+}
+
 type Kind = RateLimitAlgorithm | 'funnel';
 
 /** One limit: a policy, or a funnel (limit = capacity, windowMs = leakingDurationMs). */
@@ -257,7 +278,8 @@ describe('rate limits agree with reference models', () => {
         );
         // (PTTL, not EXISTS: the least-privilege ACL user has no EXISTS; -2 is a missing key)
         const kept = chosen.map((i) => Promise.all([client.persist(stateKeys[i]!), client.pttl(stateKeys[i]!)]));
-        // a sliding window's entries (members scored by a time): one per live grant, not per permit
+        // a sliding window's entries (members scored by a time, oldest first): one per live
+        // grant, not per permit
         const entries = chosen.map((i) => (models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf') : null));
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
@@ -268,6 +290,7 @@ describe('rate limits agree with reference models', () => {
         chosen.forEach((i, j) => {
           const model = models[i]!;
           if (model instanceof SlidingWindowModel) {
+            expectGrantMembers(stored[j]!);
             const permits = stored[j]!.map((member) => Number(member.split(':')[1])).sort((a, b) => a - b);
             expect(permits).toEqual(model.stored());
           }
@@ -303,4 +326,109 @@ describe('rate limits agree with reference models', () => {
       { numRuns: 60 },
     );
   });
+});
+
+// The retry time of a refused request on a key holding many small grants comes from a binary search
+// over the grants' running totals (lua/rate-limit/sliding-window.lua), which refunds renumber:
+// every answer must still be the exact one a walk over the grants gives.
+describe('sliding window: exact retryAfterMs over many grants, refunds and ageing', () => {
+  const ctx = withLimiterApp();
+  const T0 = 2_000_000_000_000;
+  const LIMIT = 30_000;
+  const WINDOW_MS = 60_000;
+
+  it('matches a walk over 20,000 grants, after refunds in the middle and after the oldest age out', async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const spec = rateLimitSpec({ limit: LIMIT, windowMs: WINDOW_MS });
+    const key = connection.keys.build(counterKind(spec), 'many-grants');
+    const args = [spec.algorithm, LIMIT, WINDOW_MS];
+    const decide = (now: number, permits: number) =>
+      connection.scripts.run('rateLimitDecide', [key], [String(now), '1', 1, ...args, permits]) as Promise<(number | string)[]>;
+    const refund = (now: number, permits: number, grant: string) =>
+      connection.scripts.run('rateLimitRefund', [key], [String(now), ...args, permits, grant]) as Promise<number[]>;
+
+    /** The model: live grants oldest first, as the reference SlidingWindowModel keeps them. */
+    let grants: { at: number; permits: number; id: string }[] = [];
+    let now = T0;
+    const advanceTo = (t: number) => {
+      now = t;
+      grants = grants.filter((g) => g.at + WINDOW_MS > now);
+    };
+    const used = () => grants.reduce((sum, g) => sum + g.permits, 0);
+    const expectedRetry = (permits: number) => {
+      let need = used() + permits - LIMIT;
+      for (const g of grants) {
+        need -= g.permits;
+        if (need <= 0) return g.at + WINDOW_MS - now;
+      }
+      throw new Error('permits above the limit');
+    };
+
+    // three grants a ms (ties in score, across seqs of 1 to 5 digits), every 1000th of 5 permits
+    const N = 20_000;
+    for (let from = 0; from < N; from += 2_000) {
+      const batch = Array.from({ length: 2_000 }, (_, j) => {
+        const i = from + j;
+        return { at: T0 + Math.floor(i / 3) * 2, permits: i % 1_000 === 999 ? 5 : 1 };
+      });
+      const replies = await Promise.all(batch.map((g) => decide(g.at, g.permits)));
+      replies.forEach((reply, j) => {
+        expect(reply[0]).toBe(1);
+        grants.push({ ...batch[j]!, id: reply[5] as string });
+      });
+    }
+    const byIndex = [...grants];
+
+    /** Refused requests from one permit past what is left up to the whole limit. */
+    const probe = async () => {
+      const left = LIMIT - used();
+      const asks = [1, 2, 3, 4, 5, 6, 100, 999, 1_000, 1_001, 4_321, 12_000, used() - 1, used()]
+        .map((k) => left + k)
+        .filter((p) => p > left && p <= LIMIT);
+      const got = await Promise.all(asks.map((p) => decide(now, p).then((r) => ({ p, allowed: r[0], remaining: r[2], retry: r[3] }))));
+      expect(got).toEqual(asks.map((p) => ({ p, allowed: 0, remaining: left, retry: expectedRetry(p) })));
+      const members = await ctx.app.raw.zrangebyscore(key, 0, '+inf');
+      expect(members).toHaveLength(grants.length);
+      expectGrantMembers(members);
+    };
+    const giveBack = async (index: number, permits: number, expected = Math.min(permits, byIndex[index]!.permits)) => {
+      const grant = byIndex[index]!;
+      expect(await refund(now, permits, grant.id)).toEqual([expected]);
+      if (expected === 0) return;
+      grant.permits -= expected;
+      if (grant.permits === 0) grants = grants.filter((g) => g !== grant);
+    };
+
+    advanceTo(T0 + Math.floor((N - 1) / 3) * 2 + 1);
+    await probe();
+
+    // in the middle, whole and in part; next to either end (each renumbers the shorter side)
+    await giveBack(5_000, 1);
+    await giveBack(8_999, 2);
+    await giveBack(12_345, 1);
+    await giveBack(10, 1);
+    await giveBack(19_998, 1);
+    await giveBack(19_999, 3);
+    // once only, whole or in part
+    await giveBack(5_000, 1, 0);
+    await giveBack(8_999, 1, 0);
+    await probe();
+
+    // the oldest third ages out, to the ms; then grants whose totals were renumbered are refunded
+    advanceTo(byIndex[6_000]!.at + WINDOW_MS);
+    await probe();
+    await giveBack(14_999, 4);
+    await giveBack(7_000, 1);
+    await giveBack(3_000, 1, 0);
+    await probe();
+
+    // new grants continue the totals after all that
+    for (let i = 0; i < 5; i++) {
+      const reply = await decide(now, 7);
+      grants.push({ at: now, permits: 7, id: reply[5] as string });
+    }
+    await probe();
+    advanceTo(byIndex[N - 2]!.at + WINDOW_MS - 1);
+    await probe();
+  }, 60_000);
 });

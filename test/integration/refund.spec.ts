@@ -16,10 +16,10 @@ describe('refund primitives', () => {
     const key = connection.keys.build(counterKind(spec), `r-${++keyNo}`);
     const args = (permits: number) => [spec.algorithm, spec.limit, spec.windowMs, permits];
     return {
-      /** decide.lua for one limit: [allowed, remaining, grant id]. */
+      /** decide.lua for one limit: [allowed, remaining, retryAfterMs, grant id]. */
       async charge(now: number, permits: number) {
         const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), '1', 1, ...args(permits)])) as (number | string)[];
-        return { allowed: reply[1] === 1, remaining: reply[2] as number, grant: reply[5] as string };
+        return { allowed: reply[1] === 1, remaining: reply[2] as number, retryAfterMs: reply[3] as number, grant: reply[5] as string };
       },
       async refund(now: number, permits: number, grant: string) {
         return ((await connection.scripts.run('rateLimitRefund', [key], [String(now), ...args(permits), grant])) as number[])[0];
@@ -58,6 +58,25 @@ describe('refund primitives', () => {
     expect(await limiter.refund(T0 + 3000, 5, c.grant)).toBe(0);
     expect(await limiter.remaining(T0 + 3000)).toBe(10);
     expect(await limiter.refund(T0 + 3000, 1, 'no-such-grant:1')).toBe(0);
+  });
+
+  it('sliding window: a grant is found after refunds of others renumbered it, and refunded in part once', async () => {
+    const limiter = limiterOf({ limit: 100, windowMs: 1000 });
+    const grants = [];
+    for (let i = 0; i < 12; i++) grants.push(await limiter.charge(T0 + i * 10, i + 1));
+    // refunds of old and new grants rewrite the running totals of the grants on either side
+    expect(await limiter.refund(T0 + 200, 1, grants[1]!.grant)).toBe(1);
+    expect(await limiter.refund(T0 + 200, 20, grants[10]!.grant)).toBe(11);
+    expect(await limiter.refund(T0 + 200, 3, grants[6]!.grant)).toBe(3);
+    expect(await limiter.refund(T0 + 200, 2, grants[3]!.grant)).toBe(2);
+    expect(await limiter.refund(T0 + 200, 9, grants[8]!.grant)).toBe(9);
+    expect(await limiter.refund(T0 + 200, 2, grants[3]!.grant)).toBe(0);
+    // 78 - 26 = 52 permits held, 48 left: 50 more need 2 of the oldest gone, which the first
+    // two grants now hold (1 each)
+    expect(await limiter.remaining(T0 + 200)).toBe(48);
+    expect(await limiter.charge(T0 + 200, 50)).toMatchObject({ allowed: false, remaining: 48, retryAfterMs: 810 });
+    expect(await limiter.charge(T0 + 200, 54)).toMatchObject({ allowed: false, remaining: 48, retryAfterMs: 830 });
+    expect(await limiter.remaining(T0 + 1040)).toBe(48 + 1 + 1 + 3 + 2 + 5);
   });
 
   it('token bucket: tokens come back, never above the limit', async () => {
