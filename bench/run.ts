@@ -254,8 +254,9 @@ async function main(): Promise<void> {
     md.push(
       `\`bench/sliding-window.bench.ts\`: one EVALSHA of decide.lua on a fresh key, limit ${SW_LIMIT.toLocaleString('en-US')} per 60 s, ` +
         'granting the permits shown, then a decision on the same key for the whole limit (refused unless the key was empty), and ' +
-        `${SW_SMALL_GRANTS.toLocaleString('en-US')} single-permit grants followed by a refusal that must walk all of them (the retry time is found by ` +
-        "walking the oldest grants). Redis CPU: INFO commandstats usec of that one call after CONFIG RESETSTAT; size: MEMORY USAGE ... SAMPLES 0 of the key after it. " +
+        `${SW_SMALL_GRANTS.toLocaleString('en-US')} or more single-permit grants followed by a refusal whose retry time depends on all of them (each grant ` +
+        'member carries the running total of permits granted on its key, so the grants a refusal waits for are found by binary search: O(log² grants) ' +
+        "Redis calls, no walk). Redis CPU: INFO commandstats usec of that one call after CONFIG RESETSTAT; size: MEMORY USAGE ... SAMPLES 0 of the key after it. " +
         "0.1 kept one sorted-set member per permit; it is not run at 3,000,000 permits (about 20 s with Redis blocked and a 369 MB key, issue 13).",
       '',
       '| decision | Redis µs, this commit | Redis µs, 0.1 | bytes after, this commit | bytes after, 0.1 |',
