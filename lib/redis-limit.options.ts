@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
+import { ipKey } from './rate-limit/ip-key.js';
 import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
 
 export type FailMode = 'closed' | 'open';
@@ -30,6 +31,9 @@ export interface RedisLimitModuleOptions {
   headers?: HeadersMode;
   /** The default key of guards: the client IP unless you say otherwise. */
   tracker?: KeyResolver;
+  /** The default tracker counts an IPv6 client by its first `ipv6Subnet` bits (one client owns a
+   * whole prefix); an integer from 1 to 128, or false for the whole address. Default 56. */
+  ipv6Subnet?: number | false;
   /** ExpiringHashService: how fields expire and how the background sweep runs. */
   expiringHash?: ExpiringHashOptions;
   /** DelayQueueService: how much of each queue's dead set is kept. */
@@ -59,6 +63,7 @@ export interface ResolvedOptions {
   commandTimeoutMs: number;
   headers: HeadersMode;
   tracker: KeyResolver;
+  ipv6Subnet: number | false;
   expiringHash: Required<ExpiringHashOptions>;
   delayQueue: Required<DelayQueueOptions>;
 }
@@ -67,18 +72,27 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
 /** The longest delay a Node.js timer takes (about 24.8 days); a longer one fires after 1 ms. */
 export const MAX_TIMER_MS = 2_147_483_647;
 
-/** The client's address as Express and Fastify report it (both honour `trust proxy`). */
-export const clientIp: KeyResolver = (ctx) => {
-  const req = ctx.switchToHttp().getRequest<{ ip?: string; socket?: { remoteAddress?: string } }>();
-  return req.ip || req.socket?.remoteAddress || 'unknown';
-};
+/** express-rate-limit's default since v8: a /56 is what ISPs commonly hand one household. */
+export const DEFAULT_IPV6_SUBNET = 56;
+
+/** The client's address as Express and Fastify report it (both honour `trust proxy`), IPv6
+ * masked to `ipv6Subnet` bits (see ipKey). */
+export function clientIp(ipv6Subnet: number | false): KeyResolver {
+  return (ctx) => {
+    const req = ctx.switchToHttp().getRequest<{ ip?: string; socket?: { remoteAddress?: string } }>();
+    const address = req.ip || req.socket?.remoteAddress;
+    return address ? ipKey(address, ipv6Subnet) : 'unknown';
+  };
+}
 
 export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`RedisLimitModule: options must be an object, got ${describeValue(options)}`);
   }
   const { keyPrefix = 'rl:', failMode = 'closed', commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS } = options;
-  const { headers = 'legacy', tracker = clientIp } = options;
+  const { headers = 'legacy', ipv6Subnet = DEFAULT_IPV6_SUBNET } = options;
+  assertIpv6Subnet(ipv6Subnet);
+  const { tracker = clientIp(ipv6Subnet) } = options;
   assertRedis(options.redis);
   assertKeyPrefix(keyPrefix, 'RedisLimitModule: keyPrefix');
   assertFailMode(failMode, 'RedisLimitModule: failMode');
@@ -91,7 +105,12 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   }
   const expiringHash = resolveExpiringHash(options.expiringHash);
   const delayQueue = resolveDelayQueueOptions(options.delayQueue);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, expiringHash, delayQueue };
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue };
+}
+
+function assertIpv6Subnet(value: unknown): asserts value is number | false {
+  if (value === false || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 128)) return;
+  throw new (numberError(value))(`RedisLimitModule: ipv6Subnet must be an integer from 1 to 128 or false, got ${describeValue(value)}`);
 }
 
 function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<ExpiringHashOptions> {

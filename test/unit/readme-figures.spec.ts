@@ -21,6 +21,10 @@ describe('README figures agree with the code', () => {
     expect(figure(/a registry of sorted sets \(([\d,]+) shards/)).toBe(resolveOptions({}).expiringHash.sweepShards);
   });
 
+  it("the default tracker's IPv6 prefix", () => {
+    expect(figure(/\| `ipv6Subnet` \| `(\d+)` \|/)).toBe(resolveOptions({}).ipv6Subnet);
+  });
+
   it("the orders example's pay answers 200 in the README and in the sample app", () => {
     const pay = /@Post\(':id\/pay'\)\s*\n\s*(@HttpCode\([^)]*\))?/;
     const controller = readFileSync(join(process.cwd(), 'sample-app/src/orders/orders.controller.ts'), 'utf8');

@@ -1,0 +1,97 @@
+/**
+ * The default tracker's key for a client address. An IPv6 client owns a whole prefix (a /64 at
+ * least, often a /56 or /48), so counting per address would let one client walk around its limit
+ * by changing addresses: an IPv6 address is masked to its first `ipv6Subnet` bits and printed in
+ * one canonical form (RFC 5952), e.g. `2001:db8:0:ab00::/56`. IPv4 addresses, and IPv4-mapped
+ * IPv6 ones (`::ffff:1.2.3.4`: what a dual-stack socket reports for an IPv4 client), key as the
+ * IPv4 address, so a client counts once whichever socket it reached. Anything else (not an IP
+ * address) is returned as it is.
+ */
+export function ipKey(address: string, ipv6Subnet: number | false): string {
+  const v4 = parseIpv4(address);
+  if (v4 !== undefined) return printIpv4(v4);
+  const groups = parseIpv6(address);
+  if (groups === undefined) return address;
+  if (isIpv4Mapped(groups)) return printIpv4([groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff]);
+  if (ipv6Subnet === false) return printIpv6(groups);
+  return `${printIpv6(mask(groups, ipv6Subnet))}/${ipv6Subnet}`;
+}
+
+const DECIMAL_OCTET = /^(0|[1-9]\d{0,2})$/;
+const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
+
+/** Four octets of a dotted-quad address; leading zeros are refused (some parsers read them as octal). */
+function parseIpv4(text: string): number[] | undefined {
+  const parts = text.split('.');
+  if (parts.length !== 4 || !parts.every((part) => DECIMAL_OCTET.test(part))) return undefined;
+  const octets = parts.map(Number);
+  return octets.every((octet) => octet <= 255) ? octets : undefined;
+}
+
+/**
+ * Eight 16-bit groups, from any textual form: `::` compression, leading zeros, either case, a
+ * dotted-quad tail (`::ffff:1.2.3.4`) and a zone id (`fe80::1%eth0`). The zone names the server's
+ * own interface, not the client, so it is dropped.
+ */
+function parseIpv6(text: string): number[] | undefined {
+  const zone = text.indexOf('%');
+  if (zone === 0 || zone === text.length - 1) return undefined;
+  const address = zone === -1 ? text : text.slice(0, zone);
+  const halves = address.split('::');
+  if (halves.length > 2) return undefined;
+  const head = parseGroups(halves[0]!, halves.length === 1);
+  const tail = halves.length === 2 ? parseGroups(halves[1]!, true) : [];
+  if (head === undefined || tail === undefined) return undefined;
+  if (halves.length === 1) return head.length === 8 ? head : undefined;
+  // `::` stands for one zero group or more
+  if (head.length + tail.length > 7) return undefined;
+  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+}
+
+/** The groups of one side of `::` (`''` is none); only the address's last group may be a dotted quad. */
+function parseGroups(text: string, endsAddress: boolean): number[] | undefined {
+  if (text === '') return [];
+  const parts = text.split(':');
+  const groups: number[] = [];
+  for (const [i, part] of parts.entries()) {
+    if (HEX_GROUP.test(part)) {
+      groups.push(parseInt(part, 16));
+      continue;
+    }
+    const v4 = endsAddress && i === parts.length - 1 ? parseIpv4(part) : undefined;
+    if (v4 === undefined) return undefined;
+    groups.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
+  }
+  return groups;
+}
+
+/** ::ffff:0:0/96 */
+function isIpv4Mapped(groups: readonly number[]): boolean {
+  return groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
+}
+
+/** The first `bits` bits of the address, the rest zero. */
+function mask(groups: readonly number[], bits: number): number[] {
+  return groups.map((group, i) => {
+    const kept = Math.min(16, Math.max(0, bits - i * 16));
+    return group & ((0xffff << (16 - kept)) & 0xffff);
+  });
+}
+
+const printIpv4 = (octets: readonly number[]): string => octets.join('.');
+
+/** RFC 5952: lower-case hex without leading zeros; the longest run of two or more zero groups
+ * (the first of equal runs) written `::`. */
+function printIpv6(groups: readonly number[]): string {
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let start = 0; start < 8; start++) {
+    let length = 0;
+    while (start + length < 8 && groups[start + length] === 0) length++;
+    if (length > bestLength) [bestStart, bestLength] = [start, length];
+    start += length;
+  }
+  const hex = groups.map((group) => group.toString(16));
+  if (bestStart === -1) return hex.join(':');
+  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
+}
