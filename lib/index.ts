@@ -35,6 +35,7 @@ export type {
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
+export type { TierResolver } from './rate-limit/tier.js';
 export { MaxPending } from './max-pending/max-pending.decorator.js';
 export { PendingSlot } from './max-pending/pending-slot.decorator.js';
 export type { MaxPendingOptions } from './max-pending/max-pending.metadata.js';

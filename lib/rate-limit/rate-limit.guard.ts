@@ -2,10 +2,9 @@ import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } f
 import { RedisConnection } from '../redis/redis-connection.js';
 import { rateLimitHeaders } from './headers.js';
 import { applyFailMode, setHeaders, tooManyRequests } from './http.js';
-import { RateLimitPlans, stackFor, type PlannedLimit } from './rate-limit.plans.js';
-import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
+import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
+import { RateLimiterService } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
-import { resolveCost, resolveKey } from './user-functions.js';
 
 /**
  * Applies a handler's @RateLimit and @Funnel declarations in one atomic decision. Attached by the
@@ -31,9 +30,9 @@ export class RateLimitGuard implements CanActivate {
 
     const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
     if (plan === null) return true;
-    let stack: StackedLimit[];
+    let limits: RequestLimits;
     try {
-      stack = await Promise.all(plan.limits.map((limit) => this.resolve(limit, ctx)));
+      limits = await resolveLimits(plan, ctx, this.redis.options.tracker);
     } catch (error) {
       // the first failure of the stack answers the request, and is the one logged
       throw this.log.failure(plan.route, error);
@@ -41,7 +40,7 @@ export class RateLimitGuard implements CanActivate {
 
     let result;
     try {
-      result = await this.limiter.decide(stack);
+      result = await this.limiter.decide(limits.stack);
     } catch (error) {
       applyFailMode(error, plan.failMode, this.redis, plan.route);
       return true;
@@ -49,14 +48,8 @@ export class RateLimitGuard implements CanActivate {
     this.redis.reportSuccess();
 
     const response = http.getResponse<unknown>();
-    const policies = plan.limits.map((l) => ({ name: l.policyName, limit: l.spec.limit, windowMs: l.spec.windowMs }));
-    setHeaders(response, rateLimitHeaders(this.redis.options.headers, policies, result.decisions));
+    setHeaders(response, rateLimitHeaders(this.redis.options.headers, limits.policies, result.decisions));
     if (!result.allowed) throw tooManyRequests(response, result.retryAfterMs);
     return true;
-  }
-
-  private async resolve(limit: PlannedLimit, ctx: ExecutionContext): Promise<StackedLimit> {
-    const key = await resolveKey('key', limit.key ?? this.redis.options.tracker, ctx);
-    return stackFor(limit, key, resolveCost(limit.cost, limit.spec.limit, ctx));
   }
 }

@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { FailMode, KeyResolver } from '../redis-limit.options.js';
 import type { RateLimitAlgorithm } from './policy.js';
+import type { TierResolver } from './tier.js';
 
 export const RATE_LIMITS = Symbol('nest-redis-limit:rate-limits');
 export const SKIP_RATE_LIMIT = Symbol('nest-redis-limit:skip-rate-limit');
@@ -8,10 +9,11 @@ export const SKIP_RATE_LIMIT = Symbol('nest-redis-limit:skip-rate-limit');
 export type CostResolver = number | ((ctx: ExecutionContext) => number);
 
 export interface RateLimitOptions {
-  /** Permits per window (token-bucket: bucket size). */
-  limit: number;
-  /** Window in ms (token-bucket: time to refill from empty). */
-  windowMs: number;
+  /** Permits per window (token-bucket: bucket size); a function of the request for user tiers. */
+  limit: number | TierResolver;
+  /** Window in ms (token-bucket: time to refill from empty); a function of the request for user
+   * tiers: each window has a counter of its own. */
+  windowMs: number | TierResolver;
   /** Default 'sliding-window'. */
   algorithm?: RateLimitAlgorithm;
   /** What to count against. Default: the module's tracker (client IP). */

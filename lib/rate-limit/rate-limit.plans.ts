@@ -1,19 +1,25 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
-import { assertPermits, funnelSpec, rateLimitSpec, type LimitSpec } from './policy.js';
+import type { HeaderPolicy } from './headers.js';
+import { assertPermits, assertPositiveInteger, funnelSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from './rate-limit.metadata.js';
 import type { StackedLimit } from './rate-limiter.service.js';
+import { resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
+import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
 
 /** One checked limit of a route. */
 export interface PlannedLimit {
-  spec: LimitSpec;
+  /** Checked; a `limit` or `windowMs` function (user tiers) is resolved per request. */
+  spec: TieredSpec;
   /** The counter's scope: the shared name, or the route (method, path, class and handler).
    * Redis keys add the algorithm and window, so a changed `limit` keeps the counter. */
   scope: string;
-  /** The policy's name in RateLimit-Policy headers. */
-  policyName: string;
+  /** The shared name, also the policy's name in RateLimit-Policy headers. */
+  name: string | undefined;
+  /** How errors name it, e.g. `@RateLimit(#2)`. */
+  at: string;
   key: KeyResolver | undefined;
   cost: CostResolver;
   isFunnel: boolean;
@@ -40,9 +46,33 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 }
 
-/** Resolves a plan's limits for one request, in the form RateLimiterService.decide takes. */
-export function stackFor(limit: PlannedLimit, key: string, permits: number): StackedLimit {
-  const { spec } = limit;
+/** One request's limits: what RateLimiterService.decide takes, and the policies the headers name. */
+export interface RequestLimits {
+  stack: StackedLimit[];
+  policies: HeaderPolicy[];
+}
+
+/**
+ * A plan's limits for one request: each one's numbers (user tiers), key and permits. A user
+ * function's failure rejects with a UserFunctionError, or with the HttpException it threw.
+ */
+export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, tracker: KeyResolver): Promise<RequestLimits> {
+  const resolved = await Promise.all(
+    plan.limits.map(async (limit) => {
+      const spec = await resolveSpec(limit.spec, limit.at, ctx);
+      const key = await resolveKey('key', limit.key ?? tracker, ctx);
+      return { limit, spec, key, permits: resolveCost(limit.cost, spec.limit, ctx) };
+    }),
+  );
+  if (plan.limits.some((limit) => typeof limit.spec.windowMs === 'function')) assertResolvedCounters(resolved);
+  const names = policyNames(resolved.map(({ limit, spec }) => ({ name: limit.name, spec })));
+  return {
+    stack: resolved.map(({ limit, spec, key, permits }) => stackFor(limit, spec, key, permits)),
+    policies: resolved.map(({ spec }, i) => ({ name: names[i]!, limit: spec.limit, windowMs: spec.windowMs })),
+  };
+}
+
+function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: number): StackedLimit {
   return limit.isFunnel
     ? { key, scope: limit.scope, permits, funnel: { capacity: spec.limit, leakingDurationMs: spec.windowMs } }
     : { key, scope: limit.scope, permits, policy: { limit: spec.limit, windowMs: spec.windowMs, algorithm: ALGORITHM_NAMES[spec.algorithm] } };
@@ -63,8 +93,8 @@ function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode
   if (entries.length === 0) return null;
 
   try {
-    const limits = uniquePolicyNames(entries.map((entry, i) => plan(entry, scope, i)));
-    assertOwnCounters(limits, entries);
+    const limits = entries.map((entry, i) => plan(entry, scope, i));
+    assertOwnCounters(limits);
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
   } catch (error) {
@@ -79,41 +109,63 @@ const OPTION_NAMES = {
 } as const;
 
 // A counter is its scope, algorithm (the key's kind) and window: two limits of a route on one
-// counter would each charge it, and the tighter would silently decide for both.
-function assertOwnCounters(limits: PlannedLimit[], entries: LimitEntry[]): void {
-  const seen = new Set<string>();
-  limits.forEach((limit, i) => {
-    const { kind, windowMs } = limit.spec;
-    const id = `${kind}:${windowMs}:${limit.scope}`;
-    if (seen.has(id)) {
-      const name = entries[i]!.options.name;
-      const counter = name === undefined ? `of ${limit.scope}` : `'${name}'`;
-      throw new TypeError(
-        `two limits share the counter ${counter} (${KIND_NAMES[kind]}, windowMs ${windowMs}); give one a name of its own, or another window or algorithm`,
-      );
-    }
-    seen.add(id);
-  });
+// counter would each charge it, and the tighter would silently decide for both. A window that is a
+// function is known per request only: checked then (assertResolvedCounters). Requiring a name or
+// another algorithm for it instead would refuse tiers whose windows never meet, and a name would
+// also make the counter shared across routes.
+function assertOwnCounters(limits: PlannedLimit[]): void {
+  const known = limits.filter((limit) => typeof limit.spec.windowMs === 'number');
+  const pair = sharedCounter(known.map((limit) => ({ limit, windowMs: limit.spec.windowMs as number })));
+  if (pair !== undefined) throw new TypeError(sharedCounterMessage(known[pair[1]]!, known[pair[1]]!.spec.windowMs as number));
+}
+
+/** A request's windows resolved: two limits on one counter are a programming error (a 500). */
+function assertResolvedCounters(resolved: readonly { limit: PlannedLimit; spec: LimitSpec }[]): void {
+  const pair = sharedCounter(resolved.map(({ limit, spec }) => ({ limit, windowMs: spec.windowMs })));
+  if (pair === undefined) return;
+  // two fixed windows would have failed at start-up: name the limit whose function resolved so
+  const { limit, spec } = resolved[pair.find((i) => typeof resolved[i]!.limit.spec.windowMs === 'function') ?? pair[1]]!;
+  throw new UserFunctionError(`${limit.at}.windowMs resolved to ${spec.windowMs}: ${sharedCounterMessage(limit, spec.windowMs)}`);
+}
+
+/** The first two limits on one counter, by index. */
+function sharedCounter(limits: readonly { limit: PlannedLimit; windowMs: number }[]): [number, number] | undefined {
+  const seen = new Map<string, number>();
+  for (const [i, { limit, windowMs }] of limits.entries()) {
+    const id = `${limit.spec.kind}:${windowMs}:${limit.scope}`;
+    const first = seen.get(id);
+    if (first !== undefined) return [first, i];
+    seen.set(id, i);
+  }
+  return undefined;
+}
+
+function sharedCounterMessage(limit: PlannedLimit, windowMs: number): string {
+  const counter = limit.name === undefined ? `of ${limit.scope}` : `'${limit.name}'`;
+  return `two limits share the counter ${counter} (${KIND_NAMES[limit.spec.kind]}, windowMs ${windowMs}); give one a name of its own, or another window or algorithm`;
 }
 
 const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
 
-// A RateLimit header names the policy it describes, so a route's policy names must differ: names
-// that clash get the algorithm, then the window, then their position appended, until none does.
-const NAME_SUFFIXES: ((limit: PlannedLimit, index: number) => string)[] = [
-  (limit) => KIND_NAMES[limit.spec.kind],
-  (limit) => `${limit.spec.windowMs}ms`,
-  (_limit, index) => `#${index + 1}`,
+// A RateLimit header names the policy it describes, so a route's policy names must differ. An
+// unnamed policy is named by its numbers, a tier's as this request resolved them (the header
+// describes this request's limit); names that clash get the algorithm, then the window, then
+// their position appended, until none does.
+const NAME_SUFFIXES: ((spec: LimitSpec, index: number) => string)[] = [
+  (spec) => KIND_NAMES[spec.kind],
+  (spec) => `${spec.windowMs}ms`,
+  (_spec, index) => `#${index + 1}`,
 ];
 
-function uniquePolicyNames(limits: PlannedLimit[]): PlannedLimit[] {
+function policyNames(limits: readonly { name: string | undefined; spec: LimitSpec }[]): string[] {
+  let names = limits.map(({ name, spec }) => name ?? `${spec.limit}-per-${spec.windowMs}ms`);
   for (const suffix of NAME_SUFFIXES) {
-    const names = limits.map((limit) => limit.policyName);
-    const clashes = (name: string) => names.indexOf(name) !== names.lastIndexOf(name);
-    if (!names.some(clashes)) break;
-    limits = limits.map((limit, i) => (clashes(limit.policyName) ? { ...limit, policyName: `${limit.policyName}-${suffix(limit, i)}` } : limit));
+    const current = names;
+    const clashes = (name: string) => current.indexOf(name) !== current.lastIndexOf(name);
+    if (!current.some(clashes)) break;
+    names = current.map((name, i) => (clashes(name) ? `${name}-${suffix(limits[i]!.spec, i)}` : name));
   }
-  return limits;
+  return names;
 }
 
 function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimit {
@@ -130,22 +182,27 @@ function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimi
   }
   if (failMode !== undefined) assertFailMode(failMode, `${at}.failMode`);
 
-  let spec: LimitSpec;
+  let spec: TieredSpec;
   let cost: CostResolver;
   if (entry.type === 'rate') {
-    spec = rateLimitSpec(entry.options, at);
+    spec = tieredSpec(entry.options, at);
     cost = entry.options.cost === undefined ? 1 : entry.options.cost;
-    if (typeof cost !== 'function') assertPermits(cost, spec.limit, `${at}.cost`);
+    if (typeof cost !== 'function') {
+      // against a limit known per request only, a cost above it is refused then (resolveCost)
+      if (typeof spec.limit === 'number') assertPermits(cost, spec.limit, `${at}.cost`);
+      else assertPositiveInteger(cost, `${at}.cost`);
+    }
   } else {
-    spec = funnelSpec(entry.options, at);
+    const funnel = funnelSpec(entry.options, at);
+    spec = funnel;
     cost = entry.options.quota === undefined ? 1 : entry.options.quota;
-    assertPermits(cost, spec.limit, `${at}.quota`);
+    assertPermits(cost, funnel.limit, `${at}.quota`);
   }
-  const policy = `${spec.limit}-per-${spec.windowMs}ms`;
   return {
     spec,
     scope: name ?? routeScope,
-    policyName: name ?? policy,
+    name,
+    at,
     key,
     cost,
     isFunnel: entry.type === 'funnel',

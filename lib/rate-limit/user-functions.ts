@@ -3,8 +3,8 @@ import { describeValue } from '../redis/keys.js';
 import type { KeyResolver } from '../redis-limit.options.js';
 import type { CostResolver } from './rate-limit.metadata.js';
 
-/** A `key`, `cost` or `owner` function that threw (anything but an HttpException) or gave an
- * unusable value: a programming error, answered with 500. */
+/** A `key`, `cost`, `limit`, `windowMs` or `owner` function that threw (anything but an
+ * HttpException) or gave an unusable value: a programming error, answered with 500. */
 export class UserFunctionError extends Error {
   constructor(message: string, options?: { cause: unknown }) {
     super(message, options);
@@ -32,6 +32,25 @@ export async function resolveKey(what: 'key' | 'owner', resolver: KeyResolver, c
     throw new UserFunctionError(`${what} resolved to ${JSON.stringify(key)}, not a non-empty string`);
   }
   return key;
+}
+
+/** A request's `limit` or `windowMs` (user tiers): a positive integer. `what` names it, e.g.
+ * `@RateLimit(#1).limit`. */
+export async function resolvePositiveInteger(
+  what: string,
+  resolver: (ctx: ExecutionContext) => number | Promise<number>,
+  ctx: ExecutionContext,
+): Promise<number> {
+  let value: unknown;
+  try {
+    value = await resolver(ctx);
+  } catch (error) {
+    throw thrown(what, error);
+  }
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new UserFunctionError(`${what} resolved to ${describeValue(value)}; it must be a positive integer`);
+  }
+  return value;
 }
 
 /** A request's permits: a positive integer no larger than `limit` (`cost` is synchronous). */

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
-import { BadRequestException, Controller, Get, Post, type ExecutionContext, type LoggerService } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Post, type ExecutionContext } from '@nestjs/common';
 import { MaxPending, RateLimit } from '../../lib/index.js';
-import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { statusesOf, type ControllerApp } from '../harness/controller-app.js';
+import { withLoggedApp, type ErrorLog } from '../harness/logged-app.js';
 
 // A `key`, `cost` or `owner` function that throws an HttpException answers with it; any other
 // throw or an invalid result is a 500, logged at most once a minute per route (a client must not
@@ -74,34 +74,13 @@ class OrdersController {
   }
 }
 
-/** Keeps the messages Nest logs at error level (without their stack and context). */
-class ErrorLog implements LoggerService {
-  readonly errors: string[] = [];
-  error(message: unknown): void {
-    this.errors.push(String(message));
-  }
-  log(): void {}
-  warn(): void {}
-  debug(): void {}
-  verbose(): void {}
-  fatal(message: unknown): void {
-    this.error(message);
-  }
-}
-
 describe('user functions that fail', () => {
-  let redis: TestRedis;
+  const context = withLoggedApp({ controllers: [QuotesController, OrdersController] });
   let app: ControllerApp;
   let log: ErrorLog;
-  beforeAll(async () => {
-    redis = await TestRedis.start();
+  beforeEach(() => {
+    ({ app, log } = context);
   });
-  afterAll(() => redis.stop());
-  beforeEach(async () => {
-    log = new ErrorLog();
-    app = await controllerApp(redis, { controllers: [QuotesController, OrdersController], logger: log });
-  });
-  afterEach(() => app.close());
 
   it('a cost that throws a TypeError is a 500, logged once per route however many requests fail', async () => {
     expect(await statusesOf(() => app.http.post('/quotes/bulk').send({}), 3)).toEqual([500, 500, 500]);
