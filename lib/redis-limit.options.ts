@@ -1,4 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
+// ioredis is a peer dependency: in an app these are the types of its own ioredis, 5 or 6, so a
+// client it made is accepted as it is. Name them without type arguments (6's Redis<ReplyMapping>
+// is not generic in 5).
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
@@ -17,8 +20,8 @@ export interface ClusterConfig {
 }
 
 export interface RedisLimitModuleOptions {
-  /** A redis:// URL, ioredis options, a cluster to connect to, or a client you own (never closed
-   * by the module). Default: ioredis defaults (localhost:6379). */
+  /** A redis:// URL, ioredis options, a cluster to connect to, or a client you own, of ioredis 5
+   * or 6 (never closed by the module). Default: ioredis defaults (localhost:6379). */
   redis?: string | RedisOptions | ClusterConfig | Redis | Cluster;
   /** Prefix of every key the library writes; must not contain `{` or `}`. Default 'rl:'. */
   keyPrefix?: string;

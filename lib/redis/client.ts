@@ -9,7 +9,8 @@ export interface ClientHandle {
 }
 
 /**
- * Creates the client the options describe, or adopts the one given. Clients we create never queue
+ * Creates the client the options describe, with the app's own ioredis (5 or 6: a peer dependency,
+ * so lib/ uses only what both have), or adopts the one given. Clients we create never queue
  * commands while disconnected: a request must fail fast (and apply failMode) rather than wait
  * behind an outage; they reconnect in the background with capped backoff.
  */

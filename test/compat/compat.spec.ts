@@ -1,14 +1,25 @@
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisNode } from '../harness/redis-server.js';
 
-// The packed tarball, installed by npm into two real consumer apps that then run their own jest:
-// a Nest 11 CommonJS app (resolves the `require` build) and a Nest 12 ES module app (`import`).
+// The packed tarball, installed by npm into two real consumer apps that then type-check and run
+// their own jest: a Nest 11 CommonJS app with ioredis 5 (resolves the `require` build) and a Nest 12
+// ES module app with ioredis 6 (`import`). Each passes its own client as `redis`.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const FIXTURES = ['nest11-cjs', 'nest12-esm'];
+
+// ioredis is a peer dependency: the library must load the app's copy (the major its package.json
+// asks for), never one of its own, or a client it creates and the types it names are another
+// version than the app's.
+const APP_IOREDIS_MAJOR: Record<string, number> = { 'nest11-cjs': 5, 'nest12-esm': 6 };
+const LIBRARY_IOREDIS = [
+  '-e',
+  "const from = require.resolve('nest-redis-limit'); console.log(require(require.resolve('ioredis/package.json', { paths: [from] })).version)",
+];
 
 // Jest in CommonJS mode loads every .js file as CommonJS whatever its package.json "type" says, so
 // the apps' jest runs cannot see a broken dist/cjs/package.json; plain Node, as in production, can.
@@ -85,4 +96,18 @@ describe('packed tarball in consumer apps', () => {
     const result = await run(process.execPath, PLAIN_NODE_LOAD[name]!, join(tmp!, name));
     expect(result).toMatchObject({ code: 0, output: expect.stringMatching(/^function\n/) });
   });
+
+  it.each(FIXTURES)("%s: the library loads the app's own ioredis", async (name) => {
+    const result = await run(process.execPath, LIBRARY_IOREDIS, join(tmp!, name));
+    expect(result).toMatchObject({ code: 0, output: expect.stringMatching(new RegExp(`^${APP_IOREDIS_MAJOR[name]}\\.\\d+\\.\\d+\n`)) });
+  });
 });
+
+// Our own build compiles against ioredis 6; an app may bring 5. Every ioredis API lib/ uses must
+// exist in 5 too (the peer range's floor, installed as `ioredis5`), or it fails there at run time.
+it("lib/ type-checks against ioredis 5's declarations", async () => {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const result = await run(process.execPath, [tsc, '-p', 'test/compat/tsconfig.ioredis5.json'], ROOT);
+  // on failure jest shows tsc's output in the diff
+  expect(result).toMatchObject({ code: 0, output: expect.not.stringMatching(/error TS/) });
+}, 60_000);
