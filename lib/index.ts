@@ -7,6 +7,7 @@ export type {
   HeadersMode,
   KeyResolver,
   RedisLimitModuleOptions,
+  SkipIf,
 } from './redis-limit.options.js';
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
@@ -33,6 +34,8 @@ export type {
   RescheduleOptions,
 } from './delay-queue/delay-queue.types.js';
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
+export { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
+export { RateLimitException } from './rate-limit/rate-limit.exception.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 export type { TierResolver } from './rate-limit/tier.js';

@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
 import { ConfigurableModuleClass, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
@@ -7,6 +7,7 @@ import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
 import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
+import { DefaultLimitsGuard } from './rate-limit/default-limits.guard.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
 import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
@@ -35,7 +36,8 @@ const PROVIDERS = [
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: PROVIDERS,
+  // defaultLimits reach every route without a line of guard wiring
+  providers: [...PROVIDERS, { provide: APP_GUARD, useClass: DefaultLimitsGuard }],
   exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {

@@ -5,6 +5,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
+import type { RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 import { ipKey } from './rate-limit/ip-key.js';
 import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
 
@@ -13,6 +14,9 @@ export type HeadersMode = 'legacy' | 'draft' | 'both' | false;
 
 /** Resolves the key a limit counts against, e.g. a user id or an API key header. */
 export type KeyResolver = (ctx: ExecutionContext) => string | Promise<string>;
+
+/** Says whether a request is exempt from every rate limit and funnel. */
+export type SkipIf = (ctx: ExecutionContext) => boolean | Promise<boolean>;
 
 /** A Redis Cluster to connect to: ioredis' startup nodes and cluster options. */
 export interface ClusterConfig {
@@ -41,6 +45,14 @@ export interface RedisLimitModuleOptions {
   expiringHash?: ExpiringHashOptions;
   /** DelayQueueService: how much of each queue's dead set is kept. */
   delayQueue?: DelayQueueOptions;
+  /** Limits on every handler of the app, as if declared at class level on its class: a class or
+   * handler limit of the same name (unnamed: any unnamed one) replaces a default, @SkipRateLimit()
+   * skips them. Unnamed defaults count per route, named ones across the app. Checked by
+   * app.init(). Default none. */
+  defaultLimits?: RateLimitOptions[];
+  /** true: no rate limit or funnel applies to this request (health checks, internal callers);
+   * @MaxPending still does. Asked only on routes that have limits. Default: never skip. */
+  skipIf?: SkipIf;
   /** Registers the module globally. Default true. */
   isGlobal?: boolean;
 }
@@ -69,6 +81,9 @@ export interface ResolvedOptions {
   ipv6Subnet: number | false;
   expiringHash: Required<ExpiringHashOptions>;
   delayQueue: Required<DelayQueueOptions>;
+  /** Checked by RateLimitPlans at app.init(), with the decorators. */
+  defaultLimits: unknown;
+  skipIf: SkipIf | undefined;
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
@@ -106,9 +121,12 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (typeof tracker !== 'function') {
     throw new TypeError('RedisLimitModule: tracker must be a function (ctx) => string');
   }
+  if (options.skipIf !== undefined && typeof options.skipIf !== 'function') {
+    throw new TypeError(`RedisLimitModule: skipIf must be a function (ctx) => boolean, got ${describeValue(options.skipIf)}`);
+  }
   const expiringHash = resolveExpiringHash(options.expiringHash);
   const delayQueue = resolveDelayQueueOptions(options.delayQueue);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue };
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf };
 }
 
 function assertIpv6Subnet(value: unknown): asserts value is number | false {

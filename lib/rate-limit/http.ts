@@ -1,8 +1,9 @@
-import { HttpException, HttpStatus, ServiceUnavailableException } from '@nestjs/common';
+import { HttpStatus, ServiceUnavailableException } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { FailMode } from '../redis-limit.options.js';
 import { retryAfterSeconds } from './headers.js';
+import { RateLimitException } from './rate-limit.exception.js';
 
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;
@@ -19,21 +20,27 @@ export function setHeaders(response: unknown, headers: Record<string, string>): 
 }
 
 /** 429 with `Retry-After` and the body `{ statusCode, message, retryAfterMs }`. */
-export function tooManyRequests(response: unknown, retryAfterMs: number, message = 'Too Many Requests'): HttpException {
+export function tooManyRequests(response: unknown, retryAfterMs: number): RateLimitException {
   setHeaders(response, { 'Retry-After': retryAfterSeconds(retryAfterMs) });
-  return new HttpException({ statusCode: HttpStatus.TOO_MANY_REQUESTS, message, retryAfterMs }, HttpStatus.TOO_MANY_REQUESTS);
+  return new RateLimitException(retryAfterMs);
 }
 
 /**
  * What a guard does when Redis could not decide: reports the outage (once per outage), then
- * throws 503 under failMode 'closed' or returns under 'open'. Anything but a Redis failure is
- * rethrown as it is.
+ * throws `unavailable()` (HTTP: 503) under failMode 'closed' or returns under 'open'. Anything but
+ * a Redis failure is rethrown as it is.
  */
-export function applyFailMode(error: unknown, failMode: FailMode, redis: RedisConnection, route: string): void {
+export function applyFailMode(
+  error: unknown,
+  failMode: FailMode,
+  redis: RedisConnection,
+  route: string,
+  unavailable: () => Error = limiterUnavailable,
+): void {
   if (!(error instanceof RedisLimitError)) throw error;
   redis.reportFailure(error);
   redis.events.failMode(route, failMode, error);
-  if (failMode === 'closed') throw limiterUnavailable();
+  if (failMode === 'closed') throw unavailable();
 }
 
 /** 503 for failMode 'closed' when Redis cannot decide. */

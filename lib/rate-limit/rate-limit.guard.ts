@@ -1,19 +1,28 @@
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { RedisConnection } from '../redis/redis-connection.js';
-import { rateLimitHeaders } from './headers.js';
-import { applyFailMode, setHeaders, tooManyRequests } from './http.js';
+import type { KeyResolver } from '../redis-limit.options.js';
+import { rateLimitHeaders, retryAfterSeconds } from './headers.js';
+import { applyFailMode } from './http.js';
 import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
-import { RateLimiterService } from './rate-limiter.service.js';
+import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
+import { resolveSkip } from './skip-if.js';
+import { requireTransport, transportOf } from './transports/transport.adapter.js';
+
+// Shared by every instance: the decorators' guards (one per module), the module's own, an
+// APP_GUARD and subclasses are all instances, and a request is decided once whichever meets it.
+const decided = new WeakSet<object>();
 
 /**
- * Applies a handler's @RateLimit and @Funnel declarations in one atomic decision. Attached by the
- * decorators; when several attach it to one route, the first to run decides for all.
+ * Applies a handler's @RateLimit and @Funnel declarations and the module's defaultLimits in one
+ * atomic decision. Attached by the decorators and, with defaultLimits, by the module; works as an
+ * APP_GUARD too. Whichever runs first decides for all. Subclasses may override the protected hooks.
  */
 @Injectable()
 export class RateLimitGuard implements CanActivate {
-  private readonly decided = new WeakSet<object>();
   private readonly log = new RouteLog(new Logger('RateLimitGuard'));
+  /** The default key of limits without their own `key`. */
+  private readonly tracker: KeyResolver = (ctx) => this.getTracker(ctx);
 
   constructor(
     @Inject(RateLimiterService) private readonly limiter: RateLimiterService,
@@ -22,17 +31,18 @@ export class RateLimitGuard implements CanActivate {
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    if (ctx.getType() !== 'http') return true;
-    const http = ctx.switchToHttp();
-    const request = http.getRequest<object>();
-    if (this.decided.has(request)) return true;
-    this.decided.add(request);
+    const transport = transportOf(ctx);
+    if (transport === undefined) return true; // guards act on HTTP only, for now
+    const { req, res } = this.getRequestResponse(ctx);
+    if (decided.has(req)) return true;
+    decided.add(req);
 
     const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
     if (plan === null) return true;
     let limits: RequestLimits;
     try {
-      limits = await resolveLimits(plan, ctx, this.redis.options.tracker);
+      if (await resolveSkip((c) => this.shouldSkip(c), ctx)) return true;
+      limits = await resolveLimits(plan, ctx, this.tracker);
     } catch (error) {
       // the first failure of the stack answers the request, and is the one logged
       throw this.log.failure(plan.route, error);
@@ -42,14 +52,37 @@ export class RateLimitGuard implements CanActivate {
     try {
       result = await this.limiter.decide(limits.stack);
     } catch (error) {
-      applyFailMode(error, plan.failMode, this.redis, plan.route);
+      applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable);
       return true;
     }
     this.redis.reportSuccess();
 
-    const response = http.getResponse<unknown>();
-    setHeaders(response, rateLimitHeaders(this.redis.options.headers, limits.policies, result.decisions));
-    if (!result.allowed) throw tooManyRequests(response, result.retryAfterMs);
+    const headers = rateLimitHeaders(this.redis.options.headers, limits.policies, result.decisions);
+    // sent with every refusal, whatever `headers` says and whichever exception says it
+    if (!result.allowed) headers['Retry-After'] = retryAfterSeconds(result.retryAfterMs);
+    transport.setHeaders(res, headers);
+    if (!result.allowed) await this.throwTooManyRequests(ctx, result);
     return true;
+  }
+
+  /** The key of limits without a `key` of their own. Default: the module's `tracker` (client IP). */
+  protected getTracker(ctx: ExecutionContext): string | Promise<string> {
+    return this.redis.options.tracker(ctx);
+  }
+
+  /** The request (what a decision is remembered by) and the response (what takes the headers). */
+  protected getRequestResponse(ctx: ExecutionContext): { req: object; res: unknown } {
+    return requireTransport(ctx).getRequestResponse(ctx);
+  }
+
+  /** true: no limit applies to this request. Default: the module's `skipIf`, else false. */
+  protected shouldSkip(ctx: ExecutionContext): boolean | Promise<boolean> {
+    return this.redis.options.skipIf?.(ctx) ?? false;
+  }
+
+  /** Answers a refused request (its headers, Retry-After included, are already set); must throw.
+   * Default: RateLimitException, 429 `{ statusCode, message, retryAfterMs }`. */
+  protected throwTooManyRequests(ctx: ExecutionContext, result: StackDecision): never | Promise<never> {
+    throw requireTransport(ctx).tooManyRequests(result.retryAfterMs);
   }
 }

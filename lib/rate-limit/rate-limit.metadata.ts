@@ -38,7 +38,10 @@ export interface FunnelOptions {
   failMode?: FailMode;
 }
 
-export type LimitEntry = { type: 'rate'; options: RateLimitOptions } | { type: 'funnel'; options: FunnelOptions };
+export type LimitEntry = ({ type: 'rate'; options: RateLimitOptions } | { type: 'funnel'; options: FunnelOptions }) & {
+  /** How errors name it; default `@RateLimit(#n)` / `@Funnel(#n)` by its place on the route. */
+  at?: string;
+};
 
 /** A decorator that appends `entry` to the list under `metadataKey` on a class or a handler. */
 export function appendMetadata<T>(metadataKey: symbol, entry: T): ClassDecorator & MethodDecorator {

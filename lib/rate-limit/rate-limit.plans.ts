@@ -2,6 +2,7 @@ import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
+import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
 import { assertPermits, assertPositiveInteger, funnelSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from './rate-limit.metadata.js';
@@ -41,10 +42,36 @@ export interface RoutePlan {
 export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected readonly what = 'rate-limit';
 
+  private defaultLimits: LimitEntry[] | undefined;
+
+  /** The defaults first: a bad one fails app.init() once, named `defaultLimits[i]`, not per route. */
+  override onModuleInit(): void {
+    this.defaults();
+    super.onModuleInit();
+  }
+
   protected compile(route: RouteRef): RoutePlan | null {
-    return compile(route, this.redis.options.failMode);
+    return compile(route, this.redis.options.failMode, this.defaults());
+  }
+
+  /** The module's defaultLimits, checked on their own as the stack of a route without decorators. */
+  private defaults(): LimitEntry[] {
+    if (this.defaultLimits === undefined) {
+      const entries = defaultEntries(this.redis.options.defaultLimits);
+      compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries);
+      this.defaultLimits = entries;
+    }
+    return this.defaultLimits;
   }
 }
+
+/** Where defaultLimits are checked: errors read `RedisLimitModule: defaultLimits[0].limit ...`. */
+const DEFAULTS_ROUTE: RouteRef = {
+  controller: class RedisLimitModuleDefaults {},
+  handler: function defaultLimits() {},
+  route: 'RedisLimitModule',
+  scope: 'defaultLimits',
+};
 
 /** One request's limits: what RateLimiterService.decide takes, and the policies the headers name. */
 export interface RequestLimits {
@@ -80,7 +107,7 @@ function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: nu
 
 const ALGORITHM_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket' } as const;
 
-function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode: FailMode): RoutePlan | null {
+function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode: FailMode, defaults: readonly LimitEntry[]): RoutePlan | null {
   const own: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, handler) ?? [];
   const inherited: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, controller) ?? [];
   const skip = Reflect.getMetadata(SKIP_RATE_LIMIT, handler) ?? (own.length === 0 && Reflect.getMetadata(SKIP_RATE_LIMIT, controller));
@@ -89,7 +116,7 @@ function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode
   // handler wins: a class-level limit gives way to a handler-level one of the same name
   // (unnamed ones give way to any unnamed handler-level limit)
   const ownNames = new Set(own.map((entry) => entry.options?.name));
-  const entries = [...own, ...inherited.filter((entry) => !ownNames.has(entry.options?.name))];
+  const entries = withDefaults([...own, ...inherited.filter((entry) => !ownNames.has(entry.options?.name))], defaults);
   if (entries.length === 0) return null;
 
   try {
@@ -170,7 +197,7 @@ function policyNames(limits: readonly { name: string | undefined; spec: LimitSpe
 
 function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimit {
   const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
-  const at = `${decorator}(#${index + 1})`;
+  const at = entry.at ?? `${decorator}(#${index + 1})`;
   if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
   const known: readonly string[] = OPTION_NAMES[entry.type];
   const unknown = Object.keys(entry.options).find((option) => !known.includes(option));

@@ -1,0 +1,22 @@
+import { describeValue } from '../redis/keys.js';
+import type { LimitEntry } from './rate-limit.metadata.js';
+
+/** The module's `defaultLimits` as @RateLimit entries, each named `defaultLimits[i]` in errors. */
+export function defaultEntries(defaults: unknown): LimitEntry[] {
+  if (defaults === undefined) return [];
+  if (!Array.isArray(defaults)) {
+    throw new TypeError(`RedisLimitModule: defaultLimits must be an array of @RateLimit options, got ${describeValue(defaults)}`);
+  }
+  // Array.from visits holes too: a hole is a missing options object, not nothing
+  return Array.from(defaults, (options, i): LimitEntry => ({ type: 'rate', options, at: `defaultLimits[${i}]` }));
+}
+
+/**
+ * A route's limits with the defaults added as if declared at class level: a declared limit of
+ * the same name (unnamed: any unnamed one) replaces a default.
+ */
+export function withDefaults(declared: LimitEntry[], defaults: readonly LimitEntry[]): LimitEntry[] {
+  if (defaults.length === 0) return declared;
+  const names = new Set(declared.map((entry) => entry.options?.name));
+  return [...declared, ...defaults.filter((entry) => !names.has(entry.options?.name))];
+}

@@ -1,0 +1,15 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { limiterUnavailable, setHeaders } from '../http.js';
+import { RateLimitException } from '../rate-limit.exception.js';
+import type { TransportAdapter } from './transport.adapter.js';
+
+/** Express and Fastify: headers on the response (reply), 429 and 503 as HttpExceptions. */
+export const httpAdapter: TransportAdapter = {
+  getRequestResponse(ctx: ExecutionContext) {
+    const http = ctx.switchToHttp();
+    return { req: http.getRequest<object>(), res: http.getResponse<unknown>() };
+  },
+  setHeaders,
+  tooManyRequests: (retryAfterMs) => new RateLimitException(retryAfterMs),
+  unavailable: limiterUnavailable,
+};

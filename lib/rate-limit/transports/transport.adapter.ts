@@ -1,0 +1,33 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { httpAdapter } from './http.adapter.js';
+
+/**
+ * What the guard needs to know about one kind of execution context, so that deciding stays apart
+ * from speaking: where the request and response are, and how headers, a refusal and an outage
+ * are said there.
+ */
+export interface TransportAdapter {
+  /** `req` is what a decision is remembered by (once per request); `res` takes the headers. */
+  getRequestResponse(ctx: ExecutionContext): { req: object; res: unknown };
+  /** Puts the decision's headers on the response. */
+  setHeaders(res: unknown, headers: Record<string, string>): void;
+  /** The error a refused request gets. */
+  tooManyRequests(retryAfterMs: number): Error;
+  /** The error a request gets when Redis cannot decide under failMode 'closed'. */
+  unavailable(): Error;
+}
+
+// Context types without an adapter (graphql, ws, rpc for now) pass through unguarded.
+const ADAPTERS: Readonly<Record<string, TransportAdapter | undefined>> = { http: httpAdapter };
+
+/** The adapter of `ctx`'s context type, or undefined when the guards do not act on it. */
+export function transportOf(ctx: ExecutionContext): TransportAdapter | undefined {
+  return ADAPTERS[ctx.getType()];
+}
+
+/** The adapter of `ctx`'s context type; a TypeError for one the guards do not act on. */
+export function requireTransport(ctx: ExecutionContext): TransportAdapter {
+  const transport = transportOf(ctx);
+  if (transport === undefined) throw new TypeError(`nest-redis-limit: no transport adapter for '${ctx.getType()}' contexts`);
+  return transport;
+}
