@@ -299,3 +299,32 @@ describe('default limits', () => {
     );
   });
 });
+
+describe('default limits while Redis is down', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await TestRedis.start({ own: true }); // stopped by the test
+  });
+  afterAll(() => redis.stop());
+
+  it("answer as the module's guard says an outage: 503 under failMode closed, through when a default is open", async () => {
+    const closed = await controllerApp(redis, {
+      controllers: [OpenController],
+      options: { defaultLimits: [{ limit: 2, windowMs: 60_000 }], commandTimeoutMs: 300 },
+    });
+    const open = await controllerApp(redis, {
+      controllers: [OpenController],
+      options: { defaultLimits: [{ limit: 2, windowMs: 60_000, failMode: 'open' }], commandTimeoutMs: 300 },
+    });
+    await redis.stop();
+    try {
+      const refused = await closed.http.get('/open/a');
+      expect(refused.status).toBe(503);
+      expect(refused.body).toEqual({ statusCode: 503, message: 'Rate limiter unavailable' });
+      expect((await open.http.get('/open/a')).status).toBe(200);
+    } finally {
+      await redis.resume();
+      await Promise.all([closed.close(), open.close()]);
+    }
+  });
+});
