@@ -77,7 +77,8 @@ export interface ResolvedOptions {
   failMode: FailMode;
   commandTimeoutMs: number;
   headers: HeadersMode;
-  tracker: KeyResolver;
+  /** The app's own tracker; undefined: each transport's default (see TransportAdapter). */
+  tracker: KeyResolver | undefined;
   ipv6Subnet: number | false;
   expiringHash: Required<ExpiringHashOptions>;
   delayQueue: Required<DelayQueueOptions>;
@@ -110,7 +111,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   const { keyPrefix = 'rl:', failMode = 'closed', commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS } = options;
   const { headers = 'legacy', ipv6Subnet = DEFAULT_IPV6_SUBNET } = options;
   assertIpv6Subnet(ipv6Subnet);
-  const { tracker = clientIp(ipv6Subnet) } = options;
+  const { tracker } = options;
   assertRedis(options.redis);
   assertKeyPrefix(keyPrefix, 'RedisLimitModule: keyPrefix');
   assertFailMode(failMode, 'RedisLimitModule: failMode');
@@ -118,7 +119,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (!['legacy', 'draft', 'both', false].includes(headers)) {
     throw new TypeError(`RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false, got ${String(headers)}`);
   }
-  if (typeof tracker !== 'function') {
+  if (tracker !== undefined && typeof tracker !== 'function') {
     throw new TypeError('RedisLimitModule: tracker must be a function (ctx) => string');
   }
   if (options.skipIf !== undefined && typeof options.skipIf !== 'function') {

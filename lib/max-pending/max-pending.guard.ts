@@ -9,6 +9,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
+import { defaultKey } from '../rate-limit/transports/transport.adapter.js';
 
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;
@@ -84,7 +85,7 @@ export class MaxPendingGuard implements CanActivate {
 }
 
 async function ownerOf(plan: MaxPendingPlan, ctx: ExecutionContext, redis: RedisConnection): Promise<string> {
-  const owner = await resolveKey('owner', plan.owner ?? redis.options.tracker, ctx);
+  const owner = await resolveKey('owner', plan.owner ?? ((c) => defaultKey(c, redis.options)), ctx);
   // it would reach the sweep registry as U+FFFD, and its slots would never be swept
   if (!isWellFormed(owner)) throw new UserFunctionError('owner resolved to a string with a lone surrogate');
   return owner;

@@ -7,7 +7,7 @@ import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.
 import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
 import { resolveSkip } from './skip-if.js';
-import { requireTransport, transportOf } from './transports/transport.adapter.js';
+import { defaultKey, requireTransport, transportOf } from './transports/transport.adapter.js';
 
 // Shared by every instance: the decorators' guards (one per module), the module's own, an
 // APP_GUARD and subclasses are all instances, and a request is decided once whichever meets it.
@@ -65,9 +65,10 @@ export class RateLimitGuard implements CanActivate {
     return true;
   }
 
-  /** The key of limits without a `key` of their own. Default: the module's `tracker` (client IP). */
+  /** The key of limits without a `key` of their own. Default: the module's `tracker`, else the
+   * transport's (HTTP: the client IP). */
   protected getTracker(ctx: ExecutionContext): string | Promise<string> {
-    return this.redis.options.tracker(ctx);
+    return defaultKey(ctx, this.redis.options);
   }
 
   /** The request (what a decision is remembered by) and the response (what takes the headers). */

@@ -1,4 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
+import { clientIp } from '../../redis-limit.options.js';
 import { limiterUnavailable, setHeaders } from '../http.js';
 import { RateLimitException } from '../rate-limit.exception.js';
 import type { TransportAdapter } from './transport.adapter.js';
@@ -12,4 +13,5 @@ export const httpAdapter: TransportAdapter = {
   setHeaders,
   tooManyRequests: (retryAfterMs) => new RateLimitException(retryAfterMs),
   unavailable: limiterUnavailable,
+  defaultTracker: (ctx, ipv6Subnet) => clientIp(ipv6Subnet)(ctx),
 };

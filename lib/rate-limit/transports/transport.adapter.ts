@@ -1,4 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
+import type { KeyResolver } from '../../redis-limit.options.js';
 import { httpAdapter } from './http.adapter.js';
 
 /**
@@ -15,6 +16,9 @@ export interface TransportAdapter {
   tooManyRequests(retryAfterMs: number): Error;
   /** The error a request gets when Redis cannot decide under failMode 'closed'. */
   unavailable(): Error;
+  /** The key of limits without a `key` when the module has no `tracker`; absent where the
+   * transport has none (a limit there must name its key: checked at start-up). */
+  defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string | Promise<string>;
 }
 
 // Context types without an adapter (graphql, ws, rpc for now) pass through unguarded.
@@ -30,4 +34,15 @@ export function requireTransport(ctx: ExecutionContext): TransportAdapter {
   const transport = transportOf(ctx);
   if (transport === undefined) throw new TypeError(`nest-redis-limit: no transport adapter for '${ctx.getType()}' contexts`);
   return transport;
+}
+
+/** The key of a limit (or @MaxPending owner) without its own: the module's `tracker`, else the
+ * transport's default. */
+export function defaultKey(ctx: ExecutionContext, options: { tracker: KeyResolver | undefined; ipv6Subnet: number | false }): string | Promise<string> {
+  if (options.tracker !== undefined) return options.tracker(ctx);
+  const transport = requireTransport(ctx);
+  if (transport.defaultTracker === undefined) {
+    throw new TypeError(`nest-redis-limit: '${ctx.getType()}' handlers have no default tracker; give the limit a key or the module a tracker`);
+  }
+  return transport.defaultTracker(ctx, options.ipv6Subnet);
 }
