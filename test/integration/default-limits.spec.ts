@@ -4,6 +4,7 @@ import {
   Controller,
   Get,
   HttpException,
+  Inject,
   Injectable,
   Module,
   Post,
@@ -113,11 +114,21 @@ class MeController {
   }
 }
 
-/** Counts by the x-user header and refuses in its own words. */
+/** User ids are case-blind here. */
+@Injectable()
+class Users {
+  idOf(ctx: ExecutionContext): string {
+    return userHeader(ctx).toLowerCase();
+  }
+}
+
+/** Counts by user (a provider of its own, injected by property) and refuses in its own words. */
 @Injectable()
 class ByUserGuard extends RateLimitGuard {
+  @Inject(Users) private readonly users!: Users;
+
   protected override getTracker(ctx: ExecutionContext): string {
-    return userHeader(ctx);
+    return this.users.idOf(ctx);
   }
 
   protected override throwTooManyRequests(_ctx: ExecutionContext, result: StackDecision): never {
@@ -126,7 +137,7 @@ class ByUserGuard extends RateLimitGuard {
 }
 
 // imported after RedisLimitModule, so the module's own guard is registered (and runs) first
-@Module({ providers: [{ provide: APP_GUARD, useClass: ByUserGuard }] })
+@Module({ providers: [Users, { provide: APP_GUARD, useClass: ByUserGuard }] })
 class ByUserGuardModule {}
 
 const ALL = [OpenController, OwnController, SkippedController, OrdersController, ThriceController, MeController];
@@ -268,7 +279,7 @@ describe('default limits', () => {
       unnamed,
       async ({ http }) => {
         expect(await statusesOf(() => http.get('/open/a').set('x-user', 'alice'), 2)).toEqual([200, 200]);
-        const refused = await http.get('/open/a').set('x-user', 'alice');
+        const refused = await http.get('/open/a').set('x-user', 'Alice');
         expect(refused.status).toBe(429);
         expect(refused.body).toEqual({ code: 'SLOW_DOWN', waitMs: expect.any(Number) });
         expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
