@@ -1,4 +1,5 @@
 import { RequestMethod, type Type } from '@nestjs/common';
+import { handlerAddress, handlerKind, type HandlerKind } from './handler-kind.js';
 
 // Nest's own metadata keys (PATH_METADATA, METHOD_METADATA, VERSION_METADATA, HOST_METADATA and
 // MODULE_PATH of @nestjs/common/constants), spelt out: that file is no public entry point, and
@@ -17,6 +18,8 @@ export interface RouteRef {
   route: string;
   /** Where it is served and by whom, e.g. 'GET /v1/users UsersController.list'. */
   scope: string;
+  /** What calls it (undefined: nothing does, so no guard runs there). */
+  kind?: HandlerKind | undefined;
 }
 
 /**
@@ -26,6 +29,9 @@ export interface RouteRef {
  */
 export function routeRef(controller: Type, handler: Function, modulePath?: string): RouteRef {
   const route = `${controller.name}.${handler.name}`;
+  const kind = handlerKind(handler);
+  // a resolver, gateway or message handler: what its transport calls it by
+  if (kind !== undefined && kind !== 'http') return { controller, handler, route, kind, scope: `${kind} ${handlerAddress(handler, kind)} ${route}` };
   const method: unknown = Reflect.getMetadata(METHOD, handler);
   const path = [modulePath, Reflect.getMetadata(PATH, controller), Reflect.getMetadata(PATH, handler)]
     .map(pathPart)
@@ -40,7 +46,7 @@ export function routeRef(controller: Type, handler: Function, modulePath?: strin
     host === undefined ? undefined : `host=${listed(host)}`,
     route,
   ];
-  return { controller, handler, route, scope: scope.filter((part) => part !== undefined).join(' ') };
+  return { controller, handler, route, kind, scope: scope.filter((part) => part !== undefined).join(' ') };
 }
 
 /** The path RouterModule gave `module` in the application `applicationId`, if any. */

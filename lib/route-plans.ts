@@ -11,6 +11,8 @@ import { modulePathOf, routeRef, type RouteRef } from './route-identity.js';
  * A plan belongs to a (class, handler) pair, not to the handler: controllers that inherit one
  * handler from a base class each keep their own decorators.
  */
+const NOT_A_HANDLER = 'it is not an HTTP route, a GraphQL resolver, a WebSocket message handler or a microservice handler';
+
 export abstract class RoutePlans<P> implements OnModuleInit {
   private readonly plans = new Map<Function, Map<Function, P>>();
   /** Names the decorators in the start-up error, e.g. 'rate-limit'. */
@@ -26,20 +28,41 @@ export abstract class RoutePlans<P> implements OnModuleInit {
   /** Builds one route's plan from its decorators; throws, naming `Controller.handler`, on bad options. */
   protected abstract compile(route: RouteRef): P;
 
-  /** Compiles every controller handler; reports every bad one in a single error. */
+  /** The decorators, as start-up errors name them, e.g. '@MaxPending'. */
+  protected abstract readonly decorators: string;
+  /** Whether `target` (a class or a method) carries one of them. */
+  protected abstract declaredOn(target: Function): boolean;
+
+  /**
+   * Compiles every handler of every controller and provider (resolvers, gateways); reports every
+   * bad one in a single error. A decorator on a method no transport calls, or on a class with no
+   * such method, cannot take effect: that is an error too, never silently ignored.
+   */
   onModuleInit(): void {
     const problems: Error[] = [];
     const applicationId = (this.modules as { applicationId?: string }).applicationId;
-    for (const { metatype, host } of this.discovery.getControllers()) {
-      if (typeof metatype !== 'function') continue;
+    const seen = new Set<Function>();
+    for (const { metatype, host } of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
+      if (typeof metatype !== 'function' || seen.has(metatype)) continue;
+      seen.add(metatype);
       const modulePath = modulePathOf(host?.metatype, applicationId);
+      let handlers = 0;
       for (const method of this.scanner.getAllMethodNames(metatype.prototype)) {
         const handler = metatype.prototype[method] as Function;
+        const route = routeRef(metatype as Type, handler, modulePath);
         try {
-          this.remember(metatype as Type, handler, this.compile(routeRef(metatype as Type, handler, modulePath)));
+          if (route.kind === undefined) {
+            if (this.declaredOn(handler)) throw new TypeError(`${route.route}: ${this.decorators} cannot take effect here: ${NOT_A_HANDLER}`);
+            continue;
+          }
+          handlers += 1;
+          this.remember(metatype as Type, handler, this.compile(route));
         } catch (error) {
           problems.push(error as Error);
         }
+      }
+      if (handlers === 0 && this.declaredOn(metatype)) {
+        problems.push(new TypeError(`${metatype.name}: ${this.decorators} cannot take effect here: it has no method that ${NOT_A_HANDLER.replace(/^it is not/, 'is')}`));
       }
     }
     if (problems.length === 0) return;

@@ -27,6 +27,11 @@ export interface MaxPendingPlan {
 @Injectable()
 export class MaxPendingPlans extends RoutePlans<MaxPendingPlan | null> {
   protected readonly what = '@MaxPending';
+  protected readonly decorators = '@MaxPending';
+
+  protected declaredOn(target: Function): boolean {
+    return ((Reflect.getMetadata(MAX_PENDING, target) as unknown[] | undefined) ?? []).length > 0;
+  }
 
   protected compile(route: RouteRef): MaxPendingPlan | null {
     return compile(route, this.redis.options.failMode);

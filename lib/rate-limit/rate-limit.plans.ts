@@ -41,6 +41,11 @@ export interface RoutePlan {
 @Injectable()
 export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected readonly what = 'rate-limit';
+  protected readonly decorators = '@RateLimit / @Funnel';
+
+  protected declaredOn(target: Function): boolean {
+    return ((Reflect.getMetadata(RATE_LIMITS, target) as unknown[] | undefined) ?? []).length > 0;
+  }
 
   private defaultLimits: LimitEntry[] | undefined;
 

@@ -54,8 +54,8 @@ export type ControllerApp = Awaited<ReturnType<typeof controllerApp>>;
  * What app.init() threw for an application serving `controller`, or undefined if it started.
  * The app is closed either way: a failed start still opened the Redis connection.
  */
-export async function startupError(redis: TestRedis, controller: Type, options: RedisLimitModuleOptions = {}): Promise<unknown> {
-  const app = await createApp(redis, { controllers: [controller], options });
+export async function startupError(redis: TestRedis, controller: Type, options: RedisLimitModuleOptions = {}, providers: Provider[] = []): Promise<unknown> {
+  const app = await createApp(redis, { controllers: [controller], options, providers });
   try {
     await app.init();
     return undefined;
