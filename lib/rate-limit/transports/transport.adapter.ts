@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { KeyResolver } from '../../redis-limit.options.js';
+import { graphqlAdapter } from './graphql.adapter.js';
 import { httpAdapter } from './http.adapter.js';
 
 /**
@@ -21,8 +22,8 @@ export interface TransportAdapter {
   defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string | Promise<string>;
 }
 
-// Context types without an adapter (graphql, ws, rpc for now) pass through unguarded.
-const ADAPTERS: Readonly<Record<string, TransportAdapter | undefined>> = { http: httpAdapter };
+// Context types without an adapter (ws, rpc for now) pass through unguarded.
+const ADAPTERS: Readonly<Record<string, TransportAdapter | undefined>> = { http: httpAdapter, graphql: graphqlAdapter };
 
 /** The adapter of `ctx`'s context type, or undefined when the guards do not act on it. */
 export function transportOf(ctx: ExecutionContext): TransportAdapter | undefined {

@@ -1,0 +1,75 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { ipKey } from '../ip-key.js';
+import { setHeaders } from '../http.js';
+import type { TransportAdapter } from './transport.adapter.js';
+
+/**
+ * A refusal (or an outage under failMode 'closed') in a GraphQL resolver. graphql-js wraps what a
+ * resolver throws in the app's own GraphQLError and keeps its `extensions`, so both drivers
+ * answer `errors[i].extensions` with these: no import of `graphql` here, which the library must
+ * load without. It is no HttpException on purpose: Apollo's driver would recode a 429 one as
+ * INTERNAL_SERVER_ERROR.
+ */
+export class GraphQLLimitError extends Error {
+  constructor(
+    message: string,
+    readonly extensions: { code: 'TOO_MANY_REQUESTS' | 'SERVICE_UNAVAILABLE'; statusCode: number; retryAfterMs?: number },
+  ) {
+    super(message);
+    this.name = 'GraphQLLimitError';
+  }
+}
+
+/** The HTTP request of a GraphQL operation: Express's or Fastify's (both carry `ip`). */
+interface HttpRequest {
+  ip?: string;
+  socket?: { remoteAddress?: string };
+  /** Express: the response of this request. */
+  res?: unknown;
+}
+
+/** What the drivers put in the GraphQL context: Apollo `{ req }` (plus `res` when the app's
+ * context function adds it); Mercurius `{ req, reply, app }` (`req` the Fastify request). */
+interface GraphQLContext {
+  req?: HttpRequest;
+  res?: unknown;
+  reply?: { request?: HttpRequest };
+}
+
+// A resolver's arguments are [root, args, context, info]; read without @nestjs/graphql (an
+// optional peer) through the ExecutionContext itself.
+const contextOf = (ctx: ExecutionContext): GraphQLContext => (ctx.getArgByIndex<GraphQLContext | undefined>(2) ?? {}) as GraphQLContext;
+const requestOf = (gql: GraphQLContext): HttpRequest | undefined => gql.req ?? gql.reply?.request;
+
+/**
+ * Resolvers served over HTTP by @nestjs/graphql (Apollo on Express, Mercurius on Fastify).
+ *
+ * A decision is remembered by the resolver's `info`: graphql-js builds one per field resolution
+ * and every guard of that resolution gets the same one. One HTTP request may resolve several
+ * limited fields (two mutations, aliases), and each is its own handler call with its own limits,
+ * as two HTTP requests would be; remembering by the HTTP request would let the first field's
+ * decision wave the others through.
+ */
+export const graphqlAdapter: TransportAdapter = {
+  getRequestResponse(ctx: ExecutionContext) {
+    const gql = contextOf(ctx);
+    const info: unknown = ctx.getArgByIndex(3);
+    const req = typeof info === 'object' && info !== null ? info : ctx.getArgs();
+    return { req, res: gql.res ?? gql.reply ?? requestOf(gql)?.res };
+  },
+  // a subscription over WebSocket has no HTTP response to carry them
+  setHeaders: (res, headers) => {
+    if (typeof res === 'object' && res !== null) setHeaders(res, headers);
+  },
+  tooManyRequests: (retryAfterMs) =>
+    new GraphQLLimitError('Too Many Requests', { code: 'TOO_MANY_REQUESTS', statusCode: 429, retryAfterMs }),
+  unavailable: () => new GraphQLLimitError('Rate limiter unavailable', { code: 'SERVICE_UNAVAILABLE', statusCode: 503 }),
+  defaultTracker(ctx, ipv6Subnet) {
+    const req = requestOf(contextOf(ctx));
+    if (req === undefined) {
+      throw new TypeError('nest-redis-limit: this GraphQL operation has no HTTP request for the default tracker; give the limit a key');
+    }
+    const address = req.ip || req.socket?.remoteAddress;
+    return address ? ipKey(address, ipv6Subnet) : 'unknown';
+  },
+};

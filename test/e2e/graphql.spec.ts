@@ -1,0 +1,206 @@
+import 'reflect-metadata';
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { Module, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { GraphQLModule, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { jest } from '@jest/globals';
+import type { MercuriusDriverConfig } from '@nestjs/mercurius';
+import { createRequire } from 'node:module';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { uniquePrefix } from '../harness/limiter-app.js';
+import { RedisNode, TestRedis } from '../harness/redis-server.js';
+
+// Resolvers served by a real GraphQL server over HTTP, with each driver on its own platform:
+// Apollo on Express, Mercurius on Fastify. A refusal is an entry of `errors`, not an HTTP status.
+type Driver = 'apollo' | 'mercurius';
+const DRIVERS: Driver[] = ['apollo', 'mercurius'];
+
+// mercurius requires @fastify/static, which requires content-disposition 3, an ES module: Node
+// loads that (require(esm)), Jest's module loader cannot. It only serves GraphiQL's files, which
+// no test asks for: the CommonJS content-disposition 2 Express uses stands in.
+const require = createRequire(import.meta.url);
+const esmOnly = require.resolve('content-disposition', { paths: [require.resolve('@fastify/static')] });
+jest.doMock(esmOnly, () => require('content-disposition'));
+const { MercuriusDriver } = await import('@nestjs/mercurius');
+
+let hits = 0;
+const internal = (ctx: ExecutionContext) =>
+  (ctx.getArgByIndex<{ req?: { headers?: Record<string, string | undefined> } }>(2)?.req?.headers?.['x-internal'] ?? '') === 'yes';
+
+@Resolver()
+class QuotesResolver {
+  @Query(() => Int)
+  @RateLimit({ limit: 2, windowMs: 60_000 })
+  quote(): number {
+    return ++hits;
+  }
+
+  @Mutation(() => Int)
+  @RateLimit({ limit: 2, windowMs: 60_000 })
+  order(): number {
+    return ++hits;
+  }
+
+  @Query(() => Int)
+  @RateLimit({ limit: 1, windowMs: 60_000 })
+  @SkipRateLimit()
+  health(): number {
+    return 1;
+  }
+
+  // no decorator: only the module's defaultLimits reach it
+  @Query(() => Int)
+  plain(): number {
+    return 1;
+  }
+
+  @Query(() => Int)
+  @RateLimit({ limit: 1, windowMs: 60_000 })
+  tight(): number {
+    return 1;
+  }
+
+  @Query(() => Int)
+  @RateLimit({ name: 'app', limit: 1, windowMs: 60_000 })
+  named(): number {
+    return 1;
+  }
+}
+
+async function boot(driver: Driver, redis: TestRedis, options: RedisLimitModuleOptions = {}): Promise<INestApplication> {
+  const graphql =
+    driver === 'apollo'
+      ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true })
+      : GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true });
+  @Module({
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('graphql'), ...options }), graphql],
+    providers: [QuotesResolver],
+  })
+  class AppModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  const app = moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), { logger: false });
+  await app.init();
+  if (driver === 'mercurius') await app.getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+interface GraphQLResponse {
+  status: number;
+  headers: Record<string, string | undefined>;
+  body: { data?: Record<string, unknown> | null; errors?: { message: string; path?: string[]; extensions?: Record<string, unknown> }[] };
+}
+
+/** `count` operations one after another, each after the previous answered. */
+async function send(app: INestApplication, count: number, query: string, headers: Record<string, string> = {}): Promise<GraphQLResponse[]> {
+  const out: GraphQLResponse[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await request(app.getHttpServer()).post('/graphql').set(headers).send({ query });
+    out.push({ status: response.status, headers: response.headers, body: response.body });
+  }
+  return out;
+}
+
+const codes = (responses: GraphQLResponse[]) => responses.map((r) => r.body.errors?.[0]?.extensions?.['code'] ?? null);
+
+describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
+  let redis: TestRedis;
+  let app: INestApplication | undefined;
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterAll(() => redis.stop());
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it.each([
+    ['query', '{ quote }', 'quote'],
+    ['mutation', 'mutation { order }', 'order'],
+  ])('refuses a %s over its limit with a GraphQL error and the headers on the HTTP response', async (_kind, query, field) => {
+    app = await boot(driver, redis);
+    const responses = await send(app, 3, query);
+    expect(codes(responses)).toEqual([null, null, 'TOO_MANY_REQUESTS']);
+    expect(responses.slice(0, 2).map((r) => typeof r.body.data?.[field])).toEqual(['number', 'number']);
+    expect(responses.map((r) => [r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']])).toEqual([
+      ['2', '1'],
+      ['2', '0'],
+      ['2', '0'],
+    ]);
+    const refusal = responses[2]!.body.errors![0]!;
+    expect(refusal.path).toEqual([field]);
+    expect(refusal.extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', statusCode: 429 });
+    expect(refusal.extensions!['retryAfterMs']).toBeGreaterThan(0);
+    expect(Number(responses[2]!.headers['retry-after'])).toBe(Math.ceil((refusal.extensions!['retryAfterMs'] as number) / 1000));
+  });
+
+  it('decides each limited field of one operation on its own', async () => {
+    app = await boot(driver, redis);
+    // two aliases of one field: two resolver calls, two permits of the same counter
+    const [both] = await send(app, 1, '{ a: quote b: quote }');
+    expect(both!.body.errors).toBeUndefined();
+    const [third] = await send(app, 1, '{ quote }');
+    expect(codes([third!])).toEqual(['TOO_MANY_REQUESTS']);
+  });
+
+  it('@SkipRateLimit and skipIf skip the limits', async () => {
+    app = await boot(driver, redis, { skipIf: internal });
+    const health = await send(app, 3, '{ health }');
+    expect(codes(health)).toEqual([null, null, null]);
+    expect(health.filter((r) => 'x-ratelimit-limit' in r.headers)).toEqual([]);
+    const skipped = await send(app, 3, '{ quote }', { 'x-internal': 'yes' });
+    expect(codes(skipped)).toEqual([null, null, null]);
+    expect(codes(await send(app, 3, '{ quote }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);
+  });
+
+  it('defaultLimits reach an undecorated resolver and give way to its own limit', async () => {
+    app = await boot(driver, redis, { defaultLimits: [{ limit: 3, windowMs: 60_000 }] });
+    const plain = await send(app, 4, '{ plain }');
+    expect(codes(plain)).toEqual([null, null, null, 'TOO_MANY_REQUESTS']);
+    expect(plain.map((r) => r.headers['x-ratelimit-limit'])).toEqual(['3', '3', '3', '3']);
+    expect(codes(await send(app, 2, '{ tight }'))).toEqual([null, 'TOO_MANY_REQUESTS']);
+  });
+
+  it('a named default gives way to a limit of the same name', async () => {
+    app = await boot(driver, redis, { defaultLimits: [{ name: 'app', limit: 5, windowMs: 60_000 }] });
+    const named = await send(app, 2, '{ named }');
+    expect(named.map((r) => r.headers['x-ratelimit-limit'])).toEqual(['1', '1']);
+    expect(codes(named)).toEqual([null, 'TOO_MANY_REQUESTS']);
+    // the same name is the same counter, app-wide: the default's limit over it
+    const plain = await send(app, 1, '{ plain }');
+    expect(plain.map((r) => [r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']])).toEqual([['5', '3']]);
+  });
+});
+
+describe.each(DRIVERS)('GraphQL resolvers with %s while Redis is down', (driver) => {
+  let redis: RedisNode;
+  let app: INestApplication | undefined;
+  beforeEach(async () => {
+    redis = await RedisNode.start({ own: true });
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.stop();
+  });
+
+  it("failMode 'closed' answers SERVICE_UNAVAILABLE", async () => {
+    app = await boot(driver, redis, { failMode: 'closed', commandTimeoutMs: 300 });
+    expect(codes(await send(app, 1, '{ quote }'))).toEqual([null]);
+    await redis.stop();
+    const [refused] = await send(app, 1, '{ quote }');
+    expect(refused!.body.errors![0]!.extensions).toMatchObject({ code: 'SERVICE_UNAVAILABLE', statusCode: 503 });
+  });
+
+  it("failMode 'open' lets operations through", async () => {
+    app = await boot(driver, redis, { failMode: 'open', commandTimeoutMs: 300 });
+    expect(codes(await send(app, 1, '{ quote }'))).toEqual([null]);
+    await redis.stop();
+    const responses = await send(app, 4, '{ quote }');
+    expect(codes(responses)).toEqual([null, null, null, null]);
+    expect(responses.map((r) => typeof r.body.data?.['quote'])).toEqual(['number', 'number', 'number', 'number']);
+  });
+});
