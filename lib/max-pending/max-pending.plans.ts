@@ -38,11 +38,13 @@ export class MaxPendingPlans extends RoutePlans<MaxPendingPlan | null> {
   }
 }
 
-function compile({ controller, handler, route }: RouteRef, moduleFailMode: FailMode): MaxPendingPlan | null {
+function compile({ controller, handler, route, kind }: RouteRef, moduleFailMode: FailMode): MaxPendingPlan | null {
   const own: MaxPendingEntry[] = Reflect.getMetadata(MAX_PENDING, handler) ?? [];
   const entries: MaxPendingEntry[] = own.length > 0 ? own : (Reflect.getMetadata(MAX_PENDING, controller) ?? []);
   if (entries.length === 0) return null;
   try {
+    // a microservice message: nothing here watches its reply end, and an event has no caller
+    if (kind === 'rpc') throw new TypeError('@MaxPending cannot take effect here: a microservice handler has no response that ends its slot');
     // two caps would reserve two slots per request, and only one id reaches @PendingSlot
     if (entries.length > 1) throw new TypeError('@MaxPending is declared more than once; a route takes one cap');
     return { route, ...check(entries[0]!, moduleFailMode) };

@@ -9,6 +9,7 @@ import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from
 import type { StackedLimit } from './rate-limiter.service.js';
 import { resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
+import { loadRpcException } from './transports/rpc.adapter.js';
 
 /** One checked limit of a route. */
 export interface PlannedLimit {
@@ -48,6 +49,8 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 
   private defaultLimits: LimitEntry[] | undefined;
+  /** Some microservice handler has limits. */
+  private rpcLimited = false;
 
   /** The defaults first: a bad one fails app.init() once, named `defaultLimits[i]`, not per route. */
   override onModuleInit(): void {
@@ -56,7 +59,18 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 
   protected compile(route: RouteRef): RoutePlan | null {
-    return compile(route, this.redis.options.failMode, this.defaults());
+    const plan = compile(route, this.redis.options.failMode, this.defaults());
+    if (plan !== null && route.kind === 'rpc') {
+      if (this.redis.options.tracker === undefined) assertKeyed(plan);
+      this.rpcLimited = true;
+    }
+    return plan;
+  }
+
+  /** A limited microservice handler refuses with the app's RpcException: loaded before the first
+   * message, as a refusal is said synchronously. */
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.rpcLimited) await loadRpcException();
   }
 
   /** The module's defaultLimits, checked on their own as the stack of a route without decorators. */
@@ -67,6 +81,14 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
       this.defaultLimits = entries;
     }
     return this.defaultLimits;
+  }
+}
+
+// There is no default tracker for RPC: a microservice message carries no address of its sender.
+function assertKeyed(plan: RoutePlan): void {
+  const keyless = plan.limits.find((limit) => limit.key === undefined);
+  if (keyless !== undefined) {
+    throw new TypeError(`${plan.route}: ${keyless.at} has no key, and microservice handlers have no default tracker; give it a key, or the module a tracker`);
   }
 }
 

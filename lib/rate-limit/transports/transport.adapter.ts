@@ -2,6 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { KeyResolver } from '../../redis-limit.options.js';
 import { graphqlAdapter } from './graphql.adapter.js';
 import { httpAdapter } from './http.adapter.js';
+import { rpcAdapter } from './rpc.adapter.js';
 import { wsAdapter } from './ws.adapter.js';
 
 /**
@@ -23,8 +24,8 @@ export interface TransportAdapter {
   defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string | Promise<string>;
 }
 
-// Context types without an adapter (rpc for now) pass through unguarded.
-const ADAPTERS: Readonly<Record<string, TransportAdapter | undefined>> = { http: httpAdapter, graphql: graphqlAdapter, ws: wsAdapter };
+// Context types without an adapter pass through unguarded.
+const ADAPTERS: Readonly<Record<string, TransportAdapter | undefined>> = { http: httpAdapter, graphql: graphqlAdapter, rpc: rpcAdapter, ws: wsAdapter };
 
 /** The adapter of `ctx`'s context type, or undefined when the guards do not act on it. */
 export function transportOf(ctx: ExecutionContext): TransportAdapter | undefined {
