@@ -222,3 +222,39 @@ describe('user tiers at start-up', () => {
     expect((error as Error).message).toMatch(/TwiceController\.list: two limits share the counter of GET \/twice/);
   });
 });
+
+@Controller('plain')
+class PlainController {
+  @Get()
+  get() {
+    return 'ok';
+  }
+}
+
+/** free 1, pro 3; or what x-value says */
+const tierOrValue = (ctx: ExecutionContext) => (headers(ctx)['x-value'] === undefined ? (isPro(ctx) ? 3 : 1) : (value(ctx) as number));
+
+describe('user tiers in defaultLimits', () => {
+  const context = withLoggedApp({
+    controllers: [PlainController],
+    options: { defaultLimits: [{ limit: tierOrValue, windowMs: 60_000, key: user }] },
+  });
+  const get = (who: string, plan = 'free', extra: Record<string, string> = {}) =>
+    context.app.http.get('/plain').set({ 'x-user': who, 'x-plan': plan, ...extra });
+
+  it('apply per tier to a route without decorators', async () => {
+    expect(await statusesOf(() => get('ann'), 2)).toEqual([200, 429]);
+    expect(await statusesOf(() => get('bob', 'pro'), 4)).toEqual([200, 200, 200, 429]);
+  });
+
+  it('a bad result is a 500 naming the default', async () => {
+    expect(await statusesOf(() => get('cid', 'free', { 'x-value': '0' }), 2)).toEqual([500, 500]);
+    expect(context.log.errors).toEqual([expect.stringMatching(/^PlainController\.get: defaultLimits\[0\]\.limit resolved to 0; it must be a positive integer$/)]);
+  });
+
+  it('a limit that is neither a number nor a function fails app.init() naming the default', async () => {
+    const error = await startupError(context.redis, PlainController, { defaultLimits: [{ limit: '5' as never, windowMs: 1000 }] });
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as Error).message).toMatch(/RedisLimitModule: defaultLimits\[0\]\.limit must be a positive integer or a function/);
+  });
+});
