@@ -18,10 +18,10 @@ class OrdersController {
   create() {}
 
   @MessagePattern({ cmd: 'sum' })
-  sum() {}
+  sum(_data: unknown) {}
 
   @EventPattern('order.paid')
-  paid() {}
+  paid(_data: unknown) {}
 
   helper() {}
 }
