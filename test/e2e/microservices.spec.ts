@@ -3,7 +3,7 @@ import { Controller, Module, type ExecutionContext, type INestApplication, type 
 import { ClientProxyFactory, EventPattern, MessagePattern, Transport, type ClientOptions, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
-import { MaxPending, RateLimit, RedisLimitEvents, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { Funnel, MaxPending, RateLimit, RedisLimitEvents, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { freePort, RedisNode, TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
@@ -39,6 +39,12 @@ class QuotesController {
   @SkipRateLimit()
   health() {
     return { status: 'ok' };
+  }
+
+  @MessagePattern('drip')
+  @Funnel({ capacity: 1, leakingDurationMs: 60_000, key: byUser })
+  drip(data: Message) {
+    return { dripped: data.user };
   }
 
   @EventPattern('audit')
@@ -172,6 +178,13 @@ describe.each<TransportName>(['tcp', 'redis'])('microservices over %s', (transpo
     await expect(send('quote', { user })).resolves.toEqual({ quoted: user });
     await expect(send('quote', { user })).resolves.toEqual({ quoted: user });
     await expect(refusal('quote', { user })).resolves.toMatchObject({ statusCode: 429 });
+  });
+
+  it('@Funnel refuses over its capacity', async () => {
+    await boot(MODULE_OPTIONS);
+    const user = newUser();
+    await expect(send('drip', { user })).resolves.toEqual({ dripped: user });
+    await expect(refusal('drip', { user })).resolves.toMatchObject({ statusCode: 429, message: 'Too Many Requests' });
   });
 
   it('drops an event over its limit: the handler runs `limit` times', async () => {
