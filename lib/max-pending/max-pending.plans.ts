@@ -43,6 +43,8 @@ function compile({ controller, handler, route, kind }: RouteRef, moduleFailMode:
   const entries: MaxPendingEntry[] = own.length > 0 ? own : (Reflect.getMetadata(MAX_PENDING, controller) ?? []);
   if (entries.length === 0) return null;
   try {
+    // a slot is held while a response is pending; a WebSocket message has no response to end it
+    if (kind === 'ws') throw new TypeError('@MaxPending cannot take effect here: a WebSocket message handler has no response that ends its slot');
     // a microservice message: nothing here watches its reply end, and an event has no caller
     if (kind === 'rpc') throw new TypeError('@MaxPending cannot take effect here: a microservice handler has no response that ends its slot');
     // two caps would reserve two slots per request, and only one id reaches @PendingSlot

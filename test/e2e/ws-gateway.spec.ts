@@ -7,7 +7,7 @@ import { Test } from '@nestjs/testing';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
-import { RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { MaxPending, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
@@ -119,6 +119,25 @@ class StackedGateway {
   }
 }
 
+// What start-up discovery must refuse on a gateway.
+@WebSocketGateway()
+class BadLimitGateway {
+  @SubscribeMessage('bad')
+  @RateLimit({ limit: -5, windowMs: 60_000 })
+  bad() {
+    return { event: 'ok', data: 'bad' };
+  }
+}
+
+@WebSocketGateway()
+class PendingGateway {
+  @SubscribeMessage('job')
+  @MaxPending(2, { name: 'ws-jobs', ttlMs: 60_000 })
+  job() {
+    return { event: 'ok', data: 'job' };
+  }
+}
+
 interface GatewayApp {
   app: INestApplication;
   connect(): Promise<Client>;
@@ -134,7 +153,12 @@ async function gatewayApp(adapter: AdapterName, connection: RedisLimitModuleOpti
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   app.useWebSocketAdapter(adapter === 'ws' ? new WsAdapter(app) : new IoAdapter(app));
-  await app.listen(0, '127.0.0.1');
+  try {
+    await app.listen(0, '127.0.0.1');
+  } catch (error) {
+    await app.close(); // a failed start still opened the Redis connection
+    throw error;
+  }
   const { port } = app.getHttpServer().address() as AddressInfo;
   const clients: Client[] = [];
   return {
@@ -251,5 +275,35 @@ describe.each(ADAPTERS)('a gateway on the %s adapter while Redis is down', (adap
     expect((await client.send('post')).event).toBe('ok');
     await redis.stop();
     expect((await sendAll(client, 'post', 3)).map((reply) => reply.event)).toEqual(['ok', 'ok', 'ok']);
+  });
+});
+
+describe('start-up with gateways', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterAll(() => redis.stop());
+
+  async function startupError(gateway: Function): Promise<unknown> {
+    try {
+      const served = await gatewayApp('ws', redis.connection, {}, [gateway]);
+      await served.close();
+      return undefined;
+    } catch (error) {
+      return error;
+    }
+  }
+
+  it('fails app.init() on bad options, naming Class.method', async () => {
+    const error = await startupError(BadLimitGateway);
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as Error).message).toMatch(/BadLimitGateway\.bad: @RateLimit\(#1\)\.limit/);
+  });
+
+  it('fails app.init() on @MaxPending, which a message handler cannot release', async () => {
+    const error = await startupError(PendingGateway);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as Error).message).toMatch(/PendingGateway\.job: @MaxPending cannot take effect here/);
   });
 });
