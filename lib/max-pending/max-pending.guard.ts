@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
-import { rateLimitHeaders } from '../rate-limit/headers.js';
-import { applyFailMode, setHeaders, tooManyRequests } from '../rate-limit/http.js';
+import { rateLimitHeaders, retryAfterSeconds } from '../rate-limit/headers.js';
+import { applyFailMode } from '../rate-limit/http.js';
 import { RouteLog } from '../rate-limit/route-log.js';
 import { resolveKey, UserFunctionError } from '../rate-limit/user-functions.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
-import { defaultKey } from '../rate-limit/transports/transport.adapter.js';
+import { defaultKey, transportOf } from '../rate-limit/transports/transport.adapter.js';
 
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;
@@ -32,9 +32,10 @@ export class MaxPendingGuard implements CanActivate {
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    if (ctx.getType() !== 'http') return true;
-    const http = ctx.switchToHttp();
-    const request = http.getRequest<object>();
+    // HTTP routes and GraphQL resolvers; the plans refuse it elsewhere at start-up
+    const transport = transportOf(ctx);
+    if (transport === undefined) return true;
+    const { req: request, res: response } = transport.getRequestResponse(ctx);
     if (heldSlot(request) !== undefined) return true;
     const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
     if (plan === null) return true;
@@ -52,20 +53,21 @@ export class MaxPendingGuard implements CanActivate {
       const opts = plan.notify ? { notify: plan.notify } : undefined;
       reservation = await this.expiringHash.reserve(key, slot.slotId, '', plan.ttlMs, plan.max, opts);
     } catch (error) {
-      applyFailMode(error, plan.failMode, this.redis, plan.route);
+      applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable);
       holdSlot(request, slot); // an id for the handler, but nothing in Redis to release
       return true;
     }
     this.redis.reportSuccess();
 
-    const response = http.getResponse<unknown>();
     const { accepted, count, retryAfterMs, resetMs } = reservation;
     const decision = { allowed: accepted, limit: plan.max, remaining: Math.max(0, plan.max - count), retryAfterMs, resetMs };
     const policy = { name: plan.name, limit: plan.max, windowMs: plan.ttlMs };
-    setHeaders(response, rateLimitHeaders(this.redis.options.headers, [policy], [decision]));
+    const headers = rateLimitHeaders(this.redis.options.headers, [policy], [decision]);
+    if (!accepted) headers['Retry-After'] = retryAfterSeconds(retryAfterMs);
+    transport.setHeaders(response, headers);
     if (!accepted) {
       this.redis.events.maxPendingRefused(plan.route, owner, plan.max);
-      throw tooManyRequests(response, retryAfterMs);
+      throw transport.tooManyRequests(retryAfterMs);
     }
 
     slot.reserved = true;
@@ -77,8 +79,8 @@ export class MaxPendingGuard implements CanActivate {
   // A guard that runs after this one may still refuse the request; the handler then never runs
   // and the slot would hold capacity for its whole ttl. Release it once the response is done.
   private releaseIfRefusedLater(response: unknown, slot: HeldSlot): void {
-    const raw = (response as ClosableResponse).raw ?? (response as ClosableResponse);
-    raw.once?.('close', () => {
+    const raw = (response as ClosableResponse | undefined)?.raw ?? (response as ClosableResponse | undefined);
+    raw?.once?.('close', () => {
       if (!slot.reached) void releaseSlot(this.expiringHash, slot, this.logger);
     });
   }

@@ -9,6 +9,7 @@ import {
 import { catchError, defer, type Observable } from 'rxjs';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 import { heldSlot, releaseSlot } from './pending-slot.js';
+import { transportOf } from '../rate-limit/transports/transport.adapter.js';
 
 /**
  * Releases a request's @MaxPending slot when the handler throws (or its Observable errors), then
@@ -22,7 +23,8 @@ export class MaxPendingInterceptor implements NestInterceptor {
   constructor(@Inject(ExpiringHashService) private readonly expiringHash: ExpiringHashService) {}
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const slot = ctx.getType() === 'http' ? heldSlot(ctx.switchToHttp().getRequest<object>()) : undefined;
+    const transport = transportOf(ctx);
+    const slot = transport === undefined ? undefined : heldSlot(transport.getRequestResponse(ctx).req);
     if (slot === undefined) return next.handle();
     slot.reached = true;
     // defer: a handler that throws synchronously errors the Observable like an async one

@@ -1,5 +1,6 @@
 import { createParamDecorator, InternalServerErrorException, Logger, type ExecutionContext } from '@nestjs/common';
 import { heldSlot } from './pending-slot.js';
+import { transportOf } from '../rate-limit/transports/transport.adapter.js';
 
 const logger = new Logger('PendingSlot');
 
@@ -8,7 +9,8 @@ const logger = new Logger('PendingSlot');
  * id: deleting that field of `${name}:${owner}` frees the slot.
  */
 export const PendingSlot = createParamDecorator((_data: unknown, ctx: ExecutionContext): string => {
-  const slot = heldSlot(ctx.switchToHttp().getRequest<object>());
+  const transport = transportOf(ctx);
+  const slot = transport === undefined ? undefined : heldSlot(transport.getRequestResponse(ctx).req);
   if (slot === undefined) {
     // a programming error: the route has no @MaxPending
     logger.error(`${ctx.getClass().name}.${ctx.getHandler().name}: @PendingSlot() needs @MaxPending on the route`);

@@ -1,7 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 
-const HELD_SLOT = Symbol('nest-redis-limit:held-slot');
+// by the request (GraphQL: the field resolution's `info`), without writing on objects not ours
+const held = new WeakMap<object, HeldSlot>();
 
 /** The slot a request holds: put on the request by MaxPendingGuard, read by the interceptor and
  * @PendingSlot(). */
@@ -18,11 +19,11 @@ export interface HeldSlot {
 }
 
 export function holdSlot(request: object, slot: HeldSlot): void {
-  (request as Record<symbol, unknown>)[HELD_SLOT] = slot;
+  held.set(request, slot);
 }
 
 export function heldSlot(request: object): HeldSlot | undefined {
-  return (request as Record<symbol, HeldSlot | undefined>)[HELD_SLOT];
+  return held.get(request);
 }
 
 /** Deletes a reserved slot, once. A failure is logged, not thrown: the slot then just lives out

@@ -2,8 +2,6 @@ import { HttpStatus, ServiceUnavailableException } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { FailMode } from '../redis-limit.options.js';
-import { retryAfterSeconds } from './headers.js';
-import { RateLimitException } from './rate-limit.exception.js';
 
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;
@@ -17,12 +15,6 @@ export function setHeaders(response: unknown, headers: Record<string, string>): 
     if (typeof target.header === 'function') target.header(name, value);
     else target.setHeader?.(name, value);
   }
-}
-
-/** 429 with `Retry-After` and the body `{ statusCode, message, retryAfterMs }`. */
-export function tooManyRequests(response: unknown, retryAfterMs: number): RateLimitException {
-  setHeaders(response, { 'Retry-After': retryAfterSeconds(retryAfterMs) });
-  return new RateLimitException(retryAfterMs);
 }
 
 /**

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Module, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { Module, type ExecutionContext, type INestApplication, type Type } from '@nestjs/common';
 import { GraphQLModule, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { jest } from '@jest/globals';
 import type { MercuriusDriverConfig } from '@nestjs/mercurius';
@@ -9,7 +9,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { MaxPending, PendingSlot, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
@@ -68,21 +68,48 @@ class QuotesResolver {
   named(): number {
     return 1;
   }
+
+  @Mutation(() => String)
+  @MaxPending(2, { name: 'carts', ttlMs: 60_000 })
+  cart(@PendingSlot() slot: string): string {
+    return slot;
+  }
+
+  @Mutation(() => String)
+  @MaxPending(1, { name: 'payments', ttlMs: 60_000 })
+  pay(): string {
+    throw new Error('payment declined');
+  }
 }
 
-async function boot(driver: Driver, redis: TestRedis, options: RedisLimitModuleOptions = {}): Promise<INestApplication> {
+@Resolver()
+class BadResolver {
+  @Query(() => Int)
+  @RateLimit({ limit: -5, windowMs: 60_000 })
+  bad(): number {
+    return 1;
+  }
+}
+
+/** A started app serving `resolvers` (app.init() checks their decorators). */
+async function boot(driver: Driver, redis: TestRedis, options: RedisLimitModuleOptions = {}, resolvers: Function[] = [QuotesResolver]): Promise<INestApplication> {
   const graphql =
     driver === 'apollo'
       ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true })
       : GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true });
   @Module({
     imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('graphql'), ...options }), graphql],
-    providers: [QuotesResolver],
+    providers: resolvers as Type[],
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app = moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), { logger: false });
-  await app.init();
+  try {
+    await app.init();
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
   if (driver === 'mercurius') await app.getHttpAdapter().getInstance().ready();
   return app;
 }
@@ -137,6 +164,10 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
     expect(Number(responses[2]!.headers['retry-after'])).toBe(Math.ceil((refusal.extensions!['retryAfterMs'] as number) / 1000));
   });
 
+  it('a resolver with a bad option fails app.init() naming Resolver.method', async () => {
+    await expect(boot(driver, redis, {}, [BadResolver])).rejects.toThrow(/BadResolver\.bad: .*limit/);
+  });
+
   it('decides each limited field of one operation on its own', async () => {
     app = await boot(driver, redis);
     // two aliases of one field: two resolver calls, two permits of the same counter
@@ -144,6 +175,26 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
     expect(both!.body.errors).toBeUndefined();
     const [third] = await send(app, 1, '{ quote }');
     expect(codes([third!])).toEqual(['TOO_MANY_REQUESTS']);
+  });
+
+  it('@MaxPending caps a mutation, one slot per field, and @PendingSlot reads it', async () => {
+    app = await boot(driver, redis);
+    // two fields of one operation: two slots, each with its own id
+    const [both] = await send(app, 1, 'mutation { a: cart b: cart }');
+    expect(both!.body.errors).toBeUndefined();
+    const ids = [both!.body.data?.['a'], both!.body.data?.['b']];
+    expect(ids).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/), expect.stringMatching(/^[0-9a-f-]{36}$/)]);
+    expect(ids[0]).not.toBe(ids[1]);
+    const [third] = await send(app, 1, 'mutation { cart }');
+    expect(third!.body.errors![0]!.extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', statusCode: 429 });
+    expect(third!.body.errors![0]!.extensions!['retryAfterMs']).toBeGreaterThan(0);
+    expect([third!.headers['x-ratelimit-limit'], third!.headers['x-ratelimit-remaining']]).toEqual(['2', '0']);
+  });
+
+  it('@MaxPending gives the slot back when the mutation throws', async () => {
+    app = await boot(driver, redis);
+    const responses = await send(app, 3, 'mutation { pay }');
+    expect(responses.map((r) => r.body.errors?.[0]?.message)).toEqual(['payment declined', 'payment declined', 'payment declined']);
   });
 
   it('@SkipRateLimit and skipIf skip the limits', async () => {
