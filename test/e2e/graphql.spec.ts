@@ -9,7 +9,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { MaxPending, PendingSlot, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { Funnel, MaxPending, PendingSlot, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
@@ -66,6 +66,12 @@ class QuotesResolver {
   @Query(() => Int)
   @RateLimit({ name: 'app', limit: 1, windowMs: 60_000 })
   named(): number {
+    return 1;
+  }
+
+  @Query(() => Int)
+  @Funnel({ capacity: 2, leakingDurationMs: 60_000 })
+  drip(): number {
     return 1;
   }
 
@@ -166,6 +172,11 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
 
   it('a resolver with a bad option fails app.init() naming Resolver.method', async () => {
     await expect(boot(driver, redis, {}, [BadResolver])).rejects.toThrow(/BadResolver\.bad: .*limit/);
+  });
+
+  it('@Funnel refuses a query over its capacity', async () => {
+    app = await boot(driver, redis);
+    expect(codes(await send(app, 3, '{ drip }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);
   });
 
   it('decides each limited field of one operation on its own', async () => {
