@@ -10,6 +10,7 @@ import type { StackedLimit } from './rate-limiter.service.js';
 import { resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from './transports/rpc.adapter.js';
+import { loadWsException } from './transports/ws.adapter.js';
 
 /** One checked limit of a route. */
 export interface PlannedLimit {
@@ -51,6 +52,8 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   private defaultLimits: LimitEntry[] | undefined;
   /** Some microservice handler has limits. */
   private rpcLimited = false;
+  /** Some gateway message handler has limits (its own or defaultLimits). */
+  private wsLimited = false;
 
   /** The defaults first: a bad one fails app.init() once, named `defaultLimits[i]`, not per route. */
   override onModuleInit(): void {
@@ -64,13 +67,15 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
       if (this.redis.options.tracker === undefined) assertKeyed(plan);
       this.rpcLimited = true;
     }
+    if (plan !== null && route.kind === 'ws') this.wsLimited = true;
     return plan;
   }
 
-  /** A limited microservice handler refuses with the app's RpcException: loaded before the first
-   * message, as a refusal is said synchronously. */
+  /** A limited microservice or gateway handler refuses with the app's RpcException or WsException:
+   * loaded before the first message, as a refusal is said synchronously. */
   async onApplicationBootstrap(): Promise<void> {
     if (this.rpcLimited) await loadRpcException();
+    if (this.wsLimited) await loadWsException();
   }
 
   /** The module's defaultLimits, checked on their own as the stack of a route without decorators. */

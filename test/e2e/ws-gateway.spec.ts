@@ -1,88 +1,11 @@
 import 'reflect-metadata';
-import type { AddressInfo } from 'node:net';
-import { Module, type INestApplication } from '@nestjs/common';
-import { IoAdapter } from '@nestjs/platform-socket.io';
-import { WsAdapter } from '@nestjs/platform-ws';
-import { Test } from '@nestjs/testing';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
-import { io, type Socket } from 'socket.io-client';
-import WebSocket from 'ws';
-import { MaxPending, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { MaxPending, RateLimit, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { ADAPTERS, gatewayApp as serve, type AdapterName, type Client, type GatewayApp, type Reply } from '../harness/gateway-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
-// Gateways on both of Nest's WebSocket adapters, served on an ephemeral port and reached by real
-// clients: the `ws` package and socket.io-client.
-type AdapterName = 'ws' | 'socket.io';
-const ADAPTERS: AdapterName[] = ['ws', 'socket.io'];
-
-/** What a client got back for one message: the handler's answer or Nest's 'exception' event. */
-interface Reply {
-  event: string;
-  data: unknown;
-}
-
-/** One connected client; `send` waits for the reply to that message before the next is sent. */
-interface Client {
-  send(event: string, data?: unknown): Promise<Reply>;
-  close(): void;
-}
-
-const REPLY_EVENTS = ['ok', 'exception'];
-
-/** Replies in the order they arrive, each handed to the oldest `next()` waiting for one. */
-function replyQueue() {
-  const arrived: Reply[] = [];
-  const waiting: ((reply: Reply) => void)[] = [];
-  return {
-    push(reply: Reply) {
-      const next = waiting.shift();
-      if (next) next(reply);
-      else arrived.push(reply);
-    },
-    next(): Promise<Reply> {
-      const reply = arrived.shift();
-      return reply ? Promise.resolve(reply) : new Promise((resolve) => waiting.push(resolve));
-    },
-  };
-}
-
-async function wsClient(port: number): Promise<Client> {
-  const socket = new WebSocket(`ws://127.0.0.1:${port}`);
-  await new Promise<void>((resolve, reject) => {
-    socket.once('open', () => resolve());
-    socket.once('error', reject);
-  });
-  const replies = replyQueue();
-  socket.on('message', (raw) => replies.push(JSON.parse(String(raw)) as Reply));
-  return {
-    send(event, data = {}) {
-      const reply = replies.next();
-      socket.send(JSON.stringify({ event, data }));
-      return reply;
-    },
-    close: () => socket.close(),
-  };
-}
-
-async function ioClient(port: number): Promise<Client> {
-  const socket: Socket = io(`http://127.0.0.1:${port}`, { transports: ['websocket'], forceNew: true, reconnection: false });
-  await new Promise<void>((resolve, reject) => {
-    socket.once('connect', () => resolve());
-    socket.once('connect_error', reject);
-  });
-  const replies = replyQueue();
-  for (const event of REPLY_EVENTS) socket.on(event, (data: unknown) => replies.push({ event, data }));
-  return {
-    send(event, data = {}) {
-      const reply = replies.next();
-      socket.emit(event, data);
-      return reply;
-    },
-    close: () => socket.close(),
-  };
-}
-
+// Gateways on both of Nest's WebSocket adapters (test/harness/gateway-app.ts): real servers on an
+// ephemeral port, real clients.
 @WebSocketGateway()
 class ChatGateway {
   @SubscribeMessage('post')
@@ -138,42 +61,8 @@ class PendingGateway {
   }
 }
 
-interface GatewayApp {
-  app: INestApplication;
-  connect(): Promise<Client>;
-  close(): Promise<void>;
-}
-
-async function gatewayApp(adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, gateways: Function[] = [ChatGateway]): Promise<GatewayApp> {
-  @Module({
-    imports: [RedisLimitModule.forRoot({ redis: connection, keyPrefix: uniquePrefix('ws'), ...options })],
-    providers: gateways as never[],
-  })
-  class AppModule {}
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
-  app.useWebSocketAdapter(adapter === 'ws' ? new WsAdapter(app) : new IoAdapter(app));
-  try {
-    await app.listen(0, '127.0.0.1');
-  } catch (error) {
-    await app.close(); // a failed start still opened the Redis connection
-    throw error;
-  }
-  const { port } = app.getHttpServer().address() as AddressInfo;
-  const clients: Client[] = [];
-  return {
-    app,
-    async connect() {
-      const client = await (adapter === 'ws' ? wsClient(port) : ioClient(port));
-      clients.push(client);
-      return client;
-    },
-    async close() {
-      for (const client of clients) client.close();
-      await app.close();
-    },
-  };
-}
+const gatewayApp = (adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, gateways: Function[] = [ChatGateway]) =>
+  serve(adapter, connection, options, gateways);
 
 const refusal = { event: 'exception', data: { statusCode: 429, message: 'Too Many Requests', retryAfterMs: expect.any(Number) } };
 

@@ -1,32 +1,23 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { ipKey } from '../ip-key.js';
+import { peerClass, type ErrorClass } from './peer-class.js';
 import type { TransportAdapter } from './transport.adapter.js';
 
-/** WsException's constructor, typed here so that no declaration of ours names @nestjs/websockets. */
-type WsExceptionClass = new (error: string | object) => Error;
-
-let wsException: WsExceptionClass | undefined;
-
 // Nest's WS exception filter answers a WsException with its error object and anything else with
-// 'Internal server error', by instanceof: the refusal must be the app's own class. The optional
-// peer is loaded here, when the library is, and only where the app has it (an app without it
-// still loads the library). A refusal is said synchronously, after at least one answer from
-// Redis to a message on an open socket, so the class is loaded long before it is needed. The
-// CommonJS build turns this import() into a require() of the same package the app requires.
-export const wsExceptionLoaded: Promise<boolean> = import('@nestjs/websockets').then(
-  (module) => {
-    wsException = module.WsException as WsExceptionClass;
-    return true;
-  },
-  () => false,
-);
+// 'Internal server error': the refusal must be the app's own WsException.
+const wsException = peerClass(() => import('@nestjs/websockets').then((websockets) => websockets.WsException as ErrorClass));
+
+/**
+ * Loads @nestjs/websockets' WsException once. Called at start-up when a gateway handler has
+ * limits (RateLimitPlans), so that refusals, which are said synchronously, find it loaded.
+ */
+export const loadWsException = (): Promise<void> => wsException.load();
 
 function wsError(body: object): Error {
-  if (wsException === undefined) {
-    // unreachable in an app that serves gateways: there is no 'ws' context without the package
-    throw new TypeError('nest-redis-limit: @nestjs/websockets could not be loaded to answer a WebSocket message');
-  }
-  return new wsException(body);
+  const WsException = wsException.get();
+  // only a gateway start-up discovery did not see, refused before its own first load finished
+  if (WsException === undefined) return new Error(`nest-redis-limit: @nestjs/websockets is not loaded yet (${JSON.stringify(body)})`);
+  return new WsException(body);
 }
 
 /** What a gateway client object may carry: a `ws` WebSocket, or a socket.io Socket. */
@@ -53,6 +44,9 @@ export function remoteAddressOf(client: unknown): string | undefined {
  */
 export const wsAdapter: TransportAdapter = {
   getRequestResponse(ctx: ExecutionContext) {
+    // a gateway discovery saw had it loaded at start-up; another loads it now, while its first
+    // decision waits on Redis
+    if (wsException.get() === undefined) wsException.load().catch(() => undefined);
     // a fresh array per message, the same for every guard of that message's handling
     return { req: ctx.getArgs(), res: undefined };
   },
