@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { MaxPending, RateLimit, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { uniquePrefix } from '../harness/limiter-app.js';
 import { ADAPTERS, gatewayApp as serve, type AdapterName, type Client, type GatewayApp, type Reply } from '../harness/gateway-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
@@ -61,8 +62,8 @@ class PendingGateway {
   }
 }
 
-const gatewayApp = (adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, gateways: Function[] = [ChatGateway]) =>
-  serve(adapter, connection, options, gateways);
+const gatewayApp = (adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, gateways: Function[] = [ChatGateway], host?: string) =>
+  serve(adapter, connection, options, gateways, host);
 
 const refusal = { event: 'exception', data: { statusCode: 429, message: 'Too Many Requests', retryAfterMs: expect.any(Number) } };
 
@@ -105,6 +106,17 @@ describe.each(ADAPTERS)('a gateway on the %s adapter', (adapter) => {
     expect((await second.send('post')).event).toBe('ok');
     expect(await first.send('post')).toEqual(refusal);
     expect(await second.send('post')).toEqual(refusal);
+  });
+
+  it('counts an IPv6 client by its /56 prefix (ipv6Subnet)', async () => {
+    const keyPrefix = uniquePrefix('ws6');
+    served = await gatewayApp(adapter, redis.connection, { keyPrefix }, [ChatGateway], '::1');
+    const client = await served.connect();
+    expect((await client.send('post')).event).toBe('ok');
+    const keys = await redis.keys(`${keyPrefix}*`);
+    expect(keys).toHaveLength(1);
+    // the tracker is the key's hash tag (':' escaped): ::1 masked to its /56
+    expect(keys[0]).toMatch(/\{%3A%3A\/56\}$/);
   });
 
   it('lets @SkipRateLimit handlers through', async () => {

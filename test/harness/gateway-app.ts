@@ -45,8 +45,8 @@ function replyQueue() {
   };
 }
 
-async function wsClient(port: number): Promise<Client> {
-  const socket = new WebSocket(`ws://127.0.0.1:${port}`);
+async function wsClient(origin: string): Promise<Client> {
+  const socket = new WebSocket(`ws://${origin}`);
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
     socket.once('error', reject);
@@ -63,8 +63,8 @@ async function wsClient(port: number): Promise<Client> {
   };
 }
 
-async function ioClient(port: number): Promise<Client> {
-  const socket: Socket = io(`http://127.0.0.1:${port}`, { transports: ['websocket'], forceNew: true, reconnection: false });
+async function ioClient(origin: string): Promise<Client> {
+  const socket: Socket = io(`http://${origin}`, { transports: ['websocket'], forceNew: true, reconnection: false });
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', () => resolve());
     socket.once('connect_error', reject);
@@ -87,8 +87,15 @@ export interface GatewayApp {
   close(): Promise<void>;
 }
 
-/** An app serving `gateways` on `adapter`, listening on an ephemeral loopback port. */
-export async function gatewayApp(adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions, gateways: Function[]): Promise<GatewayApp> {
+/** An app serving `gateways` on `adapter`, listening on an ephemeral port of `host` (a loopback
+ * address: IPv4 by default). */
+export async function gatewayApp(
+  adapter: AdapterName,
+  connection: RedisLimitModuleOptions['redis'],
+  options: RedisLimitModuleOptions,
+  gateways: Function[],
+  host = '127.0.0.1',
+): Promise<GatewayApp> {
   @Module({
     imports: [RedisLimitModule.forRoot({ redis: connection, keyPrefix: uniquePrefix('ws'), ...options })],
     providers: gateways as never[],
@@ -98,17 +105,18 @@ export async function gatewayApp(adapter: AdapterName, connection: RedisLimitMod
   const app = moduleRef.createNestApplication({ logger: false });
   app.useWebSocketAdapter(adapter === 'ws' ? new WsAdapter(app) : new IoAdapter(app));
   try {
-    await app.listen(0, '127.0.0.1');
+    await app.listen(0, host);
   } catch (error) {
     await app.close(); // a failed start still opened the Redis connection
     throw error;
   }
   const { port } = app.getHttpServer().address() as AddressInfo;
+  const origin = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   const clients: Client[] = [];
   return {
     app,
     async connect() {
-      const client = await (adapter === 'ws' ? wsClient(port) : ioClient(port));
+      const client = await (adapter === 'ws' ? wsClient(origin) : ioClient(origin));
       clients.push(client);
       return client;
     },
