@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
-import { MaxPending, RateLimit, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { Funnel, MaxPending, RateLimit, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { ADAPTERS, gatewayApp as serve, type AdapterName, type Client, type GatewayApp, type Reply } from '../harness/gateway-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
@@ -13,6 +13,12 @@ class ChatGateway {
   @RateLimit({ limit: 2, windowMs: 60_000 })
   post(@MessageBody() body: unknown) {
     return { event: 'ok', data: body };
+  }
+
+  @SubscribeMessage('drip')
+  @Funnel({ capacity: 2, leakingDurationMs: 60_000 })
+  drip() {
+    return { event: 'ok', data: 'drop' };
   }
 
   @SubscribeMessage('ping')
@@ -117,6 +123,14 @@ describe.each(ADAPTERS)('a gateway on the %s adapter', (adapter) => {
     expect(keys).toHaveLength(1);
     // the tracker is the key's hash tag (':' escaped): ::1 masked to its /56
     expect(keys[0]).toMatch(/\{%3A%3A\/56\}$/);
+  });
+
+  it('refuses a @Funnel handler over capacity the same way', async () => {
+    served = await gatewayApp(adapter, redis.connection);
+    const client = await served.connect();
+    const replies = await sendAll(client, 'drip', 3);
+    expect(replies.map((reply) => reply.event)).toEqual(['ok', 'ok', 'exception']);
+    expect(replies[2]).toEqual(refusal);
   });
 
   it('lets @SkipRateLimit handlers through', async () => {
