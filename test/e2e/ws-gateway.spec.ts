@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+import { Injectable, type ExecutionContext, type Provider } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
-import { Funnel, MaxPending, RateLimit, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { Funnel, MaxPending, RateLimit, RateLimitGuard, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { ADAPTERS, gatewayApp as serve, type AdapterName, type Client, type GatewayApp, type Reply } from '../harness/gateway-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
@@ -68,8 +70,16 @@ class PendingGateway {
   }
 }
 
-const gatewayApp = (adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, gateways: Function[] = [ChatGateway], host?: string) =>
-  serve(adapter, connection, options, gateways, host);
+// A subclass as APP_GUARD: its tracker keys gateway messages by the user the message names.
+@Injectable()
+class ByUserGuard extends RateLimitGuard {
+  protected override getTracker(ctx: ExecutionContext): string {
+    return ctx.switchToWs().getData<{ user?: string }>().user ?? 'anon';
+  }
+}
+
+const gatewayApp = (adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, providers: Provider[] = [ChatGateway], host?: string) =>
+  serve(adapter, connection, options, providers, host);
 
 const refusal = { event: 'exception', data: { statusCode: 429, message: 'Too Many Requests', retryAfterMs: expect.any(Number) } };
 
@@ -156,6 +166,16 @@ describe.each(ADAPTERS)('a gateway on the %s adapter', (adapter) => {
     expect(replies[2]).toEqual(refusal);
   });
 
+  it('applies defaultLimits with a RateLimitGuard subclass as APP_GUARD, keyed by its tracker', async () => {
+    served = await gatewayApp(adapter, redis.connection, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] }, [
+      PlainGateway,
+      { provide: APP_GUARD, useClass: ByUserGuard },
+    ]);
+    const client = await served.connect();
+    expect((await sendAll(client, 'plain', 2, { user: 'alice' })).map((reply) => reply.event)).toEqual(['ok', 'exception']);
+    expect((await client.send('plain', { user: 'bob' })).event).toBe('ok');
+  });
+
   it('decides a message once when class and handler limits each attach the guard', async () => {
     served = await gatewayApp(adapter, redis.connection, {}, [StackedGateway]);
     const client = await served.connect();
@@ -200,7 +220,7 @@ describe('start-up with gateways', () => {
   });
   afterAll(() => redis.stop());
 
-  async function startupError(gateway: Function): Promise<unknown> {
+  async function startupError(gateway: Provider): Promise<unknown> {
     try {
       const served = await gatewayApp('ws', redis.connection, {}, [gateway]);
       await served.close();

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
-import { Module, type INestApplication } from '@nestjs/common';
+import { Module, type INestApplication, type Provider } from '@nestjs/common';
 import { IoAdapter } from '@nestjs/platform-socket.io';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { Test } from '@nestjs/testing';
@@ -87,18 +87,18 @@ export interface GatewayApp {
   close(): Promise<void>;
 }
 
-/** An app serving `gateways` on `adapter`, listening on an ephemeral port of `host` (a loopback
+/** An app serving the gateways among `providers` on `adapter`, listening on an ephemeral port of `host` (a loopback
  * address: IPv4 by default). */
 export async function gatewayApp(
   adapter: AdapterName,
   connection: RedisLimitModuleOptions['redis'],
   options: RedisLimitModuleOptions,
-  gateways: Function[],
+  providers: Provider[],
   host = '127.0.0.1',
 ): Promise<GatewayApp> {
   @Module({
     imports: [RedisLimitModule.forRoot({ redis: connection, keyPrefix: uniquePrefix('ws'), ...options })],
-    providers: gateways as never[],
+    providers,
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
