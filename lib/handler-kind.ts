@@ -25,6 +25,12 @@ export function handlerKind(handler: Function): HandlerKind | undefined {
   return undefined;
 }
 
+/** A GraphQL @ResolveField method: Nest runs guards there only when the GraphQL module's
+ * `fieldResolverEnhancers` lists 'guards'. */
+export function isFieldResolver(handler: Function): boolean {
+  return Reflect.getMetadata(RESOLVER_PROPERTY, handler) === true;
+}
+
 /** What the transport calls the handler by, for the scope of its unnamed counters: the
  * microservice pattern, the WebSocket message or the GraphQL field. */
 export function handlerAddress(handler: Function, kind: HandlerKind): string {

@@ -1,6 +1,7 @@
 import { Inject, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { RedisConnection } from './redis/redis-connection.js';
+import { isFieldResolver } from './handler-kind.js';
 import { modulePathOf, routeRef, type RouteRef } from './route-identity.js';
 
 /**
@@ -11,6 +12,9 @@ import { modulePathOf, routeRef, type RouteRef } from './route-identity.js';
  * A plan belongs to a (class, handler) pair, not to the handler: controllers that inherit one
  * handler from a base class each keep their own decorators.
  */
+/** @nestjs/graphql's token for its module options (GRAPHQL_MODULE_OPTIONS). */
+const GRAPHQL_MODULE_OPTIONS = 'GqlModuleOptions';
+
 const NOT_A_HANDLER = 'it is not an HTTP route, a GraphQL resolver, a WebSocket message handler or a microservice handler';
 
 export abstract class RoutePlans<P> implements OnModuleInit {
@@ -56,6 +60,9 @@ export abstract class RoutePlans<P> implements OnModuleInit {
             continue;
           }
           handlers += 1;
+          if (isFieldResolver(handler) && this.declaredOn(handler) && !this.fieldGuards()) {
+            throw new TypeError(`${route.route}: ${this.decorators} cannot take effect on a @ResolveField unless GraphQLModule's fieldResolverEnhancers includes 'guards'`);
+          }
           this.remember(metatype as Type, handler, this.compile(route));
         } catch (error) {
           problems.push(error as Error);
@@ -69,6 +76,16 @@ export abstract class RoutePlans<P> implements OnModuleInit {
     // a RangeError only when every problem is a number out of range
     const kind = problems.every((problem) => problem instanceof RangeError) ? RangeError : TypeError;
     throw new kind(`Invalid ${this.what} options:\n  ${problems.map((problem) => problem.message).join('\n  ')}`);
+  }
+
+  /** Whether the app's GraphQL module runs guards on field resolvers (its options provider,
+   * found by Nest's token, so @nestjs/graphql is never imported). */
+  private fieldGuards(): boolean {
+    for (const module of this.modules.values()) {
+      const options = module.providers.get(GRAPHQL_MODULE_OPTIONS)?.instance as { fieldResolverEnhancers?: unknown } | undefined;
+      if (options !== undefined) return Array.isArray(options.fieldResolverEnhancers) && options.fieldResolverEnhancers.includes('guards');
+    }
+    return false;
   }
 
   /** The plan of a route (null when its decorators ask for nothing). */

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Module, type ExecutionContext, type INestApplication, type Type } from '@nestjs/common';
-import { GraphQLModule, Int, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Field, GraphQLModule, Int, Mutation, ObjectType, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { jest } from '@jest/globals';
 import type { MercuriusDriverConfig } from '@nestjs/mercurius';
 import { createRequire } from 'node:module';
@@ -97,12 +97,38 @@ class BadResolver {
   }
 }
 
+@ObjectType()
+class Basket {
+  @Field(() => Int)
+  id!: number;
+}
+
+@Resolver(() => Basket)
+class BasketResolver {
+  @Query(() => Basket)
+  basket(): Basket {
+    return { id: 1 };
+  }
+
+  @ResolveField(() => Int)
+  @RateLimit({ limit: 2, windowMs: 60_000 })
+  total(): number {
+    return 3;
+  }
+}
+
 /** A started app serving `resolvers` (app.init() checks their decorators). */
-async function boot(driver: Driver, redis: TestRedis, options: RedisLimitModuleOptions = {}, resolvers: Function[] = [QuotesResolver]): Promise<INestApplication> {
+async function boot(
+  driver: Driver,
+  redis: TestRedis,
+  options: RedisLimitModuleOptions = {},
+  resolvers: Function[] = [QuotesResolver],
+  fieldResolverEnhancers?: ('guards' | 'interceptors' | 'filters')[],
+): Promise<INestApplication> {
   const graphql =
     driver === 'apollo'
-      ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true })
-      : GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true });
+      ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, fieldResolverEnhancers })
+      : GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true, fieldResolverEnhancers });
   @Module({
     imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('graphql'), ...options }), graphql],
     providers: resolvers as Type[],
@@ -172,6 +198,12 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
 
   it('a resolver with a bad option fails app.init() naming Resolver.method', async () => {
     await expect(boot(driver, redis, {}, [BadResolver])).rejects.toThrow(/BadResolver\.bad: .*limit/);
+  });
+
+  it("a limit on a @ResolveField fails app.init() unless the module runs guards on fields", async () => {
+    await expect(boot(driver, redis, {}, [BasketResolver])).rejects.toThrow(/BasketResolver\.total: .*fieldResolverEnhancers includes 'guards'/);
+    app = await boot(driver, redis, {}, [BasketResolver], ['guards']);
+    expect(codes(await send(app, 3, '{ basket { total } }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);
   });
 
   it('@Funnel refuses a query over its capacity', async () => {
