@@ -32,7 +32,7 @@ export class RateLimitGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const transport = transportOf(ctx);
-    if (transport === undefined) return true; // guards act on HTTP only, for now
+    if (transport === undefined) return true; // a context type of no transport it knows (http, graphql, ws, rpc)
     const { req, res } = this.getRequestResponse(ctx);
     if (decided.has(req)) return true;
     decided.add(req);
