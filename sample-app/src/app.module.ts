@@ -1,13 +1,29 @@
-import { Module, type DynamicModule } from '@nestjs/common';
-import { RedisLimitModule, type FailMode, type HeadersMode, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
+import { WsAdapter } from '@nestjs/platform-ws';
+import { RedisLimitModule, type FailMode, type HeadersMode, type RateLimitOptions, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { AppController } from './app.controller.js';
+import { sampleGraphQLModule } from './graphql/sample-graphql.module.js';
+import { LiveModule } from './live/live.module.js';
 import { OrdersModule } from './orders/orders.module.js';
+import type { Platform } from './platform.js';
 import { QuotesModule } from './quotes/quotes.module.js';
 import { SmsModule } from './sms/sms.module.js';
+
+export type { Platform } from './platform.js';
+
+/**
+ * The app-wide limit: 100 requests per minute per client IP on every handler (HTTP route, GraphQL
+ * field, WebSocket message). Unnamed, so it counts per handler and a handler's own unnamed
+ * @RateLimit replaces it; @SkipRateLimit() exempts a handler.
+ */
+export const DEFAULT_LIMITS: RateLimitOptions[] = [{ limit: 100, windowMs: 60_000 }];
 
 export interface SampleAppOptions {
   /** The Redis every limit is kept in: a URL such as redis://127.0.0.1:6380, a cluster
    * (`{ cluster: { nodes } }`) or sentinels (`{ sentinels, name }`). */
   redis: NonNullable<RedisLimitModuleOptions['redis']>;
+  /** The HTTP platform the app is created on: picks the GraphQL driver. Default 'express'. */
+  platform?: Platform;
   /** Prefix of the limiter's keys (tests pass a fresh one each). Default: the library's 'rl:'. */
   keyPrefix?: string;
   headers?: HeadersMode;
@@ -18,20 +34,29 @@ export interface SampleAppOptions {
 }
 
 /**
- * The sample application: quotes (per-IP and per-API-key limits), SMS (one per phone per 30 min)
- * and orders (at most 3 unpaid per user).
+ * The sample application: an app-wide default limit with a health check exempt, quotes (per-IP
+ * and per-API-key limits, also over GraphQL and WebSocket), SMS (one per phone per 30 min) and
+ * orders (at most 3 unpaid per user).
  */
 @Module({})
 export class AppModule {
-  static register({ orderTtlMs, ...limiter }: SampleAppOptions): DynamicModule {
+  static register({ orderTtlMs, platform = 'express', ...limiter }: SampleAppOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
-        RedisLimitModule.forRoot(limiter),
+        RedisLimitModule.forRoot({ ...limiter, defaultLimits: DEFAULT_LIMITS }),
         QuotesModule,
         SmsModule,
         OrdersModule.register({ ttlMs: orderTtlMs }),
+        sampleGraphQLModule(platform),
+        LiveModule,
       ],
+      controllers: [AppController],
     };
   }
+}
+
+/** What the app needs before `init()`/`listen()`: the `ws` WebSocket adapter for the gateway. */
+export function setUpSampleApp(app: INestApplication): INestApplication {
+  return app.useWebSocketAdapter(new WsAdapter(app));
 }

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RedisNode } from '../../test/harness/redis-server.js';
-import { AppModule } from './app.module.js';
+import { AppModule, setUpSampleApp } from './app.module.js';
 import { redisFromEnv } from './redis-from-env.js';
 
 // `npm start`: the sample app on PORT (default 3000), against REDIS_URL, a cluster
@@ -15,7 +15,7 @@ const embedded = configured ? undefined : await RedisNode.start();
 const redis = configured ?? embedded!.url;
 if (embedded) logger.log(`REDIS_URL is unset: started an embedded redis-server at ${embedded.url}`);
 
-const app = await NestFactory.create(AppModule.register({ redis }));
+const app = setUpSampleApp(await NestFactory.create(AppModule.register({ redis })));
 await app.listen(port).catch(async (error: unknown) => {
   await app.close();
   await embedded?.stop();
@@ -43,7 +43,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 const base = `localhost:${port}`;
 logger.log(`Listening on http://${base}`);
 console.log(`
-Try:
+Try (every route: 100 requests per minute per IP unless it says otherwise; /health never limited):
   # 5 quotes per 10 s per IP: the 6th call within 10 s answers 429 with Retry-After
   for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\\n' ${base}/quotes/ACME; done
   curl -i ${base}/quotes/ACME
@@ -55,7 +55,14 @@ Try:
   curl -i '${base}/quotes?symbols=ACME,GLOBEX,INITECH'
 
   # never limited
-  curl -i ${base}/quotes/health
+  curl -i ${base}/health
+
+  # GraphQL: 5 quotes per 10 s per IP; the 6th answers errors[0].extensions { code: 'TOO_MANY_REQUESTS', retryAfterMs }
+  curl -s ${base}/graphql -H 'content-type: application/json' -d '{"query":"{ quote(symbol: \\"ACME\\") { symbol price } }"}'
+  curl -s ${base}/graphql -H 'content-type: application/json' -d '{"query":"mutation { createAlert(symbol: \\"ACME\\", price: 100) { id } }"}'
+
+  # WebSocket at ws://${base}/ws: 5 quotes per 10 s; the 6th answers an exception event with statusCode 429 (run from this directory)
+  node -e "const s=new (require('ws'))('ws://${base}/ws'),q=()=>s.send(JSON.stringify({event:'quote',data:{symbol:'ACME'}}));let n=0;s.on('open',q).on('message',(m)=>{console.log(String(m));++n<6?q():s.close()})"
 
   # one SMS per phone per 30 minutes: the second answers 429 with Retry-After: 1800
   curl -i -X POST ${base}/sms -H 'content-type: application/json' -d '{"phone":"+15555550100","text":"Your code is 123456"}'

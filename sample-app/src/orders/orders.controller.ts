@@ -11,13 +11,18 @@ import {
   Param,
   Post,
 } from '@nestjs/common';
-import { MaxPending, PendingSlot } from '../../../lib/index.js';
-import { parseOrderRequest, parseUserId } from './order-request.js';
+import { MaxPending, PendingSlot, RateLimit } from '../../../lib/index.js';
+import { parseOrderRequest, parseUserId, userIdOf } from './order-request.js';
 import { OrdersService, type Order, type UnpaidOrder } from './orders.service.js';
 import { MAX_UNPAID_ORDERS, unpaidOrders } from './unpaid-orders.js';
 
-/** A user (the x-user-id header) holds at most 3 unpaid orders; an order lapses unpaid after 30 min. */
+/**
+ * A user (the x-user-id header) holds at most 3 unpaid orders; an order lapses unpaid after 30 min.
+ * Orders belong to users, so the app's default (100 per minute per IP) is replaced by 100 per
+ * minute per user: a request without a user is a 400 that counts nowhere.
+ */
 @Controller('orders')
+@RateLimit({ limit: 100, windowMs: 60_000, key: userIdOf })
 export class OrdersController {
   constructor(@Inject(OrdersService) private readonly orders: OrdersService) {}
 

@@ -2,5 +2,5 @@ import { Module } from '@nestjs/common';
 import { QuotesController } from './quotes.controller.js';
 import { QuotesService } from './quotes.service.js';
 
-@Module({ controllers: [QuotesController], providers: [QuotesService] })
+@Module({ controllers: [QuotesController], providers: [QuotesService], exports: [QuotesService] })
 export class QuotesModule {}
