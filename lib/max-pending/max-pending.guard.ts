@@ -9,7 +9,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
-import { defaultKey, transportOf } from '../rate-limit/transports/transport.adapter.js';
+import { defaultKey, transportOf, userFailure } from '../rate-limit/transports/transport.adapter.js';
 
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;
@@ -44,7 +44,7 @@ export class MaxPendingGuard implements CanActivate {
     try {
       owner = await ownerOf(plan, ctx, this.redis);
     } catch (error) {
-      throw this.log.failure(plan.route, error);
+      throw userFailure(transport, this.log.failure(plan.route, error));
     }
     const key = `${plan.name}:${owner}`;
     const slot: HeldSlot = { route: plan.route, key, slotId: randomUUID(), reserved: false, reached: false };

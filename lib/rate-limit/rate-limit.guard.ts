@@ -7,7 +7,7 @@ import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.
 import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
 import { resolveSkip } from './skip-if.js';
-import { defaultKey, requireTransport, transportOf } from './transports/transport.adapter.js';
+import { defaultKey, requireTransport, transportOf, userFailure } from './transports/transport.adapter.js';
 
 // Shared by every instance: the decorators' guards (one per module), the module's own, an
 // APP_GUARD and subclasses are all instances, and a request is decided once whichever meets it.
@@ -45,7 +45,7 @@ export class RateLimitGuard implements CanActivate {
       limits = await resolveLimits(plan, ctx, this.tracker);
     } catch (error) {
       // the first failure of the stack answers the request, and is the one logged
-      throw this.log.failure(plan.route, error);
+      throw userFailure(transport, this.log.failure(plan.route, error));
     }
 
     let result;

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, Module, type ExecutionContext, type INestApplication, type INestMicroservice, type Type } from '@nestjs/common';
+import { BadRequestException, Controller, Module, type ExecutionContext, type INestApplication, type INestMicroservice, type Type } from '@nestjs/common';
 import { ClientProxyFactory, EventPattern, MessagePattern, Transport, type ClientOptions, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
@@ -39,6 +39,20 @@ class QuotesController {
   @SkipRateLimit()
   health() {
     return { status: 'ok' };
+  }
+
+  @MessagePattern('strict')
+  @RateLimit({
+    limit: 5,
+    windowMs: 60_000,
+    key: (ctx) => {
+      const { user } = ctx.switchToRpc().getData<Message>();
+      if (user === '') throw new BadRequestException('user is required');
+      return user;
+    },
+  })
+  strict(data: Message) {
+    return { strict: data.user };
   }
 
   @MessagePattern('drip')
@@ -178,6 +192,12 @@ describe.each<TransportName>(['tcp', 'redis'])('microservices over %s', (transpo
     await expect(send('quote', { user })).resolves.toEqual({ quoted: user });
     await expect(send('quote', { user })).resolves.toEqual({ quoted: user });
     await expect(refusal('quote', { user })).resolves.toMatchObject({ statusCode: 429 });
+  });
+
+  it("answers a key function's HttpException with its body, not an internal error", async () => {
+    await boot(MODULE_OPTIONS);
+    await expect(send('strict', { user: 'u1' })).resolves.toEqual({ strict: 'u1' });
+    await expect(refusal('strict', { user: '' })).resolves.toEqual({ statusCode: 400, message: 'user is required', error: 'Bad Request' });
   });
 
   it('@Funnel refuses over its capacity', async () => {

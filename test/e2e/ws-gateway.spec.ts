@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Injectable, type ExecutionContext, type Provider } from '@nestjs/common';
+import { BadRequestException, Injectable, type ExecutionContext, type Provider } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { Funnel, MaxPending, RateLimit, RateLimitGuard, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
@@ -48,6 +48,24 @@ class StackedGateway {
   @RateLimit({ name: 'ws-stacked', limit: 100, windowMs: 60_000 })
   stacked() {
     return { event: 'ok', data: 'stacked' };
+  }
+}
+
+// A key function that refuses the message with an HttpException, as an HTTP route's would.
+@WebSocketGateway()
+class KeyedGateway {
+  @SubscribeMessage('keyed')
+  @RateLimit({
+    limit: 5,
+    windowMs: 60_000,
+    key: (ctx) => {
+      const user = ctx.switchToWs().getData<{ user?: string }>().user;
+      if (user === undefined) throw new BadRequestException('user is required');
+      return user;
+    },
+  })
+  keyed() {
+    return { event: 'ok', data: 'keyed' };
   }
 }
 
@@ -113,6 +131,16 @@ describe.each(ADAPTERS)('a gateway on the %s adapter', (adapter) => {
     const retryAfterMs = (replies[2]!.data as { retryAfterMs: number }).retryAfterMs;
     expect(retryAfterMs).toBeGreaterThan(0);
     expect(retryAfterMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it("answers a key function's HttpException as an exception event with its body, not a 500", async () => {
+    served = await gatewayApp(adapter, redis.connection, {}, [KeyedGateway]);
+    const client = await served.connect();
+    expect(await client.send('keyed', { user: 'u1' })).toEqual({ event: 'ok', data: 'keyed' });
+    expect(await client.send('keyed', {})).toEqual({
+      event: 'exception',
+      data: { statusCode: 400, message: 'user is required', error: 'Bad Request' },
+    });
   });
 
   it('counts two sockets from one address on one counter (the default tracker)', async () => {

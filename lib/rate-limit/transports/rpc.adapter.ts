@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { TransportAdapter } from './transport.adapter.js';
+import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
 
 type RpcExceptionClass = new (error: string | object) => Error;
 
@@ -51,4 +51,5 @@ export const rpcAdapter: TransportAdapter = {
   setHeaders() {},
   tooManyRequests: (retryAfterMs) => rpcError({ statusCode: 429, message: 'Too Many Requests', retryAfterMs }),
   unavailable: () => rpcError({ statusCode: 503, message: 'Rate limiter unavailable' }),
+  httpException: (error) => rpcError(httpExceptionBody(error)),
 };

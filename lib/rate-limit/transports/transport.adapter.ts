@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import { HttpException, type ExecutionContext } from '@nestjs/common';
 import type { KeyResolver } from '../../redis-limit.options.js';
 import { graphqlAdapter } from './graphql.adapter.js';
 import { httpAdapter } from './http.adapter.js';
@@ -19,6 +19,9 @@ export interface TransportAdapter {
   tooManyRequests(retryAfterMs: number): Error;
   /** The error a request gets when Redis cannot decide under failMode 'closed'. */
   unavailable(): Error;
+  /** How an HttpException a user function threw (a `key` refusing with 400) is said here, where
+   * the transport's own filter would answer it as an internal error; absent: as it is. */
+  httpException?(error: HttpException): Error;
   /** The key of limits without a `key` when the module has no `tracker`; absent where the
    * transport has none (a limit there must name its key: checked at start-up). */
   defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string | Promise<string>;
@@ -48,4 +51,15 @@ export function defaultKey(ctx: ExecutionContext, options: { tracker: KeyResolve
     throw new TypeError(`nest-redis-limit: '${ctx.getType()}' handlers have no default tracker; give the limit a key or the module a tracker`);
   }
   return transport.defaultTracker(ctx, options.ipv6Subnet);
+}
+
+/** A user function's failure as the guard throws it: an HttpException in the transport's words. */
+export function userFailure(transport: TransportAdapter, error: unknown): unknown {
+  return error instanceof HttpException && transport.httpException !== undefined ? transport.httpException(error) : error;
+}
+
+/** An HttpException's answer as a body: its response object, or `{ statusCode, message }`. */
+export function httpExceptionBody(error: HttpException): object {
+  const response = error.getResponse();
+  return typeof response === 'object' && response !== null ? response : { statusCode: error.getStatus(), message: response };
 }

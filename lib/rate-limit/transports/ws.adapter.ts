@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { ipKey } from '../ip-key.js';
 import { peerClass, type ErrorClass } from './peer-class.js';
-import type { TransportAdapter } from './transport.adapter.js';
+import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
 
 // Nest's WS exception filter answers a WsException with its error object and anything else with
 // 'Internal server error': the refusal must be the app's own WsException.
@@ -55,6 +55,7 @@ export const wsAdapter: TransportAdapter = {
   },
   tooManyRequests: (retryAfterMs) => wsError({ statusCode: 429, message: 'Too Many Requests', retryAfterMs }),
   unavailable: () => wsError({ statusCode: 503, message: 'Rate limiter unavailable' }),
+  httpException: (error) => wsError(httpExceptionBody(error)),
   defaultTracker(ctx, ipv6Subnet) {
     const address = remoteAddressOf(ctx.switchToWs().getClient());
     if (address === undefined) {
