@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Module, type ExecutionContext, type INestApplication, type Type } from '@nestjs/common';
+import { Module, type ExecutionContext, type INestApplication, type LoggerService, type Type } from '@nestjs/common';
 import { Field, GraphQLModule, Int, Mutation, ObjectType, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { jest } from '@jest/globals';
 import type { MercuriusDriverConfig } from '@nestjs/mercurius';
@@ -11,6 +11,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { Funnel, MaxPending, PendingSlot, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
+import { ErrorLog } from '../harness/logged-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
 // Resolvers served by a real GraphQL server over HTTP, with each driver on its own platform:
@@ -124,6 +125,7 @@ async function boot(
   options: RedisLimitModuleOptions = {},
   resolvers: Function[] = [QuotesResolver],
   fieldResolverEnhancers?: ('guards' | 'interceptors' | 'filters')[],
+  logger: LoggerService | false = false,
 ): Promise<INestApplication> {
   const graphql =
     driver === 'apollo'
@@ -135,7 +137,7 @@ async function boot(
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  const app = moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), { logger: false });
+  const app = moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), { logger });
   try {
     await app.init();
   } catch (error) {
@@ -204,6 +206,13 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
     await expect(boot(driver, redis, {}, [BasketResolver])).rejects.toThrow(/BasketResolver\.total: .*fieldResolverEnhancers includes 'guards'/);
     app = await boot(driver, redis, {}, [BasketResolver], ['guards']);
     expect(codes(await send(app, 3, '{ basket { total } }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);
+  });
+
+  it('logs no error for a refusal: a client over its limit cannot fill the log', async () => {
+    const log = new ErrorLog();
+    app = await boot(driver, redis, {}, [QuotesResolver], undefined, log);
+    expect(codes(await send(app, 3, '{ quote }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);
+    expect(log.errors).toEqual([]);
   });
 
   it('@Funnel refuses a query over its capacity', async () => {

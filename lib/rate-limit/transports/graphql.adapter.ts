@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import { IntrinsicException, type ExecutionContext } from '@nestjs/common';
 import { ipKey } from '../ip-key.js';
 import { setHeaders } from '../http.js';
 import type { TransportAdapter } from './transport.adapter.js';
@@ -10,7 +10,7 @@ import type { TransportAdapter } from './transport.adapter.js';
  * load without. It is no HttpException on purpose: Apollo's driver would recode a 429 one as
  * INTERNAL_SERVER_ERROR.
  */
-export class GraphQLLimitError extends Error {
+export class GraphQLLimitError extends IntrinsicException {
   constructor(
     message: string,
     readonly extensions: { code: 'TOO_MANY_REQUESTS' | 'SERVICE_UNAVAILABLE'; statusCode: number; retryAfterMs?: number },
