@@ -2,6 +2,8 @@
 // loop: the sample app's quote route three times over, with no guard, under @RateLimit, and under
 // @nestjs/throttler with @nest-lab/throttler-storage-redis, all keyed by client IP on one Redis.
 // Limits are far above what 10 s of load can reach: the benchmark measures deciding, not refusing.
+// Started with 'defaults' as its last argument, it serves the same route undecorated in an app whose
+// module has defaultLimits instead (a process of its own: defaults apply to every route of an app).
 import 'reflect-metadata';
 import { Controller, Get, Inject, Module, Param, UseGuards } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -13,6 +15,7 @@ import { parseSymbol } from '../sample-app/src/quotes/quote-request.js';
 import { QuotesService, type Quote } from '../sample-app/src/quotes/quotes.service.js';
 
 const [redisHost, redisPort, LIMIT, WINDOW_MS] = [process.argv[2]!, Number(process.argv[3]), Number(process.argv[4]), Number(process.argv[5])];
+const DEFAULTS = process.argv[6] === 'defaults';
 
 @Controller('plain')
 class PlainController {
@@ -45,6 +48,27 @@ class ThrottledController {
   }
 }
 
+@Controller('defaults')
+class DefaultsController {
+  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
+  @Get(':symbol')
+  quote(@Param('symbol') symbol: string): Quote {
+    return this.quotes.quote(parseSymbol(symbol));
+  }
+}
+
+@Module({
+  imports: [
+    RedisLimitModule.forRoot({
+      redis: { host: redisHost, port: redisPort },
+      defaultLimits: [{ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' }],
+    }),
+  ],
+  controllers: [DefaultsController],
+  providers: [QuotesService],
+})
+class DefaultsBenchModule {}
+
 @Module({
   imports: [
     RedisLimitModule.forRoot({ redis: { host: redisHost, port: redisPort } }),
@@ -58,7 +82,7 @@ class ThrottledController {
 })
 class HttpBenchModule {}
 
-const app = await NestFactory.create(HttpBenchModule, { logger: false });
+const app = await NestFactory.create(DEFAULTS ? DefaultsBenchModule : HttpBenchModule, { logger: false });
 app.enableShutdownHooks();
 await app.listen(0, '127.0.0.1');
 const address = app.getHttpServer().address() as { port: number };

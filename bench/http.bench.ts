@@ -1,7 +1,8 @@
-// HTTP overhead: the same quote route with no guard, with @RateLimit and with @nestjs/throttler +
-// @nest-lab/throttler-storage-redis, loaded by autocannon in turn (routes alternate within each
-// run) against one server process.
-import { fork } from 'node:child_process';
+// HTTP overhead: the same quote route with no guard, with @RateLimit, under the module's
+// defaultLimits and with @nestjs/throttler + @nest-lab/throttler-storage-redis, loaded by
+// autocannon in turn (routes alternate within each run); defaultLimits in a server process of
+// their own (they apply to every route of an app), the others in one.
+import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -11,8 +12,11 @@ import { spread, type Spread } from './common/stats.js';
 export const ROUTES = {
   'no guard': '/plain/ACME',
   '@RateLimit (nest-redis-limit)': '/rate-limit/ACME',
+  'defaultLimits (nest-redis-limit)': '/defaults/ACME',
   '@nestjs/throttler + throttler-storage-redis': '/throttler/ACME',
 } as const;
+/** Routes served by the defaultLimits app. */
+const ON_DEFAULTS_APP = new Set<string>([ROUTES['defaultLimits (nest-redis-limit)']]);
 export type Route = keyof typeof ROUTES;
 /** Far above what a run can reach: the routes measure deciding, not refusing. */
 export const HTTP_LIMIT = 1_000_000;
@@ -47,27 +51,26 @@ interface Sample {
 }
 
 export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
-  const server = fork(fileURLToPath(new URL('./http-app.js', import.meta.url)), [opts.redisHost, String(opts.redisPort), String(HTTP_LIMIT), String(HTTP_WINDOW_MS)], { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('message', (m) => resolve((m as { port: number }).port));
-    server.once('exit', (code) => reject(new Error(`http-app exited with ${code}`)));
-  });
+  const servers = await Promise.all([startApp(opts, 'routes'), startApp(opts, 'defaults')]);
+  const serverOf = (path: string) => servers[ON_DEFAULTS_APP.has(path) ? 1 : 0]!;
   const admin = new Redis({ host: opts.redisHost, port: opts.redisPort });
-  const appCpu = () =>
+  const appCpu = (server: AppProcess) =>
     new Promise<number>((resolve) => {
-      server.once('message', (m) => resolve(((m as { cpu: NodeJS.CpuUsage }).cpu.user + (m as { cpu: NodeJS.CpuUsage }).cpu.system)));
-      server.send('cpu');
+      server.process.once('message', (m) => resolve(((m as { cpu: NodeJS.CpuUsage }).cpu.user + (m as { cpu: NodeJS.CpuUsage }).cpu.system)));
+      server.process.send('cpu');
     });
   const samples = new Map<Route, Sample[]>();
   const load = async (path: string, seconds: number): Promise<Sample> => {
-    const [app0, redis0] = [await appCpu(), await redisCpuSeconds(admin)];
-    const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections: opts.connections, duration: seconds });
-    const [app1, redis1] = [await appCpu(), await redisCpuSeconds(admin)];
+    const server = serverOf(path);
+    const [app0, redis0] = [await appCpu(server), await redisCpuSeconds(admin)];
+    const result = await autocannon({ url: `http://127.0.0.1:${server.port}${path}`, connections: opts.connections, duration: seconds });
+    const [app1, redis1] = [await appCpu(server), await redisCpuSeconds(admin)];
     const requests = Math.max(1, result.requests.total);
     return { result, appUs: (app1 - app0) / requests, redisUs: ((redis1 - redis0) * 1e6) / requests };
   };
   try {
-    for (const path of Object.values(ROUTES)) await load(path, 1); // warm-up: JIT, connections, scripts
+    // warm-up: JIT, connections, scripts; 2 s each, as the defaults app warms on its one route alone
+    for (const path of Object.values(ROUTES)) await load(path, 2);
     const routes = Object.keys(ROUTES) as Route[];
     for (let run = 0; run < opts.runs; run++) {
       for (const route of run % 2 === 0 ? routes : [...routes].reverse()) {
@@ -78,8 +81,7 @@ export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
     }
   } finally {
     admin.disconnect();
-    server.disconnect();
-    await new Promise((resolve) => server.once('exit', resolve));
+    await Promise.all(servers.map((server) => stopApp(server)));
   }
   return [...samples].map(([route, runs]) => ({
     route,
@@ -91,4 +93,25 @@ export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
     appUs: spread(runs.map((s) => s.appUs)),
     redisUs: spread(runs.map((s) => s.redisUs)),
   }));
+}
+
+interface AppProcess {
+  process: ChildProcess;
+  port: number;
+}
+
+/** bench/http-app.ts in a process of its own; `mode` 'defaults' serves the defaultLimits app. */
+async function startApp(opts: HttpOptions, mode: 'routes' | 'defaults'): Promise<AppProcess> {
+  const args = [opts.redisHost, String(opts.redisPort), String(HTTP_LIMIT), String(HTTP_WINDOW_MS), mode];
+  const child = fork(fileURLToPath(new URL('./http-app.js', import.meta.url)), args, { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m) => resolve((m as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`http-app (${mode}) exited with ${code}`)));
+  });
+  return { process: child, port };
+}
+
+async function stopApp({ process: child }: AppProcess): Promise<void> {
+  child.disconnect();
+  await new Promise((resolve) => child.once('exit', resolve));
 }
