@@ -389,7 +389,7 @@ describe('bad input', () => {
       ],
       ['@RateLimit: an unknown option', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, failmode: 'open' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.failmode is not an option/],
       ['@RateLimit: algorithm "constructor"', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, algorithm: 'constructor' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.algorithm/],
-      ['@RateLimit: limit missing', () => ({ controllers: [rateLimited({ windowMs: 1000 })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.limit must be a positive integer, got undefined/],
+      ['@RateLimit: limit missing', () => ({ controllers: [rateLimited({ windowMs: 1000 })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.limit must be a positive integer or a function \(ctx\) => number, got undefined/],
       ['@RateLimit: windowMs a string', () => ({ controllers: [rateLimited({ limit: 5, windowMs: '1000' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.windowMs/],
       ['@RateLimit: token bucket above 2^53', () => ({ controllers: [rateLimited({ limit: 2 ** 30, windowMs: 2 ** 30, algorithm: 'token-bucket' })] }), RangeError, /Quotes\.list: @RateLimit\(#1\): limit × window/],
       ['@RateLimit: cost a string', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, cost: '2' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.cost must be a positive integer, got "2"/],
