@@ -1,38 +1,22 @@
 import type { ExecutionContext } from '@nestjs/common';
+import { peerClass, type ErrorClass } from './peer-class.js';
 import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
 
-type RpcExceptionClass = new (error: string | object) => Error;
-
-// The app's own RpcException: Nest's RPC exception filter tells it apart by instanceof, so it must
-// be the class of the @nestjs/microservices the app runs, never one this library brings. Loaded by
-// dynamic import (a require in the CommonJS build), on first need only: an app without the package
-// never loads it.
-let rpcException: RpcExceptionClass | undefined;
-let loading: Promise<void> | undefined;
+// Nest's RPC exception filter passes an error object through only for its own RpcException: the
+// refusal must be the app's class (see peer-class.ts).
+const rpcException = peerClass(() => import('@nestjs/microservices').then((microservices) => microservices.RpcException as ErrorClass));
 
 /**
  * Loads @nestjs/microservices' RpcException once. Called at start-up when a limited RPC handler is
  * found (RateLimitPlans), so that refusals, which are said synchronously, find it loaded.
  */
-export function loadRpcException(): Promise<void> {
-  loading ??= import('@nestjs/microservices').then(
-    (microservices) => {
-      rpcException = microservices.RpcException as RpcExceptionClass;
-    },
-    (error: unknown) => {
-      loading = undefined;
-      throw error;
-    },
-  );
-  return loading;
-}
+export const loadRpcException = (): Promise<void> => rpcException.load();
 
 function rpcError(body: object): Error {
-  if (rpcException === undefined) {
-    // only a handler start-up discovery did not see, refused before its own first load finished
-    return new Error(`nest-redis-limit: @nestjs/microservices is not loaded yet (${JSON.stringify(body)})`);
-  }
-  return new rpcException(body);
+  const RpcException = rpcException.get();
+  // only a handler start-up discovery did not see, refused before its own first load finished
+  if (RpcException === undefined) return new Error(`nest-redis-limit: @nestjs/microservices is not loaded yet (${JSON.stringify(body)})`);
+  return new RpcException(body);
 }
 
 /**
@@ -44,7 +28,7 @@ export const rpcAdapter: TransportAdapter = {
   getRequestResponse(ctx: ExecutionContext) {
     // a discovered handler had it loaded at start-up; one registered later loads it now, while
     // its first decision waits on Redis
-    if (rpcException === undefined) loadRpcException().catch(() => undefined);
+    if (rpcException.get() === undefined) rpcException.load().catch(() => undefined);
     // one array per handler invocation, the same one for every guard of it
     return { req: ctx.getArgs(), res: undefined };
   },
