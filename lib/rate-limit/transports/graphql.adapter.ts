@@ -1,5 +1,5 @@
 import { IntrinsicException, type ExecutionContext } from '@nestjs/common';
-import { ipKey } from '../ip-key.js';
+import { clientIp, type HttpClientRequest } from '../../redis-limit.options.js';
 import { setHeaders } from '../http.js';
 import type { TransportAdapter } from './transport.adapter.js';
 
@@ -21,9 +21,7 @@ export class GraphQLLimitError extends IntrinsicException {
 }
 
 /** The HTTP request of a GraphQL operation: Express's or Fastify's (both carry `ip`). */
-interface HttpRequest {
-  ip?: string;
-  socket?: { remoteAddress?: string };
+interface HttpRequest extends HttpClientRequest {
   /** Express: the response of this request. */
   res?: unknown;
 }
@@ -69,7 +67,6 @@ export const graphqlAdapter: TransportAdapter = {
     if (req === undefined) {
       throw new TypeError('nest-redis-limit: this GraphQL operation has no HTTP request for the default tracker; give the limit a key');
     }
-    const address = req.ip || req.socket?.remoteAddress;
-    return address ? ipKey(address, ipv6Subnet) : 'unknown';
+    return clientIp(req, ipv6Subnet);
   },
 };

@@ -13,5 +13,5 @@ export const httpAdapter: TransportAdapter = {
   setHeaders,
   tooManyRequests: (retryAfterMs) => new RateLimitException(retryAfterMs),
   unavailable: limiterUnavailable,
-  defaultTracker: (ctx, ipv6Subnet) => clientIp(ipv6Subnet)(ctx),
+  defaultTracker: (ctx, ipv6Subnet) => clientIp(ctx.switchToHttp().getRequest(), ipv6Subnet),
 };
