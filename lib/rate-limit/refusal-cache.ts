@@ -1,0 +1,137 @@
+import type { RateLimitDecision } from './policy.js';
+
+/** Stacks remembered at most, by default: a few hundred bytes each. */
+export const DEFAULT_REFUSAL_CACHE_ENTRIES = 10_000;
+
+/** One limit of a stack as the cache tells them apart: its counter and the numbers it decided by. */
+export interface CachedLimit {
+  /** The counter's Redis key: what an invalidation names. */
+  counter: string;
+  /** The limit's numbers (algorithm, limit, window): a tier that resolves higher is another stack. */
+  policy: string;
+  permits: number;
+}
+
+export interface CachedRefusal {
+  /** ms until the stack could be granted, from now. */
+  retryAfterMs: number;
+  /** Each limit's decision as Redis gave it, its waits shortened by the time since. */
+  decisions: RateLimitDecision[];
+}
+
+interface Entry {
+  counters: string[];
+  permits: number[];
+  /** Local clock (ms) before which Redis would refuse the same stack again. */
+  until: number;
+  at: number;
+  decisions: RateLimitDecision[];
+}
+
+/**
+ * Refusals remembered in the process, so a flood from one key costs Redis nothing.
+ *
+ * Exact by construction: Redis says when a refused stack could be granted (`retryAfterMs`, on its
+ * own clock, and a refusal charges nothing), so until then the same stack at the same or a higher
+ * cost is refused again — unless a counter of it was given permits back, which `invalidate` (heard
+ * from every process over pub/sub) deals with. The wait is counted from when the request was
+ * sent, before Redis decided, so the cache lets go no later than Redis would.
+ *
+ * Bounded: an LRU of at most `maxEntries` stacks; expired entries leave when met.
+ */
+export class RefusalCache {
+  private readonly entries = new Map<string, Entry>();
+  /** counter -> the stacks that hold it */
+  private readonly byCounter = new Map<string, Set<string>>();
+
+  constructor(
+    readonly maxEntries = DEFAULT_REFUSAL_CACHE_ENTRIES,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** A remembered refusal that still holds for this stack at these costs, or undefined. */
+  lookup(limits: readonly CachedLimit[]): CachedRefusal | undefined {
+    const id = stackId(limits);
+    const entry = this.entries.get(id);
+    if (entry === undefined) return undefined;
+    const now = this.clock();
+    if (now >= entry.until) {
+      this.delete(id, entry);
+      return undefined;
+    }
+    // a cheaper request might fit where this one did not: Redis decides it
+    if (limits.some((limit, i) => limit.permits < entry.permits[i]!)) return undefined;
+    this.entries.delete(id);
+    this.entries.set(id, entry); // most recently used last
+    const elapsed = now - entry.at;
+    return {
+      retryAfterMs: Math.ceil(entry.until - now),
+      decisions: entry.decisions.map((d) => ({
+        ...d,
+        retryAfterMs: d.allowed ? 0 : Math.max(1, Math.ceil(d.retryAfterMs - elapsed)),
+        resetMs: Math.max(0, Math.ceil(d.resetMs - elapsed)),
+      })),
+    };
+  }
+
+  /**
+   * Remembers a refusal Redis gave for a stack sent at `sentAt` (this cache's clock). Cheaper
+   * requests are not covered by it; a later refusal of the same stack replaces it.
+   */
+  remember(limits: readonly CachedLimit[], retryAfterMs: number, decisions: readonly RateLimitDecision[], sentAt: number): void {
+    if (!(retryAfterMs > 0) || this.maxEntries === 0) return;
+    const id = stackId(limits);
+    const old = this.entries.get(id);
+    if (old !== undefined) this.delete(id, old);
+    const entry: Entry = {
+      counters: limits.map((limit) => limit.counter),
+      permits: limits.map((limit) => limit.permits),
+      until: sentAt + retryAfterMs,
+      at: sentAt,
+      decisions: decisions.map((d) => ({ ...d })),
+    };
+    this.entries.set(id, entry);
+    for (const counter of entry.counters) {
+      let stacks = this.byCounter.get(counter);
+      if (stacks === undefined) this.byCounter.set(counter, (stacks = new Set()));
+      stacks.add(id);
+    }
+    if (this.entries.size > this.maxEntries) {
+      const [oldest, evicted] = this.entries.entries().next().value as [string, Entry];
+      this.delete(oldest, evicted);
+    }
+  }
+
+  /** Forgets every refusal that involved `counter` (it was reset, or given permits back). */
+  invalidate(counter: string): void {
+    const stacks = this.byCounter.get(counter);
+    if (stacks === undefined) return;
+    for (const id of [...stacks]) this.delete(id, this.entries.get(id)!);
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.byCounter.clear();
+  }
+
+  private delete(id: string, entry: Entry): void {
+    this.entries.delete(id);
+    for (const counter of entry.counters) {
+      const stacks = this.byCounter.get(counter)!;
+      stacks.delete(id);
+      if (stacks.size === 0) this.byCounter.delete(counter);
+    }
+  }
+}
+
+// Injective: each counter (any text) is preceded by its length, and a policy (letters and
+// numbers) never holds the '|' that ends it.
+function stackId(limits: readonly CachedLimit[]): string {
+  let id = '';
+  for (const limit of limits) id += `${limit.counter.length}:${limit.counter}${limit.policy}|`;
+  return id;
+}

@@ -1,0 +1,80 @@
+import { RefusalCache, type CachedLimit } from '../../lib/rate-limit/refusal-cache.js';
+import type { RateLimitDecision } from '../../lib/rate-limit/policy.js';
+
+describe('RefusalCache', () => {
+  let now = 1000;
+  const clock = () => now;
+  const limit = (counter: string, permits = 1, policy = 'sw/10/1000'): CachedLimit => ({ counter, policy, permits });
+  const refused = (retryAfterMs: number, resetMs = 1000): RateLimitDecision => ({ allowed: false, limit: 10, remaining: 0, retryAfterMs, resetMs });
+
+  beforeEach(() => {
+    now = 1000;
+  });
+
+  it('refuses the same stack until the wait Redis gave, counted from when it was sent', () => {
+    const cache = new RefusalCache(10, clock);
+    cache.remember([limit('a')], 300, [refused(300)], 900);
+    now = 1000;
+    expect(cache.lookup([limit('a')])).toEqual({ retryAfterMs: 200, decisions: [refused(200, 900)] });
+    now = 1199;
+    expect(cache.lookup([limit('a')])?.retryAfterMs).toBe(1);
+    now = 1200;
+    expect(cache.lookup([limit('a')])).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('covers the same or a higher cost only, and the same policy only', () => {
+    const cache = new RefusalCache(10, clock);
+    cache.remember([limit('a', 3)], 500, [refused(500)], now);
+    expect(cache.lookup([limit('a', 2)])).toBeUndefined();
+    expect(cache.lookup([limit('a', 3)])).toBeDefined();
+    expect(cache.lookup([limit('a', 9)])).toBeDefined();
+    // a tier that resolved to a higher limit is decided by Redis
+    expect(cache.lookup([limit('a', 3, 'sw/20/1000')])).toBeUndefined();
+    // and so is another stack over the same counter
+    expect(cache.lookup([limit('a', 3), limit('b', 1)])).toBeUndefined();
+  });
+
+  it('forgets every stack that holds an invalidated counter', () => {
+    const cache = new RefusalCache(10, clock);
+    cache.remember([limit('a'), limit('b')], 500, [refused(500), refused(500)], now);
+    cache.remember([limit('b')], 500, [refused(500)], now);
+    cache.remember([limit('c')], 500, [refused(500)], now);
+    cache.invalidate('b');
+    expect(cache.lookup([limit('a'), limit('b')])).toBeUndefined();
+    expect(cache.lookup([limit('b')])).toBeUndefined();
+    expect(cache.lookup([limit('c')])).toBeDefined();
+    expect(cache.size).toBe(1);
+  });
+
+  it('keeps at most maxEntries stacks, dropping the least recently used', () => {
+    const cache = new RefusalCache(2, clock);
+    cache.remember([limit('a')], 500, [refused(500)], now);
+    cache.remember([limit('b')], 500, [refused(500)], now);
+    expect(cache.lookup([limit('a')])).toBeDefined(); // a is now the most recent
+    cache.remember([limit('c')], 500, [refused(500)], now);
+    expect(cache.size).toBe(2);
+    expect(cache.lookup([limit('b')])).toBeUndefined();
+    expect(cache.lookup([limit('a')])).toBeDefined();
+    expect(cache.lookup([limit('c')])).toBeDefined();
+    // an evicted stack leaves the counter index too: invalidating it touches nothing else
+    cache.invalidate('b');
+    expect(cache.size).toBe(2);
+  });
+
+  it('tells apart stacks whose keys only line up when joined', () => {
+    const cache = new RefusalCache(10, clock);
+    cache.remember([limit('x|1:y')], 500, [refused(500)], now);
+    expect(cache.lookup([limit('x'), limit('y')])).toBeUndefined();
+    expect(cache.lookup([limit('x|1:y')])).toBeDefined();
+  });
+
+  it('remembers nothing with size 0 or without a wait', () => {
+    const off = new RefusalCache(0, clock);
+    off.remember([limit('a')], 500, [refused(500)], now);
+    expect(off.size).toBe(0);
+    const cache = new RefusalCache(10, clock);
+    cache.remember([limit('a')], 0, [refused(0)], now);
+    expect(cache.size).toBe(0);
+  });
+});
