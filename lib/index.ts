@@ -53,3 +53,5 @@ export {
 export { aclRules, type AclOptions } from './redis/acl.js';
 export { RedisLimitEvents } from './observability/redis-limit-events.js';
 export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEventType, RedisLimitListener } from './observability/events.js';
+export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.js';
+export type { ShadowVerdict } from './observability/events.js';

@@ -53,6 +53,9 @@ export interface RedisLimitModuleOptions {
   /** true: no rate limit or funnel applies to this request (health checks, internal callers);
    * @MaxPending still does. Asked only on routes that have limits. Default: never skip. */
   skipIf?: SkipIf;
+  /** true: every limit in shadow mode (decided, counted, headers and events, never refused), for
+   * trying limits in production; a limit's own `shadow: false` still refuses. Default false. */
+  shadow?: boolean;
   /** Registers the module globally. Default true. */
   isGlobal?: boolean;
 }
@@ -85,6 +88,7 @@ export interface ResolvedOptions {
   /** Checked by RateLimitPlans at app.init(), with the decorators. */
   defaultLimits: unknown;
   skipIf: SkipIf | undefined;
+  shadow: boolean;
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
@@ -128,9 +132,11 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (options.skipIf !== undefined && typeof options.skipIf !== 'function') {
     throw new TypeError(`RedisLimitModule: skipIf must be a function (ctx) => boolean, got ${describeValue(options.skipIf)}`);
   }
+  const { shadow = false } = options;
+  if (typeof shadow !== 'boolean') throw new TypeError(`RedisLimitModule: shadow must be a boolean, got ${describeValue(shadow)}`);
   const expiringHash = resolveExpiringHash(options.expiringHash);
   const delayQueue = resolveDelayQueueOptions(options.delayQueue);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf };
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf, shadow };
 }
 
 function assertIpv6Subnet(value: unknown): asserts value is number | false {

@@ -9,6 +9,15 @@ export interface LimitVerdict {
   remaining: number;
 }
 
+/** A shadow limit that would have refused, in a `redis-limit.shadow-refused` event. */
+export interface ShadowVerdict {
+  key: string;
+  scope?: string;
+  limit: number;
+  remaining: number;
+  retryAfterMs: number;
+}
+
 /**
  * What the module tells the app, by `type`. Listeners get them through
  * `RedisLimitEvents.on(listener)` and, when @nestjs/event-emitter is installed, as
@@ -17,6 +26,9 @@ export interface LimitVerdict {
 export type RedisLimitEvent =
   /** A rate-limit stack was decided (RateLimiterService and the guards). */
   | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[] }
+  /** A route's shadow limits refused and the request went on (shadow mode: `limits` are the
+   * refusing ones, `retryAfterMs` what the refusal would have said). */
+  | { type: 'redis-limit.shadow-refused'; route: string; retryAfterMs: number; limits: ShadowVerdict[] }
   /** A guard could not reach Redis and let the request through ('open') or answered 503 ('closed'). */
   | { type: 'redis-limit.fail-mode'; route: string; failMode: 'open' | 'closed'; error: Error }
   /** Redis became unreachable: once per outage, however many requests meet it. */
@@ -42,6 +54,8 @@ export interface RedisLimitCounters {
   /** 1 while Redis answers, 0 during an outage. */
   redisUp: 0 | 1;
   maxPendingRefused: number;
+  /** Requests that shadow limits would have refused, let through. */
+  shadowRefused: number;
   /** Per queue name. */
   queues: Record<string, { enqueued: number; delivered: number; handled: number; retried: number; dead: number }>;
 }

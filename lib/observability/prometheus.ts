@@ -21,6 +21,7 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
   family('redis_outages_total', 'counter', 'Redis outages begun.', [['', c.outages]]);
   family('redis_up', 'gauge', '1 while Redis answers, 0 during an outage.', [['', c.redisUp]]);
   family('max_pending_refused_total', 'counter', 'Requests refused because their owner was at its @MaxPending cap.', [['', c.maxPendingRefused]]);
+  family('shadow_refused_total', 'counter', 'Requests shadow limits would have refused, let through.', [['', c.shadowRefused]]);
   const queues = Object.entries(c.queues);
   family(
     'queue_messages_total',

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener } from './events.js';
+import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener, ShadowVerdict } from './events.js';
 import { prometheusText } from './prometheus.js';
 
 interface Emitter {
@@ -27,6 +27,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     outages: 0,
     redisUp: 1,
     maxPendingRefused: 0,
+    shadowRefused: 0,
     queues: {},
   };
 
@@ -91,6 +92,11 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   maxPendingRefused(route: string, owner: string, max: number): void {
     this.counts.maxPendingRefused += 1;
     if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max });
+  }
+
+  shadowRefused(route: string, retryAfterMs: number, limits: () => ShadowVerdict[]): void {
+    this.counts.shadowRefused += 1;
+    if (this.listened) this.emit({ type: 'redis-limit.shadow-refused', route, retryAfterMs, limits: limits() });
   }
 
   /** Queue events: counted per queue under the event's last word. */

@@ -6,6 +6,7 @@ import { applyFailMode } from './http.js';
 import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
 import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
+import { decideShadowed, reportShadowRefusal } from './shadow.js';
 import { resolveSkip } from './skip-if.js';
 import { defaultKey, requireTransport, transportOf, userFailure } from './transports/transport.adapter.js';
 
@@ -21,6 +22,7 @@ const decided = new WeakSet<object>();
 @Injectable()
 export class RateLimitGuard implements CanActivate {
   private readonly log = new RouteLog(new Logger('RateLimitGuard'));
+  private readonly shadowLog = new RouteLog({ error: (message: string) => new Logger('RateLimitGuard').warn(message) });
   /** The default key of limits without their own `key`. */
   private readonly tracker: KeyResolver = (ctx) => this.getTracker(ctx);
 
@@ -50,7 +52,7 @@ export class RateLimitGuard implements CanActivate {
 
     let result;
     try {
-      result = await this.limiter.decide(limits.stack);
+      result = await decideShadowed(this.limiter, limits.stack, plan.limits);
     } catch (error) {
       applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable);
       return true;
@@ -61,6 +63,7 @@ export class RateLimitGuard implements CanActivate {
     // sent with every refusal, whatever `headers` says and whichever exception says it
     if (!result.allowed) headers['Retry-After'] = retryAfterSeconds(result.retryAfterMs);
     transport.setHeaders(res, headers);
+    reportShadowRefusal(this.redis.events, this.shadowLog, plan.route, limits.stack, result);
     if (!result.allowed) await this.throwTooManyRequests(ctx, result);
     return true;
   }

@@ -8,6 +8,19 @@ export const SKIP_RATE_LIMIT = Symbol('nest-redis-limit:skip-rate-limit');
 
 export type CostResolver = number | ((ctx: ExecutionContext) => number);
 
+/** How a request ended, as `countIf` sees it. */
+export interface RequestOutcome {
+  /** HTTP: the status sent (an exception filter's included). GraphQL, WebSocket and microservice
+   * handlers: 200 when the handler succeeded, an HttpException's status (or the `statusCode` of a
+   * WsException's or RpcException's error object), else 500. */
+  statusCode: number;
+  /** What the handler threw, when it threw (HTTP: seen when the handler ran). */
+  error?: unknown;
+}
+
+/** Whether a granted request stays charged; false gives its permits back. */
+export type CountIf = (ctx: ExecutionContext, outcome: RequestOutcome) => boolean;
+
 export interface RateLimitOptions {
   /** Permits per window (token-bucket: bucket size); a function of the request for user tiers. */
   limit: number | TierResolver;
@@ -24,6 +37,16 @@ export interface RateLimitOptions {
   name?: string;
   /** Overrides the module's failMode for this limit. */
   failMode?: FailMode;
+  /** Charged up front as usual; after the response, a request for which this says false is given
+   * its permits back, e.g. `(_, o) => o.statusCode >= 400` counts failed logins only. One that
+   * throws is logged (once a minute per route) and the charge stands. Default: every request counts. */
+  countIf?: CountIf;
+  /** A refusal by this limit blocks its key for this many ms (a lockout): refused until then, even
+   * once the window would allow again. Default: no lockout. */
+  blockMs?: number;
+  /** true: decided, counted, headers and events as usual, but never refuses (the request goes on);
+   * a would-be refusal is reported as `redis-limit.shadow-refused`. Default: the module's `shadow`. */
+  shadow?: boolean;
 }
 
 export interface FunnelOptions {

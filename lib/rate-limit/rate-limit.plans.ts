@@ -1,11 +1,12 @@
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import { describeValue } from '../redis/keys.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
 import { assertPermits, assertPositiveInteger, funnelSpec, type LimitSpec } from './policy.js';
-import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type LimitEntry } from './rate-limit.metadata.js';
+import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
 import type { StackedLimit } from './rate-limiter.service.js';
 import { resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
@@ -26,6 +27,12 @@ export interface PlannedLimit {
   key: KeyResolver | undefined;
   cost: CostResolver;
   isFunnel: boolean;
+  /** Decides after the response whether the charge stands (see outcome.ts). */
+  countIf: CountIf | undefined;
+  /** A refusal by this limit blocks its key this long (ms). */
+  blockMs: number | undefined;
+  /** Decided and counted, never refuses. */
+  shadow: boolean;
 }
 
 /** Everything the guard needs for one handler, checked once at start-up. */
@@ -62,7 +69,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 
   protected compile(route: RouteRef): RoutePlan | null {
-    const plan = compile(route, this.redis.options.failMode, this.defaults());
+    const plan = compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow);
     if (plan !== null && route.kind === 'rpc') {
       if (this.redis.options.tracker === undefined) assertKeyed(plan);
       this.rpcLimited = true;
@@ -82,7 +89,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   private defaults(): LimitEntry[] {
     if (this.defaultLimits === undefined) {
       const entries = defaultEntries(this.redis.options.defaultLimits);
-      compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries);
+      compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow);
       this.defaultLimits = entries;
     }
     return this.defaultLimits;
@@ -139,7 +146,12 @@ function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: nu
 
 const ALGORITHM_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket' } as const;
 
-function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode: FailMode, defaults: readonly LimitEntry[]): RoutePlan | null {
+function compile(
+  { controller, handler, route, scope }: RouteRef,
+  moduleFailMode: FailMode,
+  defaults: readonly LimitEntry[],
+  moduleShadow: boolean,
+): RoutePlan | null {
   const own: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, handler) ?? [];
   const inherited: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, controller) ?? [];
   const skip = Reflect.getMetadata(SKIP_RATE_LIMIT, handler) ?? (own.length === 0 && Reflect.getMetadata(SKIP_RATE_LIMIT, controller));
@@ -152,7 +164,7 @@ function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode
   if (entries.length === 0) return null;
 
   try {
-    const limits = entries.map((entry, i) => plan(entry, scope, i));
+    const limits = entries.map((entry, i) => plan(entry, scope, i, moduleShadow));
     assertOwnCounters(limits);
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
@@ -163,7 +175,7 @@ function compile({ controller, handler, route, scope }: RouteRef, moduleFailMode
 
 /** The options each decorator takes: anything else (a misspelt `failmode`) is refused. */
 const OPTION_NAMES = {
-  rate: ['limit', 'windowMs', 'algorithm', 'key', 'cost', 'name', 'failMode'],
+  rate: ['limit', 'windowMs', 'algorithm', 'key', 'cost', 'name', 'failMode', 'countIf', 'blockMs', 'shadow'],
   funnel: ['capacity', 'leakingDurationMs', 'quota', 'key', 'name', 'failMode'],
 } as const;
 
@@ -227,7 +239,7 @@ function policyNames(limits: readonly { name: string | undefined; spec: LimitSpe
   return names;
 }
 
-function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimit {
+function plan(entry: LimitEntry, routeScope: string, index: number, moduleShadow: boolean): PlannedLimit {
   const decorator = entry.type === 'rate' ? '@RateLimit' : '@Funnel';
   const at = entry.at ?? `${decorator}(#${index + 1})`;
   if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
@@ -243,7 +255,9 @@ function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimi
 
   let spec: TieredSpec;
   let cost: CostResolver;
+  let outcome: Pick<PlannedLimit, 'countIf' | 'blockMs' | 'shadow'> = { countIf: undefined, blockMs: undefined, shadow: moduleShadow };
   if (entry.type === 'rate') {
+    outcome = outcomeOptions(entry.options, at, moduleShadow);
     spec = tieredSpec(entry.options, at);
     cost = entry.options.cost === undefined ? 1 : entry.options.cost;
     if (typeof cost !== 'function') {
@@ -265,5 +279,17 @@ function plan(entry: LimitEntry, routeScope: string, index: number): PlannedLimi
     key,
     cost,
     isFunnel: entry.type === 'funnel',
+    ...outcome,
   };
+}
+
+/** A @RateLimit's countIf, blockMs and shadow, checked; `shadow` falls back to the module's. */
+function outcomeOptions(options: RateLimitOptions, at: string, moduleShadow: boolean): Pick<PlannedLimit, 'countIf' | 'blockMs' | 'shadow'> {
+  const { countIf, blockMs, shadow = moduleShadow } = options;
+  if (countIf !== undefined && typeof countIf !== 'function') {
+    throw new TypeError(`${at}.countIf must be a function (ctx, outcome) => boolean, got ${describeValue(countIf)}`);
+  }
+  if (blockMs !== undefined) assertPositiveInteger(blockMs, `${at}.blockMs`);
+  if (typeof shadow !== 'boolean') throw new TypeError(`${at}.shadow must be a boolean, got ${describeValue(shadow)}`);
+  return { countIf, blockMs, shadow };
 }

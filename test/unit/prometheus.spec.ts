@@ -8,6 +8,7 @@ describe('prometheusText', () => {
     outages: 1,
     redisUp: 1,
     maxPendingRefused: 3,
+    shadowRefused: 4,
     queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, dead: 0 } },
   };
 
@@ -17,6 +18,7 @@ describe('prometheusText', () => {
     expect(text).toContain('# TYPE x_decisions_total counter\nx_decisions_total{outcome="allowed"} 7\nx_decisions_total{outcome="refused"} 2\n');
     expect(text).toContain('# TYPE x_redis_up gauge\nx_redis_up 1\n');
     expect(text).toContain('x_max_pending_refused_total 3\n');
+    expect(text).toContain('x_shadow_refused_total 4\n');
     expect(text.endsWith('\n')).toBe(true);
     // every line is a comment or `name{labels} value`
     for (const line of text.trimEnd().split('\n')) expect(line).toMatch(/^(# (HELP|TYPE) x_\w+ .+|x_\w+(\{[^}]*\})? \d+)$/);

@@ -1,0 +1,63 @@
+import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
+import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { RouteLog } from './route-log.js';
+
+/** A route's verdict when some of its limits are shadows. */
+export interface ShadowedDecision extends StackDecision {
+  /** Indexes of the shadow limits that refused while the request goes on (empty otherwise). */
+  shadowRefused: number[];
+}
+
+/**
+ * Decides a stack in which the limits flagged `shadow` never refuse. A shadow limit is decided
+ * and charged with the others, as if enforced, in the same atomic call, so its counts are what
+ * enforcing it would give. The stack is refused for real only when a limit that is not a shadow
+ * refuses. When only shadows refuse, that call charged nothing (a stack is all or nothing): the
+ * enforced limits are then decided again on their own, in a second atomic call whose verdict
+ * stands, and the refusing shadows stay uncharged, as a refused request would have left them.
+ */
+export async function decideShadowed(
+  limiter: RateLimiterService,
+  stack: StackedLimit[],
+  limits: readonly { shadow: boolean }[],
+): Promise<ShadowedDecision> {
+  const first = await limiter.decide(stack);
+  const refusing = first.decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
+  if (first.allowed || refusing.some((i) => !limits[i]!.shadow)) return { ...first, shadowRefused: [] };
+
+  const enforced = stack.flatMap((_, i) => (limits[i]!.shadow ? [] : [i]));
+  const decisions = [...first.decisions];
+  if (enforced.length === 0) return { allowed: true, retryAfterMs: 0, decisions, shadowRefused: refusing };
+  const second = await limiter.decide(enforced.map((i) => stack[i]!));
+  enforced.forEach((i, j) => {
+    decisions[i] = second.decisions[j]!;
+  });
+  // the enforced limits refused on their own (a concurrent request took the last permit): that stands
+  if (!second.allowed) return { allowed: false, retryAfterMs: second.retryAfterMs, decisions, shadowRefused: [] };
+  return { allowed: true, retryAfterMs: 0, decisions, shadowRefused: refusing };
+}
+
+/**
+ * Reports a request that shadow limits would have refused: counted and announced every time
+ * (`redis-limit.shadow-refused`), logged at most once a minute per route by `log`. Nothing for
+ * any other decision.
+ */
+export function reportShadowRefusal(
+  events: RedisLimitEvents,
+  log: RouteLog,
+  route: string,
+  stack: readonly StackedLimit[],
+  result: StackDecision & { shadowRefused?: number[] },
+): void {
+  const refused = result.shadowRefused;
+  if (refused === undefined || refused.length === 0) return;
+  const retryAfterMs = Math.max(...refused.map((i) => result.decisions[i]!.retryAfterMs));
+  events.shadowRefused(route, retryAfterMs, () =>
+    refused.map((i) => {
+      const { key, scope } = stack[i]!;
+      const { limit, remaining, retryAfterMs: wait } = result.decisions[i]!;
+      return { key, ...(scope === undefined ? {} : { scope }), limit, remaining, retryAfterMs: wait };
+    }),
+  );
+  log.error(route, `shadow limits would have refused this request (retry after ${retryAfterMs} ms); it goes on (logged at most once a minute per route)`);
+}
