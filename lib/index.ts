@@ -55,3 +55,4 @@ export { RedisLimitEvents } from './observability/redis-limit-events.js';
 export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEventType, RedisLimitListener } from './observability/events.js';
 export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.js';
 export type { ShadowVerdict } from './observability/events.js';
+export type { LimitOperationOptions } from './rate-limit/rate-limiter.service.js';

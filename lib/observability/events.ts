@@ -26,6 +26,12 @@ export interface ShadowVerdict {
 export type RedisLimitEvent =
   /** A rate-limit stack was decided (RateLimiterService and the guards). */
   | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[] }
+  /** `refund` gave `permits` of a grant back (0: nothing left to give). */
+  | { type: 'redis-limit.refund'; key: string; scope?: string; kind: string; limit: number; permits: number }
+  /** `penalize` charged `permits`; `remaining` is what the key has left after it. */
+  | { type: 'redis-limit.penalize'; key: string; scope?: string; kind: string; limit: number; permits: number; remaining: number }
+  /** `block` refused the key for `durationMs`. */
+  | { type: 'redis-limit.block'; key: string; scope?: string; kind: string; limit: number; durationMs: number }
   /** A route's shadow limits refused and the request went on (shadow mode: `limits` are the
    * refusing ones, `retryAfterMs` what the refusal would have said). */
   | { type: 'redis-limit.shadow-refused'; route: string; retryAfterMs: number; limits: ShadowVerdict[] }
@@ -48,6 +54,8 @@ export type RedisLimitListener = (event: RedisLimitEvent) => void;
 /** Monotonic counts since start-up (and one gauge), for an app to export. */
 export interface RedisLimitCounters {
   decisions: { allowed: number; refused: number };
+  /** Permits given back by `refund`, charged by `penalize`, and `block` calls. */
+  outcomes: { refundedPermits: number; penalizedPermits: number; blocks: number };
   failMode: { open: number; closed: number };
   /** Outages begun since start-up. */
   outages: number;

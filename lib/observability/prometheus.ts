@@ -14,6 +14,9 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
     ['{outcome="allowed"}', c.decisions.allowed],
     ['{outcome="refused"}', c.decisions.refused],
   ]);
+  family('refunded_permits_total', 'counter', 'Permits given back by refund.', [['', c.outcomes.refundedPermits]]);
+  family('penalized_permits_total', 'counter', 'Permits charged by penalize.', [['', c.outcomes.penalizedPermits]]);
+  family('blocks_total', 'counter', 'Keys blocked by block.', [['', c.outcomes.blocks]]);
   family('fail_mode_total', 'counter', 'Requests a guard decided without Redis, by failMode.', [
     ['{fail_mode="open"}', c.failMode.open],
     ['{fail_mode="closed"}', c.failMode.closed],

@@ -23,6 +23,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   private readonly logger = new Logger('RedisLimitEvents');
   private readonly counts: RedisLimitCounters = {
     decisions: { allowed: 0, refused: 0 },
+    outcomes: { refundedPermits: 0, penalizedPermits: 0, blocks: 0 },
     failMode: { open: 0, closed: 0 },
     outages: 0,
     redisUp: 1,
@@ -70,6 +71,21 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
 
   decision(allowed: boolean, build: () => RedisLimitEvent): void {
     this.counts.decisions[allowed ? 'allowed' : 'refused'] += 1;
+    if (this.listened) this.emit(build());
+  }
+
+  refund(permits: number, build: () => RedisLimitEvent): void {
+    this.counts.outcomes.refundedPermits += permits;
+    if (this.listened) this.emit(build());
+  }
+
+  penalize(permits: number, build: () => RedisLimitEvent): void {
+    this.counts.outcomes.penalizedPermits += permits;
+    if (this.listened) this.emit(build());
+  }
+
+  block(build: () => RedisLimitEvent): void {
+    this.counts.outcomes.blocks += 1;
     if (this.listened) this.emit(build());
   }
 

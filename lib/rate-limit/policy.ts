@@ -27,6 +27,12 @@ export interface RateLimitDecision {
   retryAfterMs: number;
   /** ms until the key is back to its full limit. */
   resetMs: number;
+  /**
+   * Names what this decision charged, for `refund`: set when it charged something (an allowed
+   * consume, funnel or decide), absent on refusals, peeks and penalties. Opaque: pass it back as
+   * it is (it is trusted, not checked, so it must not come from an untrusted party).
+   */
+  grantId?: string;
 }
 
 /** What a script needs to know about one limit, already checked. */
@@ -111,17 +117,53 @@ export function assertStackInput(limits: unknown, options: unknown): void {
   if (!Array.isArray(limits)) {
     throw new TypeError(`limits must be an array of { key, policy | funnel, scope?, permits? }, got ${describeValue(limits)}`);
   }
-  limits.forEach((limit: unknown, i) => {
-    if (typeof limit !== 'object' || limit === null) throw new TypeError(`limits[${i}] must be an object, got ${describeValue(limit)}`);
-    const { policy, funnel } = limit as { policy?: unknown; funnel?: unknown };
-    if (policy !== undefined && funnel !== undefined) throw new TypeError(`limits[${i}] takes a policy or a funnel, not both`);
-  });
-  if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describeValue(options)}`);
-  const { peek, now } = options as { peek?: unknown; now?: unknown };
+  limits.forEach((limit: unknown, i) => assertLimitObject(limit, `limits[${i}]`));
+  assertOptions(options);
+  const { peek } = options as { peek?: unknown };
   if (peek !== undefined && typeof peek !== 'boolean') throw new TypeError(`options.peek must be a boolean, got ${describeValue(peek)}`);
+}
+
+/** One limit of refundLimit, penalizeLimit or blockLimit, and their options (`now`). */
+export function assertLimitInput(limit: unknown, options: unknown): void {
+  assertLimitObject(limit, 'limit');
+  assertOptions(options);
+}
+
+function assertLimitObject(limit: unknown, argument: string): void {
+  if (typeof limit !== 'object' || limit === null) throw new TypeError(`${argument} must be an object, got ${describeValue(limit)}`);
+  const { policy, funnel } = limit as { policy?: unknown; funnel?: unknown };
+  if (policy !== undefined && funnel !== undefined) throw new TypeError(`${argument} takes a policy or a funnel, not both`);
+}
+
+function assertOptions(options: unknown): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describeValue(options)}`);
+  const { now } = options as { now?: unknown };
   if (now !== undefined && (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0)) {
     throw new (numberError(now))(`options.now must be a whole number of ms since the epoch (>= 0), got ${describeValue(now)}`);
   }
+}
+
+/** A grant id: the non-empty string an allowed decision gave (its content is not checked). */
+export function assertGrantId(grantId: unknown): asserts grantId is string {
+  if (typeof grantId !== 'string' || grantId.length === 0) {
+    throw new TypeError(`grantId must be the non-empty string an allowed decision returned, got ${describeValue(grantId)}`);
+  }
+}
+
+/**
+ * A penalty: a positive integer of permits, which may exceed the limit; a bucket (token bucket,
+ * funnel) counts it in 1/windowMs-token units, which must stay exact.
+ */
+export function assertPenalty(permits: unknown, spec: LimitSpec, argument = 'permits'): asserts permits is number {
+  assertPositiveInteger(permits, argument);
+  if (spec.algorithm === 'tb' && (permits + spec.limit) * spec.windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(`${argument} (${permits}) is too large for this bucket: (permits + limit) × window must stay below 2^53`);
+  }
+}
+
+/** A block's duration: a positive integer of ms. */
+export function assertBlockDuration(durationMs: unknown, argument = 'durationMs'): asserts durationMs is number {
+  assertPositiveInteger(durationMs, argument);
 }
 
 /** acquire()'s options: an object whose `timeoutMs`, when given, is a finite number >= 0. */

@@ -8,7 +8,12 @@ import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
 import {
   assertAcquireOptions,
+  assertBlockDuration,
+  assertGrantId,
+  assertLimitInput,
+  assertPenalty,
   assertPermits,
+  assertPositiveInteger,
   assertStackInput,
   counterKind,
   funnelSpec,
@@ -44,6 +49,12 @@ export interface DecideOptions {
   /** Inspect without charging (permits are taken as 1). */
   peek?: boolean;
   /** Test hook: decide at this time (ms) instead of the Redis server's clock. */
+  now?: number;
+}
+
+/** Options of refundLimit, penalizeLimit and blockLimit. */
+export interface LimitOperationOptions {
+  /** Test hook: act at this time (ms) instead of the Redis server's clock. */
   now?: number;
 }
 
@@ -93,7 +104,81 @@ export class RateLimiterService {
     }
   }
 
-  /** Forgets everything `key` has used under `policy`'s algorithm and window. */
+  /**
+   * Gives back permits of a grant (`grantId` from an allowed decision on this key and policy):
+   * all it has left by default. Each permit comes back at most once however often this is
+   * called; returns how many came back, 0 when the grant no longer counts (its window ended, its
+   * bucket has been full since, the key was reset) or was given back already. One round trip.
+   */
+  async refund(key: string, policy: RateLimitPolicy, grantId: string, permits?: number): Promise<number> {
+    return this.refundLimit({ key, policy }, grantId, permits);
+  }
+
+  /**
+   * Charges `permits` whether or not they fit, even past the limit (e.g. a failed login costing
+   * 5). The decision is the verdict on one more permit right after: `remaining` floors at 0 and
+   * `retryAfterMs` is the wait until one permit fits again. One round trip.
+   */
+  async penalize(key: string, policy: RateLimitPolicy, permits: number): Promise<RateLimitDecision> {
+    return this.penalizeLimit({ key, policy }, permits);
+  }
+
+  /**
+   * Refuses `key` under `policy`'s counter for `durationMs` (on the Redis clock), then it counts
+   * as before: what it used is neither lost nor charged. While blocked, decisions on it refuse
+   * with `retryAfterMs` the time left (or the counter's own wait if longer), peeks say not
+   * allowed, and a stack holding it is refused whole. A longer block in force stays; `reset`
+   * lifts a block with the rest.
+   */
+  async block(key: string, policy: RateLimitPolicy, durationMs: number): Promise<void> {
+    return this.blockLimit({ key, policy }, durationMs);
+  }
+
+  /**
+   * `refund` for one limit of a stack (its `key`, `scope` and `policy` or `funnel`, as decided;
+   * its `permits` are ignored): gives back up to `permits` (default: all the grant has left) of
+   * the grant `grantId` names, each permit at most once; resolves to how many came back.
+   */
+  async refundLimit(limit: StackedLimit, grantId: string, permits?: number, options: LimitOperationOptions = {}): Promise<number> {
+    const { key, spec, redisKey, scope } = this.target(limit, options);
+    assertGrantId(grantId);
+    if (permits !== undefined) assertPositiveInteger(permits, 'permits');
+    // a grant never holds more than the limit, so the limit stands for "all of it"
+    const ask = Math.min(permits ?? spec.limit, spec.limit);
+    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId];
+    const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
+    this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: spec.kind, limit: spec.limit, permits: back }));
+    return back;
+  }
+
+  /** `penalize` for one limit of a stack (its `permits` are ignored: `permits` is the charge). */
+  async penalizeLimit(limit: StackedLimit, permits: number, options: LimitOperationOptions = {}): Promise<RateLimitDecision> {
+    const { key, spec, redisKey, scope } = this.target(limit, options);
+    assertPenalty(permits, spec);
+    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, permits];
+    const [allowed, remaining, retryAfterMs, resetMs] = (await this.redis.scripts.run('rateLimitPenalize', [redisKey], args)) as number[];
+    const decision: RateLimitDecision = { allowed: allowed === 1, limit: spec.limit, remaining: Math.max(0, remaining!), retryAfterMs: retryAfterMs!, resetMs: resetMs! };
+    this.redis.events.penalize(permits, () => ({ type: 'redis-limit.penalize', key, ...scope, kind: spec.kind, limit: spec.limit, permits, remaining: decision.remaining }));
+    return decision;
+  }
+
+  /** `block` for one limit of a stack (its `permits` are ignored). */
+  async blockLimit(limit: StackedLimit, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
+    const { key, spec, redisKey, scope } = this.target(limit, options);
+    assertBlockDuration(durationMs);
+    await this.redis.scripts.run('rateLimitBlock', [redisKey], [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs]);
+    this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: spec.kind, limit: spec.limit, durationMs }));
+  }
+
+  /** One limit's checked key and spec, for the single-limit operations. */
+  private target(limit: StackedLimit, options: LimitOperationOptions) {
+    assertLimitInput(limit, options);
+    const { key, spec } = checkLimit(limit, '');
+    const redisKey = this.redis.keys.build(counterKind(spec), key, limit.scope);
+    return { key, spec, redisKey, scope: limit.scope === undefined ? {} : { scope: limit.scope } };
+  }
+
+  /** Forgets everything `key` has used under `policy`'s algorithm and window, and any block. */
   async reset(key: string, policy: RateLimitPolicy): Promise<void> {
     assertKey(key);
     const redisKey = this.redis.keys.build(counterKind(rateLimitSpec(policy)), key);
@@ -139,7 +224,7 @@ export class RateLimiterService {
     const allowed = failure === undefined && parsed.every((group) => group!.allowed);
     if (!allowed && !options.peek) {
       const charged = parsed.filter((group): group is ParsedGroup => group?.allowed === true);
-      await Promise.all(charged.map((group) => this.refund(group, checked, keys, options).catch(() => undefined)));
+      await Promise.all(charged.map((group) => this.refundGroup(group, checked, keys, options).catch(() => undefined)));
     }
     if (failure) throw failure.reason;
     return stackOf(checked, parsed as ParsedGroup[], allowed);
@@ -153,8 +238,8 @@ export class RateLimiterService {
   }
 
   /** Gives back what one slot's call charged; the limits' `remaining` then counts it again. */
-  private async refund(group: ParsedGroup, checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<void> {
-    const args: (string | number)[] = [options.now === undefined ? '' : String(options.now)];
+  private async refundGroup(group: ParsedGroup, checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<void> {
+    const args: (string | number)[] = [clock(options)];
     for (const { index, grant } of group.limits) {
       const { spec, permits } = checked[index]!;
       args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
@@ -178,16 +263,27 @@ function bySlot(keys: string[]): number[][] {
   return [...groups.values()];
 }
 
-function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
+/** A limit's key, scope and policy or funnel, checked; `at` prefixes the names in errors. */
+function checkLimit(limit: StackedLimit, at: string): { key: string; spec: LimitSpec; isFunnel: boolean } {
   const name = (arg: string) => (at ? `${at}.${arg}` : arg);
   assertKey(limit.key, name('key'));
   if (limit.scope !== undefined) assertKey(limit.scope, name('scope'));
   // a limit that names a funnel (even an undefined one) and no policy is a funnel, and is named so
   const isFunnel = limit.funnel !== undefined || (limit.policy === undefined && 'funnel' in limit);
   const spec = isFunnel ? funnelSpec(limit.funnel!, name('funnel')) : rateLimitSpec(limit.policy!, name('policy'));
+  return { key: limit.key, spec, isFunnel };
+}
+
+function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
+  const { key, spec, isFunnel } = checkLimit(limit, at);
   const permits = peek || limit.permits === undefined ? 1 : limit.permits;
-  assertPermits(permits, spec.limit, name(isFunnel ? 'quota' : 'permits'));
-  return { key: limit.key, spec, permits };
+  assertPermits(permits, spec.limit, at ? `${at}.${isFunnel ? 'quota' : 'permits'}` : isFunnel ? 'quota' : 'permits');
+  return { key, spec, permits };
+}
+
+/** The scripts' clock argument: the test hook's time, or '' for the Redis server's. */
+function clock(options: LimitOperationOptions): string {
+  return options.now === undefined ? '' : String(options.now);
 }
 
 function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: readonly StackedLimit[]): RedisLimitEvent {
@@ -230,7 +326,13 @@ function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): P
 /** The stack's verdict from its slots' verdicts, decisions in stack order. */
 function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], allowed = groups[0]!.allowed): StackDecision {
   const decisions: RateLimitDecision[] = new Array(checked.length);
-  for (const group of groups) for (const { index, decision } of group.limits) decisions[index] = decision;
+  for (const group of groups) {
+    for (const { index, decision, grant } of group.limits) {
+      // a refused stack charged nothing (what a slot charged was given back): no grant to name
+      if (allowed && grant !== '') decision.grantId = grant;
+      decisions[index] = decision;
+    }
+  }
   const retryAfterMs = Math.max(0, ...decisions.map((d) => d.retryAfterMs));
   return { allowed, retryAfterMs, decisions };
 }

@@ -10,6 +10,8 @@ import { LUA_DIR } from './lua-dir.js';
 export const SCRIPT_FILES = {
   rateLimitDecide: 'rate-limit/decide.lua',
   rateLimitRefund: 'rate-limit/refund.lua',
+  rateLimitPenalize: 'rate-limit/penalize.lua',
+  rateLimitBlock: 'rate-limit/block.lua',
   hashSet: 'expiring-hash/set.lua',
   hashGet: 'expiring-hash/get.lua',
   hashEntries: 'expiring-hash/entries.lua',

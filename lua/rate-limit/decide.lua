@@ -8,12 +8,13 @@
 --             windowMs (ms), permits to charge
 -- Returns     per stack: allowed (1|0), then five per limit: allowed (1|0), remaining (permits),
 --             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again), and
---             the grant id refund.lua takes back ('' unless charged; see each algorithm);
+--             the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm);
 --             or, for a stack whose Redis call failed, -1 and the error text (other stacks of
 --             the batch are not affected)
 -- Each algorithm is a table of functions returning plain values (see its include): a table or
 -- closure per decision would cost more here than the decision's own Redis calls.
 --- @include "../includes/server-time.lua"
+--- @include "life.lua"
 --- @include "fixed-window.lua"
 --- @include "sliding-window.lua"
 --- @include "token-bucket.lua"

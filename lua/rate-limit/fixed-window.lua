@@ -1,41 +1,67 @@
 -- Include: fixed-window limiter, one counter per window aligned to multiples of windowMs since
--- the Unix epoch. State: hash { w = window index, c = permits granted in it }, expiring when the
--- window ends, so the counter and its expiry are set in the same atomic step.
--- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, used
--- fixed_window.commit(key, limit, windowMs, permits, now, used) -> remaining, reset, grant id
---   (the window's index)
+-- the Unix epoch. State: hash { w = window index, c = permits counted in it, n = permits ever
+-- charged in this life (numbers its grants), e = life id (see life.lua), b = blocked until (ms),
+-- r<n> = permits already given back of grant n (the refund ledger: one field per refunded grant,
+-- gone with the window) }. It expires when the window ends (or the block, if later), so the
+-- counter and its expiry are set in the same atomic step; a later window starts a new life.
+-- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
+--   (state: the stored fields, `w` false unless the window is current; while blocked, refused
+--   with remaining 0 and retry the longer of the block and the counter's own wait)
+-- fixed_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
+--   ('<life>:<n>:<permits>'); charges even past the limit (penalize)
 -- fixed_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back: only while
---   the grant's window is the stored one, and never more than it counts
+--   the grant's window and life are the stored ones, never more than the grant has left
+-- fixed_window.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
 -- (see decide.lua; plain values rather than a table per decision: this runs per request)
 local fixed_window = {}
 
 function fixed_window.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  local state = redis.call('HMGET', key, 'w', 'c')
+  local state = redis.call('HMGET', key, 'w', 'c', 'n', 'e', 'b')
   local used = 0
-  if tonumber(state[1]) == window then used = tonumber(state[2]) end
+  if tonumber(state[1]) == window then used = tonumber(state[2]) else state[1] = false end
   local allowed = used + permits <= limit
-  return allowed, limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0, used
+  local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
+  allowed, remaining, retry, reset = with_block(tonumber(state[5]), now, allowed, remaining, retry, reset)
+  return allowed, remaining, retry, reset, state
 end
 
-function fixed_window.commit(key, limit, windowMs, permits, now, used)
+function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  if used > 0 then
-    redis.call('HINCRBY', key, 'c', permits)
-  else
-    -- first grant of this window: the expiry is the window's end, set once
-    redis.call('HSET', key, 'w', int(window), 'c', int(permits))
-    redis.call('PEXPIRE', key, int(endsIn))
+  local used = state[1] and tonumber(state[2]) or 0
+  if state[1] and state[4] then
+    local n = tonumber(state[3]) + permits
+    redis.call('HSET', key, 'c', int(used + permits), 'n', int(n))
+    return limit - used - permits, endsIn, state[4] .. ':' .. int(n) .. ':' .. int(permits)
   end
-  return limit - used - permits, endsIn, int(window)
+  -- a new life: this window's first grant, or the first since a reset. Whatever the key still
+  -- holds of an earlier window goes, except a block in force.
+  local life, blocked = life_id(), tonumber(state[5])
+  if state[2] or state[5] then redis.call('DEL', key) end
+  redis.call('HSET', key, 'w', int(window), 'c', int(used + permits), 'n', int(permits), 'e', life)
+  local ttl = endsIn
+  if blocked and blocked > now then
+    redis.call('HSET', key, 'b', int(blocked))
+    ttl = math.max(ttl, blocked - now)
+  end
+  redis.call('PEXPIRE', key, int(ttl))
+  return limit - used - permits, endsIn, life .. ':' .. int(permits) .. ':' .. int(permits)
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)
-  local state = redis.call('HMGET', key, 'w', 'c')
-  if state[1] ~= grant then return 0 end
-  local back = math.min(permits, tonumber(state[2]))
-  if back > 0 then redis.call('HINCRBY', key, 'c', -back) end
+  local life, n, held = string.match(grant, '^(%d+):(%d+):(%d+)$')
+  if not life then return 0 end
+  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'r' .. n)
+  if state[3] ~= life or tonumber(state[1]) ~= math.floor(now / windowMs) then return 0 end
+  local given = tonumber(state[4]) or 0
+  local back = math.min(permits, tonumber(held) - given, tonumber(state[2]))
+  if back <= 0 then return 0 end
+  redis.call('HSET', key, 'c', int(tonumber(state[2]) - back), 'r' .. n, int(given + back))
   return back
+end
+
+function fixed_window.block(key, limit, windowMs, now, untilMs)
+  hash_block(key, now, untilMs)
 end

@@ -1,12 +1,15 @@
--- Give back grants decide.lua made: each limit's refund primitive (see its include) returns the
--- permits of one grant to its counter. Used when a stack decided slot by slot on a cluster is
+-- Give back grants decide.lua made: each limit's refund primitive (see its include) returns
+-- permits of one grant to its counter, each permit at most once however often it is asked.
+-- Used by RateLimiterService.refund, and when a stack decided slot by slot on a cluster is
 -- refused after some of its slots were charged.
 -- KEYS[1..n]  one state key per limit (on a cluster, all in one hash slot)
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..]   five per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms),
---             permits to give back, grant id (from decide.lua's reply)
--- Returns     per limit, the permits given back (0 when that grant no longer counts)
+--             permits to give back (at most), grant id (from decide.lua's reply)
+-- Returns     per limit, the permits given back (0 when that grant no longer counts or has
+--             been given back already)
 --- @include "../includes/server-time.lua"
+--- @include "life.lua"
 --- @include "fixed-window.lua"
 --- @include "sliding-window.lua"
 --- @include "token-bucket.lua"

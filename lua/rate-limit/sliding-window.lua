@@ -7,18 +7,24 @@
 --            grant's, so rank order is grant order. <total> is the permits the key's grants hold
 --            up to this one, so the live permits from grant i to grant j are total(j) -
 --            total(i) + permits(i), and the grants a refused request waits for are found by
---            binary search, not by walking them
---   counter  member '#<seq of the newest grant>', scored -1 - (permits the live grants hold):
---            always the lowest score, so ZRANGE 0 0 reads it and `used` costs O(log n)
+--            binary search, not by walking them. A grant refunded in part holds what it has
+--            left: the member is its own refund ledger, and a whole refund removes it
+--   counter  member '#<seq of the newest grant>.<life id>' (see life.lua), with '!<ms>' after it
+--            while a block lasts until then, scored -1 - (permits the live grants hold): always
+--            the lowest score, so ZRANGE 0 0 reads it and `used` (and the block) cost O(log n)
 -- Grants that age out are removed by the next decision, which takes their permits off the
--- counter. The key expires windowMs after the last grant.
+-- counter. The key expires windowMs after the last grant (or when the block ends, if later); seqs
+-- start again with a new life when it is gone.
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, used
---   (reset is nil when it takes a lookup that only an uncommitted decision needs: see .reset)
+--   (reset is nil when it takes a lookup that only an uncommitted decision needs: see .reset;
+--   while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, used) -> remaining, reset, grant id
---   (the grant's member as written)
+--   ('<life>:<seq>'); charges even past the limit (penalize)
 -- sliding_window.reset(key, windowMs, now) -> ms until the newest grant ages out
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
+-- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
+--   block stays)
 local sliding_window = {}
 
 -- members rewritten per call when a refund renumbers totals: bounds the reply held at once
@@ -66,7 +72,7 @@ local function sw_used(key, windowMs, now)
 end
 
 function sliding_window.check(key, limit, windowMs, permits, now)
-  local _, used = sw_used(key, windowMs, now)
+  local head, used = sw_used(key, windowMs, now)
   local allowed = used + permits <= limit
   local retry = 0
   if not allowed then
@@ -93,9 +99,13 @@ function sliding_window.check(key, limit, windowMs, permits, now)
       retry = windowMs
     end
   end
-  local reset = 0
+  local reset, remaining = 0, limit - used
   if used > 0 then reset = nil end
-  return allowed, limit - used, retry, reset, used
+  local blocked = head and tonumber(string.match(head, '!(%d+)$'))
+  if blocked and blocked > now then
+    allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset or sliding_window.reset(key, windowMs, now))
+  end
+  return allowed, remaining, retry, reset, used
 end
 
 function sliding_window.reset(key, windowMs, now)
@@ -106,9 +116,11 @@ end
 
 function sliding_window.commit(key, limit, windowMs, permits, now, used)
   local head = redis.call('ZRANGE', key, 0, 0)
-  local seq, total, at = 1, 0, now
+  local seq, total, at, life, blocked = 1, 0, now, nil, nil
   if head[1] then
-    seq = tonumber(string.sub(head[1], 2)) + 1
+    seq = tonumber(string.match(head[1], '^#(%d+)')) + 1
+    life = string.match(head[1], '^#%d+%.(%d+)')
+    blocked = tonumber(string.match(head[1], '!(%d+)$'))
     redis.call('ZREM', key, head[1])
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     if newest[1] then
@@ -118,10 +130,15 @@ function sliding_window.commit(key, limit, windowMs, permits, now, used)
       at = math.max(now, tonumber(newest[2]))
     end
   end
-  local grant = sw_seq(seq) .. ':' .. int(permits) .. ':' .. int(total + permits)
-  redis.call('ZADD', key, int(-1 - (used + permits)), '#' .. int(seq), int(at), grant)
-  redis.call('PEXPIRE', key, int(windowMs))
-  return limit - used - permits, at + windowMs - now, grant
+  life = life or life_id()
+  local counter, ttl = '#' .. int(seq) .. '.' .. life, windowMs
+  if blocked and blocked > now then
+    counter, ttl = counter .. '!' .. int(blocked), math.max(ttl, blocked - now)
+  end
+  local id = sw_seq(seq)
+  redis.call('ZADD', key, int(-1 - (used + permits)), counter, int(at), id .. ':' .. int(permits) .. ':' .. int(total + permits))
+  redis.call('PEXPIRE', key, int(ttl))
+  return limit - used - permits, at + windowMs - now, life .. ':' .. id
 end
 
 -- add `delta` to the totals of the grants at ranks from..to
@@ -143,11 +160,10 @@ local function sw_shift(key, from, to, delta)
 end
 
 function sliding_window.refund(key, limit, windowMs, permits, now, grant)
-  local id, held = string.match(grant, '^(%l%d+):(%d+):%d+$')
-  if not id then return 0 end
-  held = tonumber(held)
+  local life, id = string.match(grant, '^(%d+):(%l%d+)$')
+  if not life then return 0 end
   local head, used = sw_used(key, windowMs, now)
-  if not head then return 0 end
+  if not head or string.match(head, '^#%d+%.(%d+)') ~= life then return 0 end
   -- Aged-out grants are gone now, their permits given back by time. Ranks follow seqs: find the
   -- grant by its seq, newest first (the usual one to refund), as a refund of another grant may
   -- have renumbered its total.
@@ -162,9 +178,9 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
     end
     found = redis.call('ZRANGE', key, lo, lo)[1]
   end
-  -- a grant refunded in part before holds fewer permits than its id says: refunded once only
-  if not found or string.match(found, '^(%l%d+:%d+):') ~= id .. ':' .. int(held) then return 0 end
-  local rank, at, total = lo, redis.call('ZSCORE', key, found), select(2, sw_grant(found))
+  if not found or string.match(found, '^%l%d+') ~= id then return 0 end
+  local rank, at = lo, redis.call('ZSCORE', key, found)
+  local held, total = sw_grant(found)
   local back = math.min(held, permits)
   -- The live permits between two grants are a difference of totals: taking `back` from this
   -- grant lowers the totals from it on, or equally raises those before it. Rewrite the fewer
@@ -179,4 +195,18 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
   if back < held then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
   redis.call('ZADD', key, int(-1 - (used - back)), head)
   return back
+end
+
+function sliding_window.block(key, limit, windowMs, now, untilMs)
+  local existed = redis.call('PTTL', key)
+  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local counter, score = '#0.' .. life_id(), -1
+  if head[1] and string.sub(head[1], 1, 1) == '#' then
+    local old = tonumber(string.match(head[1], '!(%d+)$'))
+    if old and old >= untilMs then return end
+    redis.call('ZREM', key, head[1])
+    counter, score = string.gsub(head[1], '!%d+$', ''), head[2]
+  end
+  redis.call('ZADD', key, score, counter .. '!' .. int(untilMs))
+  keep_until(key, untilMs - now, existed)
 end

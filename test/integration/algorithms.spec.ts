@@ -10,8 +10,13 @@ describe('rate-limit algorithms at explicit times', () => {
   let keyNo = 0;
   const T0 = 1_700_000_000_000; // a multiple of 1000 and 10_000: window-aligned
   const nextKey = () => `user-${++keyNo}`;
+  /** The decision, without its grantId (an opaque id, present exactly when it charged). */
   const at = (key: string, policy: RateLimitPolicy, now: number, permits = 1) =>
-    limiter.decide([{ key, policy, permits }], { now }).then((r) => r.decisions[0]!);
+    limiter.decide([{ key, policy, permits }], { now }).then((r) => {
+      const { grantId, ...decision } = r.decisions[0]!;
+      expect(typeof grantId === 'string' && grantId.length > 0).toBe(decision.allowed);
+      return decision;
+    });
   /** The Redis key of `key` under `policy`, and its PTTL. */
   const stored = async (policy: RateLimitPolicy, key: string) => {
     const redisKey = `${ctx.app.prefix}${counterKind(rateLimitSpec(policy))}:{${key}}`;

@@ -147,7 +147,10 @@ describe('rate limits agree with reference models', () => {
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
         expect(reply.allowed).toBe(allowed);
-        expect(reply.decisions).toEqual(expected.map((v, j) => ({ ...v, limit: limits[chosen[j]!]!.limit })));
+        // a grant id (opaque) exactly on the decisions that charged
+        const ids = reply.decisions.map(({ grantId }) => grantId);
+        expect(ids.map((id) => typeof id === 'string' && id.length > 0)).toEqual(chosen.map(() => allowed && !peek));
+        expect(reply.decisions.map(({ grantId: _, ...d }) => d)).toEqual(expected.map((v, j) => ({ ...v, limit: limits[chosen[j]!]!.limit })));
         expect(reply.retryAfterMs).toBe(Math.max(...expected.map((v) => v.retryAfterMs)));
         chosen.forEach((i, j) => (last[i] = expected[j]!));
         chosen.forEach((i, j) => {
@@ -272,8 +275,10 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
     await giveBack(10, 1);
     await giveBack(19_998, 1);
     await giveBack(19_999, 3);
-    // once only, whole or in part
+    // each permit once: a whole refund again gives nothing, one in part gives the rest
     await giveBack(5_000, 1, 0);
+    await giveBack(8_999, 1);
+    await giveBack(8_999, 5, 2);
     await giveBack(8_999, 1, 0);
     await probe();
 

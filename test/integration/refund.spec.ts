@@ -3,8 +3,9 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import type { RateLimitPolicy } from '../../lib/index.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
-// Each algorithm's refund primitive (refund.lua), which cross-slot stacks use to give back a
-// charge, driven at explicit times with the grant ids decide.lua returns.
+// Each algorithm's refund primitive (refund.lua), which RateLimiterService.refund and cross-slot
+// stacks use to give back a charge, driven at explicit times with the grant ids decide.lua
+// returns: each permit of a grant comes back at most once, and only while the grant counts.
 describe('refund primitives', () => {
   const ctx = withLimiterApp();
   const T0 = 1_700_000_040_000; // a multiple of 60_000
@@ -16,6 +17,7 @@ describe('refund primitives', () => {
     const key = connection.keys.build(counterKind(spec), `r-${++keyNo}`);
     const args = (permits: number) => [spec.algorithm, spec.limit, spec.windowMs, permits];
     return {
+      key,
       /** decide.lua for one limit: [allowed, remaining, retryAfterMs, grant id]. */
       async charge(now: number, permits: number) {
         const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), '1', 1, ...args(permits)])) as (number | string)[];
@@ -42,6 +44,30 @@ describe('refund primitives', () => {
     expect(await limiter.remaining(T0 + 60_002)).toBe(1);
   });
 
+  it('fixed window: each permit of a grant comes back once, over any number of refunds', async () => {
+    const limiter = limiterOf({ limit: 5, windowMs: 60_000, algorithm: 'fixed-window' });
+    const a = await limiter.charge(T0, 3);
+    const b = await limiter.charge(T0 + 1, 2);
+    expect(await limiter.refund(T0 + 2, 2, a.grant)).toBe(2);
+    expect(await limiter.refund(T0 + 3, 5, a.grant)).toBe(1);
+    expect(await limiter.refund(T0 + 4, 5, a.grant)).toBe(0);
+    // b's permits are b's: a's refunds never reach them
+    expect(await limiter.remaining(T0 + 5)).toBe(3);
+    expect(await limiter.refund(T0 + 6, 5, b.grant)).toBe(2);
+    expect(await limiter.remaining(T0 + 7)).toBe(5);
+  });
+
+  it('fixed window: a grant made before a reset gives nothing back from the grants after it', async () => {
+    const limiter = limiterOf({ limit: 5, windowMs: 60_000, algorithm: 'fixed-window' });
+    const before = await limiter.charge(T0, 2);
+    await ctx.app.raw.del(limiter.key);
+    // the same permits at the same time: only the life tells the grants apart
+    const after = await limiter.charge(T0, 2);
+    expect(await limiter.refund(T0, 2, before.grant)).toBe(0);
+    expect(await limiter.remaining(T0)).toBe(3);
+    expect(await limiter.refund(T0, 2, after.grant)).toBe(2);
+  });
+
   it('sliding window: a grant is given back once, in part or whole, and not once aged out', async () => {
     const limiter = limiterOf({ limit: 10, windowMs: 1000 });
     const a = await limiter.charge(T0, 4);
@@ -60,7 +86,28 @@ describe('refund primitives', () => {
     expect(await limiter.refund(T0 + 3000, 1, 'no-such-grant:1')).toBe(0);
   });
 
-  it('sliding window: a grant is found after refunds of others renumbered it, and refunded in part once', async () => {
+  it('sliding window: a grant refunded in part gives back the rest later, then nothing', async () => {
+    const limiter = limiterOf({ limit: 10, windowMs: 1000 });
+    const a = await limiter.charge(T0, 5);
+    await limiter.charge(T0 + 1, 2);
+    expect(await limiter.refund(T0 + 2, 2, a.grant)).toBe(2);
+    expect(await limiter.refund(T0 + 3, 2, a.grant)).toBe(2);
+    expect(await limiter.refund(T0 + 4, 2, a.grant)).toBe(1);
+    expect(await limiter.refund(T0 + 5, 2, a.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 6)).toBe(8);
+  });
+
+  it('sliding window: a grant of a key that emptied and started again is not found', async () => {
+    const limiter = limiterOf({ limit: 10, windowMs: 1000 });
+    const old = await limiter.charge(T0, 3);
+    await ctx.app.raw.del(limiter.key);
+    // the new first grant has the old one's seq, permits and time
+    await limiter.charge(T0, 3);
+    expect(await limiter.refund(T0 + 1, 3, old.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 1)).toBe(7);
+  });
+
+  it('sliding window: a grant is found after refunds of others renumbered it', async () => {
     const limiter = limiterOf({ limit: 100, windowMs: 1000 });
     const grants = [];
     for (let i = 0; i < 12; i++) grants.push(await limiter.charge(T0 + i * 10, i + 1));
@@ -70,7 +117,7 @@ describe('refund primitives', () => {
     expect(await limiter.refund(T0 + 200, 3, grants[6]!.grant)).toBe(3);
     expect(await limiter.refund(T0 + 200, 2, grants[3]!.grant)).toBe(2);
     expect(await limiter.refund(T0 + 200, 9, grants[8]!.grant)).toBe(9);
-    expect(await limiter.refund(T0 + 200, 2, grants[3]!.grant)).toBe(0);
+    expect(await limiter.refund(T0 + 200, 2, grants[10]!.grant)).toBe(0);
     // 78 - 26 = 52 permits held, 48 left: 50 more need 2 of the oldest gone, which the first
     // two grants now hold (1 each)
     expect(await limiter.remaining(T0 + 200)).toBe(48);
@@ -87,5 +134,24 @@ describe('refund primitives', () => {
     // 250 ms refills one token: the bucket is full, nothing more fits in
     expect(await limiter.refund(T0 + 250, 1, g.grant)).toBe(0);
     expect(await limiter.remaining(T0 + 250)).toBe(4);
+  });
+
+  it('token bucket: each permit of a grant comes back once', async () => {
+    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const g = await limiter.charge(T0, 2);
+    await limiter.charge(T0, 2);
+    expect(await limiter.refund(T0, 1, g.grant)).toBe(1);
+    expect(await limiter.refund(T0, 1, g.grant)).toBe(1);
+    expect(await limiter.refund(T0, 1, g.grant)).toBe(0);
+    expect(await limiter.remaining(T0)).toBe(2);
+  });
+
+  it('token bucket: a grant gives nothing back once the bucket has been full since, even drained again', async () => {
+    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const g = await limiter.charge(T0, 2);
+    // full again at T0 + 500; drained by a later grant
+    await limiter.charge(T0 + 600, 4);
+    expect(await limiter.refund(T0 + 600, 2, g.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 600)).toBe(0);
   });
 });

@@ -1,0 +1,23 @@
+-- Charge a penalty: permits taken from one limit whether or not they fit, even past the limit
+-- (the counter holds more than `limit`; a token bucket goes below empty), so the key waits longer
+-- before it is granted again. Nothing to refund: no grant id.
+-- KEYS[1]     the limit's state key
+-- ARGV[1]     now in ms, or '' to use the Redis server clock
+-- ARGV[2..5]  algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms), permits to charge
+-- Returns     the verdict on one permit right after the charge: allowed (1|0), remaining
+--             (permits, < 0 when past the limit), retryAfterMs (ms until one permit fits),
+--             resetMs (ms until the limit is full again)
+--- @include "../includes/server-time.lua"
+--- @include "life.lua"
+--- @include "fixed-window.lua"
+--- @include "sliding-window.lua"
+--- @include "token-bucket.lua"
+
+local alg = ({ fw = fixed_window, sw = sliding_window, tb = token_bucket })[ARGV[2]]
+local now = now_ms(ARGV[1])
+local key, limit, windowMs, permits = KEYS[1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local _, _, _, _, state = alg.check(key, limit, windowMs, permits, now)
+alg.commit(key, limit, windowMs, permits, now, state)
+local ok, remaining, retry, reset = alg.check(key, limit, windowMs, 1, now)
+if reset == nil then reset = alg.reset(key, windowMs, now) end
+return { ok and 1 or 0, remaining, retry, reset }
