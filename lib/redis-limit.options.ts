@@ -7,9 +7,18 @@ import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
 import type { RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 import { ipKey } from './rate-limit/ip-key.js';
+import { assertPositiveInteger } from './rate-limit/policy.js';
 import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
 
-export type FailMode = 'closed' | 'open';
+/**
+ * What a guard does when Redis cannot decide: 'closed' answers 503 (the same exception type with
+ * statusCode 503 outside HTTP), 'open' lets the request through uncounted, 'local' decides the
+ * same limits in this process's memory (each `limit` divided by the module's `localDivisor`) until
+ * Redis answers again. A stack mixing modes takes the strictest: closed, then local, then open.
+ * @MaxPending takes 'closed' or 'open' only: a cap on live slots cannot be kept per process, so
+ * a module-wide 'local' means 'closed' there.
+ */
+export type FailMode = 'closed' | 'open' | 'local';
 export type HeadersMode = 'legacy' | 'draft' | 'both' | false;
 
 /** Resolves the key a limit counts against, e.g. a user id or an API key header. */
@@ -30,8 +39,11 @@ export interface RedisLimitModuleOptions {
   /** Prefix of every key the library writes; must not contain `{` or `}`. Default 'rl:'. */
   keyPrefix?: string;
   /** What guards do when Redis fails or times out: 'closed' answers 503, 'open' lets the request
-   * through. Default 'closed'. */
+   * through, 'local' enforces the same limits in process memory (see FailMode). Default 'closed'. */
   failMode?: FailMode;
+  /** failMode 'local': each limit is divided by this in every process, rounded up (at least 1),
+   * e.g. the number of app instances. A positive integer. Default 1. */
+  localDivisor?: number;
   /** Upper bound in ms on every Redis call the library makes. Default 500. */
   commandTimeoutMs?: number;
   /** Rate-limit headers on guarded responses. Default 'legacy' (X-RateLimit-*). */
@@ -78,6 +90,7 @@ export interface ResolvedOptions {
   redis: RedisLimitModuleOptions['redis'];
   keyPrefix: string;
   failMode: FailMode;
+  localDivisor: number;
   commandTimeoutMs: number;
   headers: HeadersMode;
   /** The app's own tracker; undefined: each transport's default (see TransportAdapter). */
@@ -122,6 +135,8 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   assertRedis(options.redis);
   assertKeyPrefix(keyPrefix, 'RedisLimitModule: keyPrefix');
   assertFailMode(failMode, 'RedisLimitModule: failMode');
+  const { localDivisor = 1 } = options;
+  assertPositiveInteger(localDivisor, 'RedisLimitModule: localDivisor');
   assertTimerMs(commandTimeoutMs, 'a positive integer', 'RedisLimitModule: commandTimeoutMs');
   if (!['legacy', 'draft', 'both', false].includes(headers)) {
     throw new TypeError(`RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false, got ${String(headers)}`);
@@ -136,7 +151,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (typeof shadow !== 'boolean') throw new TypeError(`RedisLimitModule: shadow must be a boolean, got ${describeValue(shadow)}`);
   const expiringHash = resolveExpiringHash(options.expiringHash);
   const delayQueue = resolveDelayQueueOptions(options.delayQueue);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf, shadow };
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf, localDivisor, shadow };
 }
 
 function assertIpv6Subnet(value: unknown): asserts value is number | false {
@@ -189,8 +204,9 @@ function assertRedis(redis: unknown): void {
   }
 }
 
-export function assertFailMode(value: unknown, argument: string): asserts value is FailMode {
-  if (value !== 'closed' && value !== 'open') {
-    throw new TypeError(`${argument} must be 'closed' or 'open', got ${String(value)}`);
-  }
+/** A failMode, or with `local: false` one of 'closed' and 'open' only (@MaxPending). */
+export function assertFailMode(value: unknown, argument: string, local = true): asserts value is FailMode {
+  if (value === 'closed' || value === 'open' || (local && value === 'local')) return;
+  const also = local ? " (or 'local': the same limits kept in this process while Redis is down)" : '';
+  throw new TypeError(`${argument} must be 'closed' or 'open', got ${String(value)}${also}`);
 }

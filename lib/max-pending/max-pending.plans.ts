@@ -15,7 +15,7 @@ export interface MaxPendingPlan {
   ttlMs: number;
   name: string;
   owner: KeyResolver | undefined;
-  failMode: FailMode;
+  failMode: Exclude<FailMode, 'local'>;
   notify: string | undefined;
 }
 
@@ -65,7 +65,8 @@ function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omi
   }
   const unknown = Object.keys(options).find((option) => !OPTION_NAMES.includes(option));
   if (unknown !== undefined) throw new TypeError(`@MaxPending.${unknown} is not an option (${OPTION_NAMES.join(', ')})`);
-  const { ttlMs, name, owner, failMode = moduleFailMode, notify } = options;
+  // a module-wide 'local' means 'closed' here: a cap on live slots cannot be kept per process
+  const { ttlMs, name, owner, failMode = moduleFailMode === 'local' ? 'closed' : moduleFailMode, notify } = options;
   assertTtl(ttlMs, '@MaxPending.ttlMs');
   if (typeof name !== 'string' || name.length === 0) {
     throw new TypeError(`@MaxPending.name must be a non-empty string, got ${describeValue(name)}`);
@@ -77,7 +78,12 @@ function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omi
   if (owner !== undefined && typeof owner !== 'function') {
     throw new TypeError(`@MaxPending.owner must be a function (ctx) => string, got ${describeValue(owner)}`);
   }
-  assertFailMode(failMode, '@MaxPending.failMode');
+  if (failMode === 'local') {
+    throw new TypeError(
+      "@MaxPending.failMode 'local' cannot take effect: a cap on live slots holds across every app instance, and one process's memory cannot keep it; use 'closed' or 'open'",
+    );
+  }
+  assertFailMode(failMode, '@MaxPending.failMode', false);
   if (notify !== undefined) {
     if (typeof notify !== 'string' || notify.length === 0) {
       throw new TypeError(`@MaxPending.notify must be a non-empty string (a DelayQueue queue name), got ${describeValue(notify)}`);

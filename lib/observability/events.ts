@@ -35,8 +35,12 @@ export type RedisLimitEvent =
   /** A route's shadow limits refused and the request went on (shadow mode: `limits` are the
    * refusing ones, `retryAfterMs` what the refusal would have said). */
   | { type: 'redis-limit.shadow-refused'; route: string; retryAfterMs: number; limits: ShadowVerdict[] }
-  /** A guard could not reach Redis and let the request through ('open') or answered 503 ('closed'). */
-  | { type: 'redis-limit.fail-mode'; route: string; failMode: 'open' | 'closed'; error: Error }
+  /** A guard could not reach Redis and let the request through ('open'), answered 503 ('closed')
+   * or decided it in process memory ('local', followed by a `redis-limit.local-decision`). */
+  | { type: 'redis-limit.fail-mode'; route: string; failMode: 'open' | 'closed' | 'local'; error: Error }
+  /** failMode 'local': a guard decided a stack in process memory while Redis could not answer
+   * (each `limit` as divided by localDivisor). */
+  | { type: 'redis-limit.local-decision'; route: string; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[] }
   /** Redis became unreachable: once per outage, however many requests meet it. */
   | { type: 'redis-limit.redis-down'; error: Error }
   | { type: 'redis-limit.redis-up' }
@@ -56,7 +60,9 @@ export interface RedisLimitCounters {
   decisions: { allowed: number; refused: number };
   /** Permits given back by `refund`, charged by `penalize`, and `block` calls. */
   outcomes: { refundedPermits: number; penalizedPermits: number; blocks: number };
-  failMode: { open: number; closed: number };
+  failMode: { open: number; closed: number; local: number };
+  /** Stacks decided in process memory under failMode 'local', by outcome. */
+  localDecisions: { allowed: number; refused: number };
   /** Outages begun since start-up. */
   outages: number;
   /** 1 while Redis answers, 0 during an outage. */

@@ -20,6 +20,11 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
   family('fail_mode_total', 'counter', 'Requests a guard decided without Redis, by failMode.', [
     ['{fail_mode="open"}', c.failMode.open],
     ['{fail_mode="closed"}', c.failMode.closed],
+    ['{fail_mode="local"}', c.failMode.local],
+  ]);
+  family('local_decisions_total', 'counter', "Stacks decided in process memory under failMode 'local', by outcome.", [
+    ['{outcome="allowed"}', c.localDecisions.allowed],
+    ['{outcome="refused"}', c.localDecisions.refused],
   ]);
   family('redis_outages_total', 'counter', 'Redis outages begun.', [['', c.outages]]);
   family('redis_up', 'gauge', '1 while Redis answers, 0 during an outage.', [['', c.redisUp]]);

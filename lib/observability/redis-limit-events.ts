@@ -24,7 +24,8 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   private readonly counts: RedisLimitCounters = {
     decisions: { allowed: 0, refused: 0 },
     outcomes: { refundedPermits: 0, penalizedPermits: 0, blocks: 0 },
-    failMode: { open: 0, closed: 0 },
+    failMode: { open: 0, closed: 0, local: 0 },
+    localDecisions: { allowed: 0, refused: 0 },
     outages: 0,
     redisUp: 1,
     maxPendingRefused: 0,
@@ -89,9 +90,14 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     if (this.listened) this.emit(build());
   }
 
-  failMode(route: string, failMode: 'open' | 'closed', error: Error): void {
+  failMode(route: string, failMode: 'open' | 'closed' | 'local', error: Error): void {
     this.counts.failMode[failMode] += 1;
     if (this.listened) this.emit({ type: 'redis-limit.fail-mode', route, failMode, error });
+  }
+
+  localDecision(allowed: boolean, build: () => RedisLimitEvent): void {
+    this.counts.localDecisions[allowed ? 'allowed' : 'refused'] += 1;
+    if (this.listened) this.emit(build());
   }
 
   redisDown(error: Error): void {

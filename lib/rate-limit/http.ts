@@ -18,9 +18,10 @@ export function setHeaders(response: unknown, headers: Record<string, string>): 
 }
 
 /**
- * What a guard does when Redis could not decide: reports the outage (once per outage), then
- * throws `unavailable()` (HTTP: 503) under failMode 'closed' or returns under 'open'. Anything but
- * a Redis failure is rethrown as it is.
+ * What a guard does when Redis could not decide: reports the outage (once per outage) and counts
+ * the request under its failMode, then throws `unavailable()` (HTTP: 503) under 'closed', or says
+ * how the request goes on: 'open' (through, uncounted) or 'local' (the guard decides it in process
+ * memory). Anything but a Redis failure is rethrown as it is.
  */
 export function applyFailMode(
   error: unknown,
@@ -28,11 +29,12 @@ export function applyFailMode(
   redis: RedisConnection,
   route: string,
   unavailable: () => Error = limiterUnavailable,
-): void {
+): 'open' | 'local' {
   if (!(error instanceof RedisLimitError)) throw error;
   redis.reportFailure(error);
   redis.events.failMode(route, failMode, error);
   if (failMode === 'closed') throw unavailable();
+  return failMode;
 }
 
 /** 503 for failMode 'closed' when Redis cannot decide. */

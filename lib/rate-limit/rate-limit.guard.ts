@@ -3,6 +3,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import type { KeyResolver } from '../redis-limit.options.js';
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { applyFailMode } from './http.js';
+import { decideLocally } from './local/local-fail-mode.js';
 import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
 import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
@@ -53,11 +54,12 @@ export class RateLimitGuard implements CanActivate {
     let result;
     try {
       result = await decideShadowed(this.limiter, limits.stack, plan.limits);
+      this.redis.reportSuccess();
     } catch (error) {
-      applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable);
-      return true;
+      if (applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable) === 'open') return true;
+      // 'local': this process decides, and its refusals answer as Redis's do
+      result = decideLocally(this.redis, plan.route, limits.stack);
     }
-    this.redis.reportSuccess();
 
     const headers = rateLimitHeaders(this.redis.options.headers, limits.policies, result.decisions);
     // sent with every refusal, whatever `headers` says and whichever exception says it

@@ -167,7 +167,9 @@ function compile(
     const limits = entries.map((entry, i) => plan(entry, scope, i, moduleShadow));
     assertOwnCounters(limits);
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
-    return { route, limits, failMode: modes.includes('closed') ? 'closed' : 'open' };
+    // the strictest mode of the stack decides it: closed, then local, then open
+    const failMode = modes.includes('closed') ? 'closed' : modes.includes('local') ? 'local' : 'open';
+    return { route, limits, failMode };
   } catch (error) {
     throw new (error instanceof RangeError ? RangeError : TypeError)(`${route}: ${(error as Error).message}`);
   }

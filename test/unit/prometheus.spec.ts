@@ -5,7 +5,8 @@ describe('prometheusText', () => {
   const counters: RedisLimitCounters = {
     decisions: { allowed: 7, refused: 2 },
     outcomes: { refundedPermits: 5, penalizedPermits: 6, blocks: 2 },
-    failMode: { open: 1, closed: 0 },
+    failMode: { open: 1, closed: 0, local: 4 },
+    localDecisions: { allowed: 3, refused: 1 },
     outages: 1,
     redisUp: 1,
     maxPendingRefused: 3,
@@ -19,6 +20,8 @@ describe('prometheusText', () => {
     expect(text).toContain('# TYPE x_decisions_total counter\nx_decisions_total{outcome="allowed"} 7\nx_decisions_total{outcome="refused"} 2\n');
     expect(text).toContain('# TYPE x_redis_up gauge\nx_redis_up 1\n');
     expect(text).toContain('x_max_pending_refused_total 3\n');
+    expect(text).toContain('x_fail_mode_total{fail_mode="local"} 4\n');
+    expect(text).toContain('x_local_decisions_total{outcome="allowed"} 3\nx_local_decisions_total{outcome="refused"} 1\n');
     expect(text).toContain('x_refunded_permits_total 5\nx_penalized_permits_total 6\n');
     expect(text).toContain('x_blocks_total 2\n');
     expect(text).toContain('x_shadow_refused_total 4\n');

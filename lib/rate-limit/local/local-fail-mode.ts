@@ -1,0 +1,30 @@
+import type { LimitVerdict } from '../../observability/events.js';
+import type { RedisConnection } from '../../redis/redis-connection.js';
+import { rateLimitSpec } from '../policy.js';
+import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
+import { LocalLimiter } from './local-limiter.js';
+
+// One limiter per module (its connection), shared by every guard instance of that module, as
+// Redis's counters are. Its counters are left to expire when Redis answers again: the grants
+// they hold really happened, so an outage that follows within their window still counts them.
+const limiters = new WeakMap<RedisConnection, LocalLimiter>();
+
+/** failMode 'local': decides `stack` in this process's memory and reports the decision. */
+export function decideLocally(redis: RedisConnection, route: string, stack: readonly StackedLimit[]): StackDecision {
+  let limiter = limiters.get(redis);
+  if (limiter === undefined) limiters.set(redis, (limiter = new LocalLimiter(redis.options.localDivisor)));
+  const result = limiter.decide(stack);
+  redis.events.localDecision(result.allowed, () => ({
+    type: 'redis-limit.local-decision',
+    route,
+    allowed: result.allowed,
+    retryAfterMs: result.retryAfterMs,
+    limits: stack.map((limit, i) => verdict(limit, result.decisions[i]!)),
+  }));
+  return result;
+}
+
+function verdict({ key, scope, policy, funnel }: StackedLimit, { limit, allowed, remaining }: StackDecision['decisions'][number]): LimitVerdict {
+  const kind = funnel === undefined ? rateLimitSpec(policy!).kind : 'fn';
+  return { key, ...(scope === undefined ? {} : { scope }), kind, limit, allowed, remaining };
+}
