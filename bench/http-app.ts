@@ -3,7 +3,8 @@
 // @nestjs/throttler with @nest-lab/throttler-storage-redis, all keyed by client IP on one Redis.
 // Limits are far above what 10 s of load can reach: the benchmark measures deciding, not refusing.
 // Started with 'defaults' as its last argument, it serves the same route undecorated in an app whose
-// module has defaultLimits instead (a process of its own: defaults apply to every route of an app).
+// module has defaultLimits instead (a process of its own: defaults apply to every route of an app);
+// with 'graphql', the GraphQL rows' app (graphql-app.module.ts).
 import 'reflect-metadata';
 import { Controller, Get, Inject, Module, Param, UseGuards } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -15,7 +16,7 @@ import { parseSymbol } from '../sample-app/src/quotes/quote-request.js';
 import { QuotesService, type Quote } from '../sample-app/src/quotes/quotes.service.js';
 
 const [redisHost, redisPort, LIMIT, WINDOW_MS] = [process.argv[2]!, Number(process.argv[3]), Number(process.argv[4]), Number(process.argv[5])];
-const DEFAULTS = process.argv[6] === 'defaults';
+const MODE = process.argv[6] as 'routes' | 'defaults' | 'graphql';
 
 @Controller('plain')
 class PlainController {
@@ -82,7 +83,13 @@ class DefaultsBenchModule {}
 })
 class HttpBenchModule {}
 
-const app = await NestFactory.create(DEFAULTS ? DefaultsBenchModule : HttpBenchModule, { logger: false });
+const root =
+  MODE === 'graphql'
+    ? (await import('./graphql-app.module.js')).graphqlBenchModule({ host: redisHost, port: redisPort }, LIMIT, WINDOW_MS)
+    : MODE === 'defaults'
+      ? DefaultsBenchModule
+      : HttpBenchModule;
+const app = await NestFactory.create(root, { logger: false });
 app.enableShutdownHooks();
 await app.listen(0, '127.0.0.1');
 const address = app.getHttpServer().address() as { port: number };

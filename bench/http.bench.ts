@@ -1,22 +1,30 @@
 // HTTP overhead: the same quote route with no guard, with @RateLimit, under the module's
-// defaultLimits and with @nestjs/throttler + @nest-lab/throttler-storage-redis, loaded by
-// autocannon in turn (routes alternate within each run); defaultLimits in a server process of
-// their own (they apply to every route of an app), the others in one.
+// defaultLimits and with @nestjs/throttler + @nest-lab/throttler-storage-redis, and the same quote
+// as a GraphQL query with no guard, with @RateLimit and with the throttler's GraphQL guard, loaded
+// by autocannon in turn (rows alternate within each run). Three server processes: the HTTP routes,
+// defaultLimits (they apply to every route of an app) and the GraphQL queries.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
+import { graphqlBody, type GraphQLQuery } from './graphql-app.module.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { spread, type Spread } from './common/stats.js';
 
+type AppMode = 'routes' | 'defaults' | 'graphql';
+/** A row's request: a GET of `path`, or a POST of one GraphQL query to /graphql. */
+type Target = { app: AppMode; path: string; query?: undefined } | { app: 'graphql'; path: '/graphql'; query: GraphQLQuery };
+const gql = (query: GraphQLQuery): Target => ({ app: 'graphql', path: '/graphql', query });
+
 export const ROUTES = {
-  'no guard': '/plain/ACME',
-  '@RateLimit (nest-redis-limit)': '/rate-limit/ACME',
-  'defaultLimits (nest-redis-limit)': '/defaults/ACME',
-  '@nestjs/throttler + throttler-storage-redis': '/throttler/ACME',
-} as const;
-/** Routes served by the defaultLimits app. */
-const ON_DEFAULTS_APP = new Set<string>([ROUTES['defaultLimits (nest-redis-limit)']]);
+  'no guard': { app: 'routes', path: '/plain/ACME' },
+  '@RateLimit (nest-redis-limit)': { app: 'routes', path: '/rate-limit/ACME' },
+  'defaultLimits (nest-redis-limit)': { app: 'defaults', path: '/defaults/ACME' },
+  '@nestjs/throttler + throttler-storage-redis': { app: 'routes', path: '/throttler/ACME' },
+  'GraphQL, no guard': gql('plainQuote'),
+  'GraphQL, @RateLimit (nest-redis-limit)': gql('rateLimitedQuote'),
+  'GraphQL, @nestjs/throttler + throttler-storage-redis': gql('throttledQuote'),
+} as const satisfies Record<string, Target>;
 export type Route = keyof typeof ROUTES;
 /** Far above what a run can reach: the routes measure deciding, not refusing. */
 export const HTTP_LIMIT = 1_000_000;
@@ -36,7 +44,8 @@ export interface HttpRow {
   perSecond: Spread;
   p50Ms: Spread;
   p99Ms: Spread;
-  /** Responses other than 200: must be 0, or the route measured refusing rather than deciding. */
+  /** Responses other than 200, and GraphQL answers without the quote: must be 0, or the row
+   * measured refusing (or failing) rather than deciding. */
   non2xx: number;
   errors: number;
   /** CPU per request, µs: the app's process, and redis-server (INFO cpu, user + sys). */
@@ -51,8 +60,8 @@ interface Sample {
 }
 
 export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
-  const servers = await Promise.all([startApp(opts, 'routes'), startApp(opts, 'defaults')]);
-  const serverOf = (path: string) => servers[ON_DEFAULTS_APP.has(path) ? 1 : 0]!;
+  const modes = [...new Set(Object.values(ROUTES).map((t) => t.app))];
+  const servers = new Map(await Promise.all(modes.map(async (mode) => [mode, await startApp(opts, mode)] as const)));
   const admin = new Redis({ host: opts.redisHost, port: opts.redisPort });
   const appCpu = (server: AppProcess) =>
     new Promise<number>((resolve) => {
@@ -60,48 +69,62 @@ export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
       server.process.send('cpu');
     });
   const samples = new Map<Route, Sample[]>();
-  const load = async (path: string, seconds: number): Promise<Sample> => {
-    const server = serverOf(path);
+  const load = async (target: Target, seconds: number): Promise<Sample> => {
+    const server = servers.get(target.app)!;
     const [app0, redis0] = [await appCpu(server), await redisCpuSeconds(admin)];
-    const result = await autocannon({ url: `http://127.0.0.1:${server.port}${path}`, connections: opts.connections, duration: seconds });
+    // GraphQL answers a refusal or a failure with 200 and `errors`: such answers count as mismatches
+    const request = target.query
+      ? { method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: graphqlBody(target.query, 'ACME'), verifyBody: answered }
+      : {};
+    const result = await autocannon({ url: `http://127.0.0.1:${server.port}${target.path}`, connections: opts.connections, duration: seconds, ...request });
     const [app1, redis1] = [await appCpu(server), await redisCpuSeconds(admin)];
     const requests = Math.max(1, result.requests.total);
     return { result, appUs: (app1 - app0) / requests, redisUs: ((redis1 - redis0) * 1e6) / requests };
   };
   try {
     // warm-up: JIT, connections, scripts; 2 s each, as the defaults app warms on its one route alone
-    for (const path of Object.values(ROUTES)) await load(path, 2);
+    for (const target of Object.values(ROUTES)) await load(target, 2);
     const routes = Object.keys(ROUTES) as Route[];
     for (let run = 0; run < opts.runs; run++) {
       for (const route of run % 2 === 0 ? routes : [...routes].reverse()) {
         const sample = await load(ROUTES[route], opts.seconds);
         samples.set(route, [...(samples.get(route) ?? []), sample]);
-        opts.log(`  http run ${run + 1}/${opts.runs} ${route}: ${sample.result.requests.average.toFixed(0)} req/s, p99 ${sample.result.latency.p99} ms, app ${sample.appUs.toFixed(0)} µs/req, redis ${sample.redisUs.toFixed(1)} µs/req`);
+        const failed = sample.result.non2xx + sample.result.mismatches;
+        opts.log(
+          `  http run ${run + 1}/${opts.runs} ${route}: ${sample.result.requests.average.toFixed(0)} req/s, p99 ${sample.result.latency.p99} ms, ` +
+            `app ${sample.appUs.toFixed(0)} µs/req, redis ${sample.redisUs.toFixed(1)} µs/req${failed ? `, ${failed} refused or failed` : ''}`,
+        );
       }
     }
   } finally {
     admin.disconnect();
-    await Promise.all(servers.map((server) => stopApp(server)));
+    await Promise.all([...servers.values()].map((server) => stopApp(server)));
   }
   return [...samples].map(([route, runs]) => ({
     route,
     perSecond: spread(runs.map((s) => s.result.requests.average)),
     p50Ms: spread(runs.map((s) => s.result.latency.p50)),
     p99Ms: spread(runs.map((s) => s.result.latency.p99)),
-    non2xx: runs.reduce((n, s) => n + s.result.non2xx, 0),
+    non2xx: runs.reduce((n, s) => n + s.result.non2xx + s.result.mismatches, 0),
     errors: runs.reduce((n, s) => n + s.result.errors + s.result.timeouts, 0),
     appUs: spread(runs.map((s) => s.appUs)),
     redisUs: spread(runs.map((s) => s.redisUs)),
   }));
 }
 
+/** A GraphQL answer with the quote and no errors. */
+const answered = (body: string | Buffer | undefined) => {
+  const text = String(body);
+  return text.startsWith('{"data":{"quote":{') && !text.includes('"errors"');
+};
+
 interface AppProcess {
   process: ChildProcess;
   port: number;
 }
 
-/** bench/http-app.ts in a process of its own; `mode` 'defaults' serves the defaultLimits app. */
-async function startApp(opts: HttpOptions, mode: 'routes' | 'defaults'): Promise<AppProcess> {
+/** bench/http-app.ts in a process of its own, serving the app of `mode`. */
+async function startApp(opts: HttpOptions, mode: AppMode): Promise<AppProcess> {
   const args = [opts.redisHost, String(opts.redisPort), String(HTTP_LIMIT), String(HTTP_WINDOW_MS), mode];
   const child = fork(fileURLToPath(new URL('./http-app.js', import.meta.url)), args, { stdio: 'inherit' });
   const port = await new Promise<number>((resolve, reject) => {

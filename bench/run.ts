@@ -222,13 +222,21 @@ async function main(): Promise<void> {
     const ours = of('@RateLimit (nest-redis-limit)');
     const defaults = of('defaultLimits (nest-redis-limit)');
     const thr = of('@nestjs/throttler + throttler-storage-redis');
+    const gqlPlain = of('GraphQL, no guard');
+    const gqlOurs = of('GraphQL, @RateLimit (nest-redis-limit)');
+    const gqlThr = of('GraphQL, @nestjs/throttler + throttler-storage-redis');
+    const isGraphQL = (r: HttpRow) => r.route.startsWith('GraphQL');
     md.push('## 3. HTTP overhead', '');
     md.push(
       `\`autocannon -c 50 -d ${HTTP_SECONDS}\` against the sample app's quote route (Express, bench/http-app.ts), four ways: ` +
         `no guard; \`@RateLimit({ limit: ${HTTP_LIMIT}, windowMs: ${HTTP_WINDOW_MS}, algorithm: 'fixed-window' })\`; the same limit as the module's ` +
         '`defaultLimits` on an undecorated route (a server process of its own, as defaults apply to every route of an app); and ' +
         '`@UseGuards(ThrottlerGuard)` with the same limit on `@nestjs/throttler` storing in Redis through `@nest-lab/throttler-storage-redis`. ' +
-        'Both limits key by client IP (one key here) and are never reached: the routes measure deciding, not refusing.',
+        "Then the same quote as a GraphQL query (`POST /graphql`, Apollo on Express as in the sample app, bench/graphql-app.module.ts, a third server process), three ways: " +
+        "no guard; the same `@RateLimit`; and the throttler's documented GraphQL set-up, a `ThrottlerGuard` subclass whose `getRequestResponse` " +
+        'reads `req` and `res` from `GqlExecutionContext`, with the same limit and Redis storage. ' +
+        'All limits key by client IP (one key here) and are never reached: the rows measure deciding, not refusing ' +
+        '(a GraphQL answer without the quote counts in the non-2xx column).',
       '',
       '| route | req/s | p50 ms | p99 ms | app CPU µs/req | Redis CPU µs/req | non-2xx | errors |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -238,19 +246,21 @@ async function main(): Promise<void> {
       '',
       `@RateLimit ÷ no guard: ${formatRatio(ratio(ours.perSecond, plain.perSecond))}; defaultLimits ÷ no guard: ${formatRatio(ratio(defaults.perSecond, plain.perSecond))}; ` +
         `throttler ÷ no guard: ${formatRatio(ratio(thr.perSecond, plain.perSecond))}; ` +
-        `@RateLimit ÷ throttler: ${formatRatio(ratio(ours.perSecond, thr.perSecond))} (ranges: the ratios within each run).`,
+        `@RateLimit ÷ throttler: ${formatRatio(ratio(ours.perSecond, thr.perSecond))}. ` +
+        `GraphQL: @RateLimit ÷ no guard: ${formatRatio(ratio(gqlOurs.perSecond, gqlPlain.perSecond))}; throttler ÷ no guard: ${formatRatio(ratio(gqlThr.perSecond, gqlPlain.perSecond))}; ` +
+        `@RateLimit ÷ throttler: ${formatRatio(ratio(gqlOurs.perSecond, gqlThr.perSecond))} (ranges: the ratios within each run).`,
       '',
     );
     headlines.push(
       `- **HTTP**: a \`@RateLimit\` route serves ${formatRatio(ratio(ours.perSecond, plain.perSecond))} the req/s of the same route with no guard ` +
         `(under defaultLimits: ${formatRatio(ratio(defaults.perSecond, plain.perSecond))}; @nestjs/throttler + Redis storage: ${formatRatio(ratio(thr.perSecond, plain.perSecond))}); ` +
-        `ours ÷ throttler ${formatRatio(ratio(ours.perSecond, thr.perSecond))}.`,
+        `ours ÷ throttler ${formatRatio(ratio(ours.perSecond, thr.perSecond))}. ` +
+        `A \`@RateLimit\` GraphQL query: ${formatRatio(ratio(gqlOurs.perSecond, gqlPlain.perSecond))} of the unguarded query ` +
+        `(the throttler's GraphQL guard: ${formatRatio(ratio(gqlThr.perSecond, gqlPlain.perSecond))}).`,
     );
-    panels.push({
-      title: `HTTP, autocannon -c 50 -d ${HTTP_SECONDS}, quote route`,
-      unit: 'req/s',
-      bars: httpRows.map((r) => ({ label: r.route, ...r.perSecond, ours: r.route.endsWith('(nest-redis-limit)') })),
-    });
+    const bars = (rows: HttpRow[]) => rows.map((r) => ({ label: r.route.replace('GraphQL, ', ''), ...r.perSecond, ours: r.route.endsWith('(nest-redis-limit)') }));
+    panels.push({ title: `HTTP, autocannon -c 50 -d ${HTTP_SECONDS}, quote route`, unit: 'req/s', bars: bars(httpRows.filter((r) => !isGraphQL(r))) });
+    panels.push({ title: `GraphQL (Apollo), autocannon -c 50 -d ${HTTP_SECONDS}, quote query`, unit: 'req/s', bars: bars(httpRows.filter(isGraphQL)) });
   }
 
   if (slidingRows.length) {

@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { ConfigurableModuleClass, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
@@ -8,6 +8,7 @@ import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
 import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
 import { DefaultLimitsGuard } from './rate-limit/default-limits.guard.js';
+import { OutcomeInterceptor } from './rate-limit/outcome.interceptor.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
 import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
@@ -36,8 +37,8 @@ const PROVIDERS = [
  */
 @Module({
   imports: [DiscoveryModule],
-  // defaultLimits reach every route without a line of guard wiring
-  providers: [...PROVIDERS, { provide: APP_GUARD, useClass: DefaultLimitsGuard }],
+  // defaultLimits reach every route without a line of guard wiring; countIf sees every handler's end
+  providers: [...PROVIDERS, { provide: APP_GUARD, useClass: DefaultLimitsGuard }, { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor }],
   exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {

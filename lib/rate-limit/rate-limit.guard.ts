@@ -3,6 +3,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import type { KeyResolver } from '../redis-limit.options.js';
 import { rateLimitHeaders, retryAfterSeconds } from './headers.js';
 import { applyFailMode } from './http.js';
+import { Outcomes } from './outcome.js';
 import { decideLocally } from './local/local-fail-mode.js';
 import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
 import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
@@ -24,6 +25,7 @@ const decided = new WeakSet<object>();
 export class RateLimitGuard implements CanActivate {
   private readonly log = new RouteLog(new Logger('RateLimitGuard'));
   private readonly shadowLog = new RouteLog({ error: (message: string) => new Logger('RateLimitGuard').warn(message) });
+  private readonly outcomes = new Outcomes(this.limiter, this.log);
   /** The default key of limits without their own `key`. */
   private readonly tracker: KeyResolver = (ctx) => this.getTracker(ctx);
 
@@ -66,6 +68,7 @@ export class RateLimitGuard implements CanActivate {
     if (!result.allowed) headers['Retry-After'] = retryAfterSeconds(result.retryAfterMs);
     transport.setHeaders(res, headers);
     reportShadowRefusal(this.redis.events, this.shadowLog, plan.route, limits.stack, result);
+    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result });
     if (!result.allowed) await this.throwTooManyRequests(ctx, result);
     return true;
   }

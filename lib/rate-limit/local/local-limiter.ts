@@ -8,8 +8,9 @@ import { localTokenBucket } from './local-token-bucket.js';
 
 /**
  * Counters one process keeps at most (least recently used dropped first). Each is a few numbers,
- * a sliding window's up to its local limit of grants. A counter dropped while it still counts
- * forgets its grants, so only more than this many keys busy in one window can grant past a limit.
+ * a sliding window's one entry per ms that granted (at most its local limit). A counter dropped
+ * while it still counts forgets its grants, so only more than this many keys busy in one window
+ * can grant past a limit.
  */
 export const LOCAL_MAX_KEYS = 10_000;
 

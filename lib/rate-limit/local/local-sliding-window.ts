@@ -1,6 +1,7 @@
 import type { LocalAlgorithm } from './local-algorithm.js';
 
-/** Live grants, oldest first, and the permits they hold. At most `limit` grants are ever live. */
+/** Live grants, oldest first (one entry per ms that granted), and the permits they hold: at most
+ * min(limit, windowMs) entries. */
 interface SlidingWindowState {
   grants: { at: number; permits: number }[];
   used: number;
@@ -34,8 +35,11 @@ export const localSlidingWindow: LocalAlgorithm<SlidingWindowState> = {
     const next = state ?? { grants: [], used: 0 };
     prune(next, windowMs, now);
     // a clock that stepped back must not put this grant before the newest: grants stay in order
-    const at = Math.max(now, next.grants.at(-1)?.at ?? now);
-    next.grants.push({ at, permits });
+    const newest = next.grants.at(-1);
+    const at = Math.max(now, newest?.at ?? now);
+    // grants of one ms age out together: one entry holds them, so a flood costs entries per ms
+    if (newest?.at === at) newest.permits += permits;
+    else next.grants.push({ at, permits });
     next.used += permits;
     return { state: next, remaining: limit - next.used, resetMs: at + windowMs - now };
   },
