@@ -7,7 +7,7 @@ export class AppController {
   /** No decorator: the app-wide default, 100 per minute per client IP, applies. */
   @Get()
   index(): { endpoints: string[] } {
-    return { endpoints: ['/quotes/:symbol', '/sms', '/orders', '/graphql', 'ws://<host>/ws', '/health'] };
+    return { endpoints: ['/quotes/:symbol', '/sms', '/orders', '/login', '/completions', '/graphql', 'ws://<host>/ws', '/health'] };
   }
 
   /** Load balancers poll this: never limited, whatever the defaults say. */

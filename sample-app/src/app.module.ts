@@ -2,8 +2,10 @@ import { Module, type DynamicModule, type INestApplication } from '@nestjs/commo
 import { WsAdapter } from '@nestjs/platform-ws';
 import { RedisLimitModule, type FailMode, type HeadersMode, type RateLimitOptions, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { AppController } from './app.controller.js';
+import { CompletionsModule } from './completions/completions.module.js';
 import { sampleGraphQLModule } from './graphql/sample-graphql.module.js';
 import { LiveModule } from './live/live.module.js';
+import { LoginModule } from './login/login.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import type { Platform } from './platform.js';
 import { QuotesModule } from './quotes/quotes.module.js';
@@ -35,8 +37,9 @@ export interface SampleAppOptions {
 
 /**
  * The sample application: an app-wide default limit with a health check exempt, quotes (per-IP
- * and per-API-key limits, also over GraphQL and WebSocket), SMS (one per phone per 30 min) and
- * orders (at most 3 unpaid per user).
+ * and per-API-key limits, also over GraphQL and WebSocket), SMS (one per phone per 30 min),
+ * orders (at most 3 unpaid per user), login (failed attempts only, then a lockout) and
+ * completions (a token budget: reserve, then settle).
  */
 @Module({})
 export class AppModule {
@@ -50,6 +53,8 @@ export class AppModule {
         OrdersModule.register({ ttlMs: orderTtlMs }),
         sampleGraphQLModule(platform),
         LiveModule,
+        LoginModule,
+        CompletionsModule,
       ],
       controllers: [AppController],
     };

@@ -67,6 +67,13 @@ Try (every route: 100 requests per minute per IP unless it says otherwise; /heal
   # one SMS per phone per 30 minutes: the second answers 429 with Retry-After: 1800
   curl -i -X POST ${base}/sms -H 'content-type: application/json' -d '{"phone":"+15555550100","text":"Your code is 123456"}'
 
+  # login: 5 failed attempts per 15 min per account, then a 15 min lockout; a success never counts (alice / wonderland)
+  for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${base}/login -H 'content-type: application/json' -d '{"account":"bob","password":"guess"}'; done
+  curl -i -X POST ${base}/login -H 'content-type: application/json' -d '{"account":"alice","password":"wonderland"}'
+
+  # a token budget, 10 000 per hour per API key: reserves maxTokens, then gives back what the answer did not use
+  curl -s -X POST ${base}/completions -H 'x-api-key: demo' -H 'content-type: application/json' -d '{"prompt":"hello token budget","maxTokens":500}'
+
   # at most 3 unpaid orders per user: the 4th answers 429 until one is paid or lapses (30 min)
   for i in 1 2 3 4; do curl -s -w ' %{http_code}\\n' -X POST ${base}/orders -H 'x-user-id: alice' -H 'content-type: application/json' -d '{"item":"book"}'; done
   curl -s ${base}/orders -H 'x-user-id: alice'

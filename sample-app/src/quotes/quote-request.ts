@@ -34,8 +34,10 @@ export function parseSymbols(raw: unknown): string[] {
 export const symbolCount = (ctx: ExecutionContext): number => parseSymbols(request(ctx).query?.['symbols']).length;
 
 /** History is limited per API key, whatever IP the caller uses. */
-export function apiKey(ctx: ExecutionContext): string {
-  const value = request(ctx).headers['x-api-key'];
+export const apiKey = (ctx: ExecutionContext): string => parseApiKey(request(ctx).headers['x-api-key']);
+
+/** The caller's API key from its x-api-key header; 401 when missing or empty. */
+export function parseApiKey(value: string | string[] | undefined): string {
   const key = Array.isArray(value) ? value[0] : value;
   if (!key) throw new UnauthorizedException('x-api-key header required');
   return key;
