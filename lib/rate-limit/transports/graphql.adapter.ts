@@ -26,18 +26,30 @@ interface HttpRequest extends HttpClientRequest {
   res?: unknown;
 }
 
+/** graphql-ws's context of a connection: `extra.request` is its HTTP upgrade request. */
+interface WsConnection {
+  extra?: { request?: unknown };
+}
+
 /** What the drivers put in the GraphQL context: Apollo `{ req }` (plus `res` when the app's
- * context function adds it); Mercurius `{ req, reply, app }` (`req` the Fastify request). */
-interface GraphQLContext {
-  req?: HttpRequest;
+ * context function adds it); Mercurius `{ req, reply, app }` (`req` the Fastify request). Over
+ * graphql-ws, Nest's Apollo driver makes graphql-ws's connection context the `req`, and apps
+ * pass its `extra` through. */
+interface GraphQLContext extends WsConnection {
+  req?: unknown;
   res?: unknown;
-  reply?: { request?: HttpRequest };
+  reply?: { request?: unknown };
 }
 
 // A resolver's arguments are [root, args, context, info]; read without @nestjs/graphql (an
 // optional peer) through the ExecutionContext itself.
 const contextOf = (ctx: ExecutionContext): GraphQLContext => (ctx.getArgByIndex<GraphQLContext | undefined>(2) ?? {}) as GraphQLContext;
-const requestOf = (gql: GraphQLContext): HttpRequest | undefined => gql.req ?? gql.reply?.request;
+/** Node's, Express's or Fastify's request: an object that knows its client's socket. A `req` an
+ * app built from connectionParams (`{ headers }`) is none, and must not make every client one. */
+const isHttpRequest = (value: unknown): value is HttpRequest => typeof value === 'object' && value !== null && ('ip' in value || 'socket' in value);
+/** The operation's HTTP request; for a subscription, its connection's upgrade request. */
+const requestOf = (gql: GraphQLContext): HttpRequest | undefined =>
+  [gql.req, gql.reply?.request, (gql.req as WsConnection | undefined)?.extra?.request, gql.extra?.request].find(isHttpRequest);
 
 /**
  * Resolvers served over HTTP by @nestjs/graphql (Apollo on Express, Mercurius on Fastify).
@@ -62,10 +74,19 @@ export const graphqlAdapter: TransportAdapter = {
   tooManyRequests: (retryAfterMs) =>
     new GraphQLLimitError('Too Many Requests', { code: 'TOO_MANY_REQUESTS', statusCode: 429, retryAfterMs }),
   unavailable: () => new GraphQLLimitError('Rate limiter unavailable', { code: 'SERVICE_UNAVAILABLE', statusCode: 503 }),
+  /**
+   * The client IP of the operation's HTTP request. A subscription over graphql-ws has none: its
+   * connection's upgrade request stands in (the socket's address: a proxy's `X-Forwarded-For` is
+   * not read there), found where Nest's default context puts it or under the `extra` an app's
+   * context passes through. With neither, the subscribe fails (a 500, logged) rather than count
+   * every client under one key.
+   */
   defaultTracker(ctx, ipv6Subnet) {
     const req = requestOf(contextOf(ctx));
     if (req === undefined) {
-      throw new TypeError('nest-redis-limit: this GraphQL operation has no HTTP request for the default tracker; give the limit a key');
+      throw new TypeError(
+        "nest-redis-limit: this GraphQL operation has no HTTP request for the default tracker (over graphql-ws, pass graphql-ws's `extra` through the GraphQL context); give the limit a key, or the module a tracker",
+      );
     }
     return clientIp(req, ipv6Subnet);
   },
