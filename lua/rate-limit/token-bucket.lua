@@ -3,16 +3,22 @@
 -- limit * windowMs units, each ms adds `limit` units and a permit costs windowMs units (callers
 -- keep limit * windowMs <= 2^53). State: hash { u = units, t = ms of last update, n = permits
 -- ever charged in this life (numbers its grants), e = life id (see life.lua), b = blocked until
--- (ms), r<n> = permits already given back of grant n (the refund ledger) }. A life ends when the
--- bucket is full again: the key expires then, which is the same as having no key, and a refund
--- of an earlier life's grant gives nothing (tokens given back to a bucket that has been full
--- since would grant more than a bucket that never made that grant).
+-- (ms), g = units given back by refunds in this life, r<n> = permits already given back of grant
+-- n (the refund ledger) }. A life ends when the bucket is full again: the key expires then, which
+-- is the same as having no key, and a refund of an earlier life's grant gives nothing.
+-- A refund gives back no more than the bucket without that grant would hold over this one: a
+-- bucket that came near full since the grant lost refill that the one without it lost too (it
+-- was capped at full). The grant id carries the units left after it, its time and the units
+-- given back by then, which bound every level the bucket can have reached since (refill and
+-- refunds only raise it); tokens come back only up to full minus that bound (all of them when
+-- nothing was charged since; none once the bucket may have been full).
 -- token_bucket.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (state: the stored fields, [1] replaced by the units now; while blocked, refused with
 --   remaining 0 and retry the longer of the block and the bucket's own wait)
 -- token_bucket.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>:<n>:<permits>'); charges even past empty (penalize: units go below 0)
--- token_bucket.refund(key, limit, windowMs, permits, now, grant) -> whole permits given back: the
+--   ('<life>:<n>:<permits>:<ms>:<units left>:<units given back before>'); charges even past
+--   empty (penalize: units go below 0)
+-- token_bucket.refund(key, limit, windowMs, permits, now, grant) -> permits given back: whole
 --   tokens return to the bucket, which never holds more than `limit`, while the grant's life lasts
 -- token_bucket.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
 local token_bucket = {}
@@ -25,7 +31,7 @@ end
 
 function token_bucket.check(key, limit, windowMs, permits, now)
   local full = limit * windowMs
-  local state = redis.call('HMGET', key, 'u', 't', 'n', 'e', 'b')
+  local state = redis.call('HMGET', key, 'u', 't', 'n', 'e', 'b', 'g')
   local units = tb_units(full, limit, state[1], state[2], now)
   state[1] = units
   local cost = permits * windowMs
@@ -41,7 +47,7 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local units = state[1]
   local left = units - permits * windowMs
   local untilFull = math.ceil((full - left) / limit)
-  local life, n = state[4], nil
+  local life, n, given = state[4], nil, tonumber(state[6]) or 0
   local blocked = tonumber(state[5])
   if units < full and life then
     n = tonumber(state[3]) + permits
@@ -49,7 +55,7 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   else
     -- a new life: the bucket was full. What the key still holds of the last one goes, except a
     -- block in force.
-    life, n = life_id(), permits
+    life, n, given = life_id(), permits, 0
     if state[2] or state[5] then redis.call('DEL', key) end
     redis.call('HSET', key, 'u', int(left), 't', int(now), 'n', int(n), 'e', life)
     if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
@@ -57,21 +63,26 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local ttl = untilFull
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
   redis.call('PEXPIRE', key, int(ttl))
-  return math.floor(left / windowMs), untilFull, life .. ':' .. int(n) .. ':' .. int(permits)
+  return math.floor(left / windowMs), untilFull, life .. ':' .. int(n) .. ':' .. int(permits) .. ':' .. int(now) .. ':' .. int(left) .. ':' .. int(given)
 end
 
 function token_bucket.refund(key, limit, windowMs, permits, now, grant)
-  local life, n, held = string.match(grant, '^(%d+):(%d+):(%d+)$')
+  local life, n, held, at, after, before = string.match(grant, '^(%d+):(%d+):(%d+):(%d+):(%-?%d+):(%d+)$')
   if not life then return 0 end
-  local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'r' .. n)
+  local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'r' .. n, 'g')
   local full = limit * windowMs
   local units = tb_units(full, limit, state[1], state[2], now)
   if state[3] ~= life or units >= full then return 0 end
-  local given = tonumber(state[5]) or 0
-  local want = math.min(permits, tonumber(held) - given)
+  local given, ledger = tonumber(state[6]) or 0, tonumber(state[5]) or 0
+  local want = math.min(permits, tonumber(held) - ledger)
   if want <= 0 then return 0 end
-  local back = math.min(want * windowMs, full - units)
-  local whole = math.floor(back / windowMs)
+  -- the highest the bucket can have been since the grant (>= units now); whole tokens only: a
+  -- fraction given back would let a later request through that the bucket without it refuses
+  local peak = tonumber(after) + math.max(0, now - tonumber(at)) * limit + given - tonumber(before)
+  if peak >= full then return 0 end
+  local whole = math.min(want, math.floor((full - peak) / windowMs))
+  if whole <= 0 then return 0 end
+  local back = whole * windowMs
   local blocked = tonumber(state[4])
   if units + back >= full then
     -- full again: this life ends, and with it the ledger (a block in force stays)
@@ -84,7 +95,7 @@ function token_bucket.refund(key, limit, windowMs, permits, now, grant)
   end
   local ttl = math.ceil((full - units - back) / limit)
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
-  redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(given + whole))
+  redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(ledger + whole), 'g', int(given + back))
   redis.call('PEXPIRE', key, int(ttl))
   return whole
 end

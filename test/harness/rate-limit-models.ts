@@ -9,14 +9,43 @@ export type Verdict = Omit<RateLimitDecision, 'limit'>;
 
 export interface LimitModel {
   advance(ms: number): void;
-  /** The verdict on `permits` now; charged only when `charge` and allowed. */
+  /** The verdict on `permits` now; charged only when `charge` and allowed (then `lastGrant` is
+   * the grant it made). */
   decide(permits: number, charge: boolean): Verdict;
+  /** Forgets everything, a block included. */
   reset(): void;
+  lastGrant: ModelGrant | undefined;
+  /** Gives back up to `permits` of `grant`; how many came back. */
+  refund(grant: ModelGrant, permits: number): number;
+  /** Charges `permits` even past the limit; the verdict on one permit after. */
+  penalize(permits: number): Verdict;
+  /** Refuses everything for `ms` from now (a longer block stays). */
+  block(ms: number): void;
+}
+
+/** A grant as the models track it: what is left of it to give back, in the counter's life. */
+export interface ModelGrant {
+  left: number;
+  /** The counter's life it was made in: a reset, a window end or a full bucket ends a life. */
+  life: number;
+  at: number;
+  /** Token bucket: units left right after it, and units given back in its life before it. */
+  after?: number;
+  givenBefore?: number;
+}
+
+/** A verdict while a block lasts until `until`: refused, nothing left, waits for the block too. */
+function blocked(v: Verdict, until: number, now: number): Verdict {
+  if (until <= now) return v;
+  return { allowed: false, remaining: 0, retryAfterMs: Math.max(v.retryAfterMs, until - now), resetMs: Math.max(v.resetMs, until - now) };
 }
 
 /** Windows are [k·windowMs, (k+1)·windowMs) since the epoch; each starts empty. */
 export class FixedWindowModel implements LimitModel {
   private used = 0;
+  private life = 0;
+  private until = 0;
+  lastGrant: ModelGrant | undefined;
 
   constructor(
     private readonly limit: number,
@@ -29,26 +58,58 @@ export class FixedWindowModel implements LimitModel {
   }
 
   advance(ms: number): void {
-    if (this.now + ms >= this.windowEnd()) this.used = 0;
+    if (this.now + ms >= this.windowEnd()) {
+      this.used = 0;
+      this.life += 1;
+    }
     this.now += ms;
   }
 
   decide(permits: number, charge: boolean): Verdict {
-    const allowed = this.used + permits <= this.limit;
-    if (allowed && charge) this.used += permits;
+    const fits = this.used + permits <= this.limit;
+    if (fits && charge && this.until <= this.now) {
+      this.used += permits;
+      this.lastGrant = { left: permits, life: this.life, at: this.now };
+    }
+    return blocked(this.verdict(fits), this.until, this.now);
+  }
+
+  /** The verdict after any charge, on a request that `fits` (block aside). */
+  private verdict(fits: boolean): Verdict {
     const endsIn = this.windowEnd() - this.now;
-    return { allowed, remaining: this.limit - this.used, retryAfterMs: allowed ? 0 : endsIn, resetMs: this.used > 0 ? endsIn : 0 };
+    return { allowed: fits, remaining: Math.max(0, this.limit - this.used), retryAfterMs: fits ? 0 : endsIn, resetMs: this.used > 0 ? endsIn : 0 };
   }
 
   reset(): void {
     this.used = 0;
+    this.life += 1;
+    this.until = 0;
+  }
+
+  refund(grant: ModelGrant, permits: number): number {
+    if (grant.life !== this.life) return 0;
+    const back = Math.min(permits, grant.left);
+    grant.left -= back;
+    this.used -= back;
+    return back;
+  }
+
+  penalize(permits: number): Verdict {
+    this.used += permits;
+    return blocked(this.verdict(this.used + 1 <= this.limit), this.until, this.now);
+  }
+
+  block(ms: number): void {
+    this.until = Math.max(this.until, this.now + ms);
   }
 }
 
 /** A grant of p permits at t counts against every request before t + windowMs. */
 export class SlidingWindowModel implements LimitModel {
-  /** Live grants, oldest first. */
-  private grants: { at: number; permits: number }[] = [];
+  /** Live grants (and penalties), oldest first; `left` is what each holds. */
+  private grants: ModelGrant[] = [];
+  private until = 0;
+  lastGrant: ModelGrant | undefined;
 
   constructor(
     private readonly limit: number,
@@ -62,30 +123,63 @@ export class SlidingWindowModel implements LimitModel {
   }
 
   decide(permits: number, charge: boolean): Verdict {
+    const allowed = this.used() + permits <= this.limit && this.until <= this.now;
+    const verdict = this.verdict(permits);
+    if (allowed && charge) {
+      this.lastGrant = { left: permits, life: 0, at: this.now };
+      this.grants.push(this.lastGrant);
+    }
+    return blocked({ ...verdict, remaining: Math.max(0, this.limit - this.used()), resetMs: this.resetMs() }, this.until, this.now);
+  }
+
+  /** The verdict on `permits` before any charge, block aside. */
+  private verdict(permits: number): Verdict {
     const used = this.used();
     const allowed = used + permits <= this.limit;
-    if (allowed && charge) this.grants.push({ at: this.now, permits });
     // it fits once (used + permits - limit) permits of the oldest grants have aged out
     let retryAfterMs = 0;
     for (let need = used + permits - this.limit, i = 0; !allowed && need > 0; i++) {
-      need -= this.grants[i]!.permits;
+      need -= this.grants[i]!.left;
       retryAfterMs = this.grants[i]!.at + this.windowMs - this.now;
     }
+    return { allowed, remaining: Math.max(0, this.limit - used), retryAfterMs, resetMs: this.resetMs() };
+  }
+
+  private resetMs(): number {
     const newest = this.grants.at(-1);
-    return { allowed, remaining: this.limit - this.used(), retryAfterMs, resetMs: newest === undefined ? 0 : newest.at + this.windowMs - this.now };
+    return newest === undefined ? 0 : newest.at + this.windowMs - this.now;
   }
 
   reset(): void {
     this.grants = [];
+    this.until = 0;
+  }
+
+  refund(grant: ModelGrant, permits: number): number {
+    // a grant aged out or forgotten by a reset is no longer here
+    if (!this.grants.includes(grant)) return 0;
+    const back = Math.min(permits, grant.left);
+    grant.left -= back;
+    if (grant.left === 0) this.grants = this.grants.filter((g) => g !== grant);
+    return back;
+  }
+
+  penalize(permits: number): Verdict {
+    this.grants.push({ left: permits, life: 0, at: this.now });
+    return blocked(this.verdict(1), this.until, this.now);
+  }
+
+  block(ms: number): void {
+    this.until = Math.max(this.until, this.now + ms);
   }
 
   /** What Redis must hold: one entry per live grant, whatever its permits (sorted). */
   stored(): number[] {
-    return this.grants.map((g) => g.permits).sort((a, b) => a - b);
+    return this.grants.map((g) => g.left).sort((a, b) => a - b);
   }
 
   private used(): number {
-    return this.grants.reduce((sum, g) => sum + g.permits, 0);
+    return this.grants.reduce((sum, g) => sum + g.left, 0);
   }
 }
 
@@ -93,10 +187,18 @@ export class SlidingWindowModel implements LimitModel {
  * units of 1/windowMs token: a token is windowMs units and each ms adds `limit` units. */
 export class TokenBucketModel implements LimitModel {
   private units: number;
+  /** A life ends when the bucket is full again: tokens given back after would be more than a
+   * bucket without the grant holds. */
+  private life = 0;
+  /** Units given back by refunds in this life. */
+  private given = 0;
+  private until = 0;
+  lastGrant: ModelGrant | undefined;
 
   constructor(
     private readonly limit: number,
     private readonly windowMs: number,
+    private now = 0,
   ) {
     this.units = this.full;
   }
@@ -106,23 +208,71 @@ export class TokenBucketModel implements LimitModel {
   }
 
   advance(ms: number): void {
+    this.now += ms;
+    if (this.units < this.full && this.units + ms * this.limit >= this.full) this.newLife();
     this.units = Math.min(this.full, this.units + ms * this.limit);
   }
 
   decide(permits: number, charge: boolean): Verdict {
+    const allowed = this.units >= permits * this.windowMs && this.until <= this.now;
+    const verdict = this.verdict(permits);
+    if (allowed && charge) {
+      this.units -= permits * this.windowMs;
+      this.lastGrant = { left: permits, life: this.life, at: this.now, after: this.units, givenBefore: this.given };
+    }
+    return blocked({ ...verdict, remaining: Math.max(0, Math.floor(this.units / this.windowMs)), resetMs: this.resetMs() }, this.until, this.now);
+  }
+
+  private verdict(permits: number): Verdict {
     const cost = permits * this.windowMs;
     const allowed = this.units >= cost;
-    if (allowed && charge) this.units -= cost;
     return {
       allowed,
-      remaining: Math.floor(this.units / this.windowMs),
+      remaining: Math.max(0, Math.floor(this.units / this.windowMs)),
       retryAfterMs: allowed ? 0 : Math.ceil((cost - this.units) / this.limit),
-      resetMs: Math.ceil((this.full - this.units) / this.limit),
+      resetMs: this.resetMs(),
     };
+  }
+
+  private resetMs(): number {
+    return Math.ceil((this.full - this.units) / this.limit);
+  }
+
+  private newLife(): void {
+    this.life += 1;
+    this.given = 0;
   }
 
   reset(): void {
     this.units = this.full;
+    this.newLife();
+    this.until = 0;
+  }
+
+  /**
+   * Whole tokens, no more than the bucket without the grant would hold over this one: it lost
+   * whatever refill came while this one was within the grant's tokens of full, so what comes
+   * back is bounded by the highest this bucket can have been since (refill and refunds only
+   * raise it).
+   */
+  refund(grant: ModelGrant, permits: number): number {
+    if (grant.life !== this.life) return 0;
+    const peak = grant.after! + (this.now - grant.at) * this.limit + this.given - grant.givenBefore!;
+    const back = Math.max(0, Math.min(permits, grant.left, Math.floor((this.full - peak) / this.windowMs)));
+    grant.left -= back;
+    this.units += back * this.windowMs;
+    this.given += back * this.windowMs;
+    if (this.units === this.full) this.newLife();
+    return back;
+  }
+
+  penalize(permits: number): Verdict {
+    this.units -= permits * this.windowMs;
+    return blocked(this.verdict(1), this.until, this.now);
+  }
+
+  block(ms: number): void {
+    this.until = Math.max(this.until, this.now + ms);
   }
 }
 
@@ -139,5 +289,5 @@ export interface LimitConfig {
 export function modelOf({ kind, limit, windowMs }: LimitConfig, now: number): LimitModel {
   if (kind === 'fixed-window') return new FixedWindowModel(limit, windowMs, now);
   if (kind === 'sliding-window') return new SlidingWindowModel(limit, windowMs, now);
-  return new TokenBucketModel(limit, windowMs);
+  return new TokenBucketModel(limit, windowMs, now);
 }

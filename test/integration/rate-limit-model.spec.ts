@@ -3,13 +3,16 @@ import type { RateLimitPolicy, StackedLimit } from '../../lib/index.js';
 import { counterKind, funnelSpec, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
-import { modelOf, SlidingWindowModel, type Kind, type LimitConfig, type Verdict } from '../harness/rate-limit-models.js';
+import { modelOf, SlidingWindowModel, type Kind, type LimitConfig, type ModelGrant, type Verdict } from '../harness/rate-limit-models.js';
 
 // Each algorithm, the funnel and stacks of two limits against reference models written from the
-// documented semantics, at explicit times (the scripts' test hook): random consumes, peeks, resets
-// and clock steps, including steps landing exactly on window ends and on the retryAfterMs or
-// resetMs just promised. Every field of every decision must agree exactly: the token bucket is
-// whole numbers of 1/windowMs-token units, so no tolerance is needed anywhere.
+// documented semantics, at explicit times (the scripts' test hook): random consumes, peeks, resets,
+// refunds (of any grant made before, once or again), penalties, blocks and clock steps, including
+// steps landing exactly on window ends and on the retryAfterMs or resetMs just promised. Every
+// field of every decision and every refund must agree exactly: the token bucket is whole numbers
+// of 1/windowMs-token units, so no tolerance is needed anywhere. And, from Redis's answers alone:
+// no window ever holds more granted permits than the limit allows (net of refunds), and no grant
+// is given back more than it took.
 
 /**
  * A sliding window's grant members in rank order ('<seq>:<permits>:<total>', seq written as a
@@ -53,7 +56,12 @@ type Step =
   /** to the next end of a limit's window, give or take a ms or two */
   | { kind: 'boundary'; of: number; offset: number }
   /** the retryAfterMs or resetMs a limit last promised, give or take a ms */
-  | { kind: 'wait'; of: number; what: 'retryAfterMs' | 'resetMs'; offset: number };
+  | { kind: 'wait'; of: number; what: 'retryAfterMs' | 'resetMs'; offset: number }
+  /** one of the grants a limit made (any, refunded or not), `permits` of it (0: all) */
+  | { kind: 'refund'; of: number; pick: number; permits: number }
+  | { kind: 'penalize'; of: number; permits: number }
+  /** for permille of the limit's window, and at least a second (see PERSIST below) */
+  | { kind: 'block'; of: number; permille: number };
 
 // 0 stands for the whole limit; others wrap into 1..limit
 const permit = fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 1, max: 50 }));
@@ -70,6 +78,9 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({ kind: fc.constant('wait' as const), of: which, what: fc.constantFrom('retryAfterMs' as const, 'resetMs' as const), offset: fc.integer({ min: -1, max: 1 }) }),
   },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('refund' as const), of: which, pick: fc.nat(), permits: permit }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('penalize' as const), of: which, permits: fc.integer({ min: 1, max: 100 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('block' as const), of: which, permille: fc.integer({ min: 0, max: 1500 }) }) },
 );
 const steps = fc.array(step, { minLength: 1, maxLength: 150, size: 'max' });
 
@@ -86,6 +97,36 @@ const start = fc.integer({ min: 0, max: 60_000 });
 /** A round number, far from the server clock (only `now` matters, see PERSIST below). */
 const T0 = 2_000_000_000_000;
 
+/**
+ * What a limit promises, checked on the grants Redis made (net of what refunds gave back; a
+ * reset starts afresh): a fixed window's window, and any sliding window's span of windowMs,
+ * holds at most `limit` permits; a bucket grants at most `limit` plus what refills meanwhile
+ * between any two grants.
+ */
+function expectWithinLimit({ kind, limit, windowMs }: LimitConfig, grants: { at: number; permits: number; refunded: number; segment: number }[]): void {
+  const net = (from: number, to: number, segment: number) =>
+    grants.filter((g) => g.segment === segment && g.at >= from && g.at <= to).reduce((sum, g) => sum + g.permits - g.refunded, 0);
+  const over: string[] = [];
+  for (const first of grants) {
+    for (const later of grants) {
+      // (a window's or a span's first grant is enough; a bucket takes every pair)
+      if (later.segment !== first.segment || later.at < first.at || (kind.endsWith('window') && later !== first)) continue;
+      let allowed: number;
+      let held: number;
+      if (kind === 'fixed-window') {
+        const start = Math.floor(first.at / windowMs) * windowMs;
+        [allowed, held] = [limit, net(start, start + windowMs - 1, first.segment)];
+      } else if (kind === 'sliding-window') {
+        [allowed, held] = [limit, net(first.at, first.at + windowMs - 1, first.segment)];
+      } else {
+        [allowed, held] = [limit + Math.floor((limit * (later.at - first.at)) / windowMs), net(first.at, later.at, first.segment)];
+      }
+      if (held > allowed) over.push(`${held} > ${allowed} from ${first.at} (to ${later.at})`);
+    }
+  }
+  expect(over).toEqual([]);
+}
+
 describe('rate limits agree with reference models', () => {
   const ctx = withLimiterApp();
   let run = 0;
@@ -101,6 +142,16 @@ describe('rate limits agree with reference models', () => {
     const stateKeys = limits.map(stateKey);
     let now = T0 + offset;
     const models = limits.map((c) => modelOf(c, now));
+    /** Every grant each limit made, from Redis's answers, with the model's twin; a reset starts
+     * a new segment (it forgets what was granted before it). */
+    const grants: { id: string; twin: ModelGrant; at: number; permits: number; refunded: number; segment: number }[][] = limits.map(() => []);
+    const segments = limits.map(() => 0);
+    /** Pipelined right behind a script on its connection: the key kept from the real clock. A key
+     * already gone stands for an empty counter only: a run where it held more is skipped. */
+    const keep = async (i: number) => {
+      const [, ttl] = await Promise.all([connection.client.persist(stateKeys[i]!), connection.client.pttl(stateKeys[i]!)]);
+      fc.pre(ttl !== -2 || models[i]!.decide(1, false).resetMs === 0);
+    };
     const last: Verdict[] = limits.map(() => ({ allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 0 }));
     const advance = (ms: number) => {
       now += ms;
@@ -120,7 +171,35 @@ describe('rate limits agree with reference models', () => {
         await limiter.reset(key, resetPolicy(target));
         // reset forgets one state key: a funnel, or another scope, keeps its own
         const gone = connection.keys.build(counterKind(rateLimitSpec(resetPolicy(target))), key);
-        stateKeys.forEach((k, i) => k === gone && models[i]!.reset());
+        stateKeys.forEach((k, i) => {
+          if (k !== gone) return;
+          models[i]!.reset();
+          segments[i]! += 1;
+        });
+      } else if (s.kind === 'refund') {
+        const i = s.of % n;
+        const made = grants[i]!;
+        if (made.length === 0) continue;
+        const grant = made[s.pick % made.length]!;
+        const permits = s.permits === 0 ? undefined : permitsOf(s.permits, limits[i]!.limit);
+        const back = limiter.refundLimit(stacked(limits[i]!, key, 1), grant.id, permits, { now });
+        const [given] = await Promise.all([back, keep(i)]);
+        expect(given).toBe(models[i]!.refund(grant.twin, permits ?? limits[i]!.limit));
+        grant.refunded += given;
+        expect(grant.refunded).toBeLessThanOrEqual(grant.permits);
+      } else if (s.kind === 'penalize') {
+        const i = s.of % n;
+        const permits = ((s.permits - 1) % (2 * limits[i]!.limit)) + 1;
+        const penalized = limiter.penalizeLimit(stacked(limits[i]!, key, 1), permits, { now });
+        const [decision] = await Promise.all([penalized, keep(i)]);
+        const expected = models[i]!.penalize(permits);
+        expect(decision).toEqual({ ...expected, limit: limits[i]!.limit });
+        last[i] = expected;
+      } else if (s.kind === 'block') {
+        const i = s.of % n;
+        const ms = Math.max(1000, Math.floor((limits[i]!.windowMs * s.permille) / 1000));
+        await Promise.all([limiter.blockLimit(stacked(limits[i]!, key, 1), ms, { now }), keep(i)]);
+        models[i]!.block(ms);
       } else {
         const peek = s.kind === 'peek';
         const chosen = s.only === null || n === 1 ? limits.map((_, i) => i) : [s.only % n];
@@ -153,6 +232,12 @@ describe('rate limits agree with reference models', () => {
         expect(reply.decisions.map(({ grantId: _, ...d }) => d)).toEqual(expected.map((v, j) => ({ ...v, limit: limits[chosen[j]!]!.limit })));
         expect(reply.retryAfterMs).toBe(Math.max(...expected.map((v) => v.retryAfterMs)));
         chosen.forEach((i, j) => (last[i] = expected[j]!));
+        if (allowed && !peek) {
+          chosen.forEach((i, j) => {
+            const twin = models[i]!.lastGrant!;
+            grants[i]!.push({ id: reply.decisions[j]!.grantId!, twin, at: now, permits: asked[j]!, refunded: 0, segment: segments[i]! });
+          });
+        }
         chosen.forEach((i, j) => {
           const model = models[i]!;
           if (model instanceof SlidingWindowModel) {
@@ -172,6 +257,7 @@ describe('rate limits agree with reference models', () => {
         }
       }
     }
+    limits.forEach((limit, i) => expectWithinLimit(limit, grants[i]!));
   }
 
   it.each(KINDS)('%s on random sequences', async (kind) => {
