@@ -7,6 +7,7 @@ import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
 import type { RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 import { ipKey } from './rate-limit/ip-key.js';
+import { DEFAULT_REFUSAL_CACHE_ENTRIES } from './rate-limit/refusal-cache.js';
 import { assertPositiveInteger } from './rate-limit/policy.js';
 import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
 
@@ -68,6 +69,10 @@ export interface RedisLimitModuleOptions {
   /** true: every limit in shadow mode (decided, counted, headers and events, never refused), for
    * trying limits in production; a limit's own `shadow: false` still refuses. Default false. */
   shadow?: boolean;
+  /** Remembers refusals in the process until their retryAfterMs, so a flood from one key costs
+   * Redis nothing (see RefusalCache); `maxEntries` bounds it (stacks remembered, least recently
+   * used dropped first; default 10_000). false: every decision asks Redis. Default true. */
+  refusalCache?: boolean | { maxEntries?: number };
   /** Registers the module globally. Default true. */
   isGlobal?: boolean;
 }
@@ -102,6 +107,7 @@ export interface ResolvedOptions {
   defaultLimits: unknown;
   skipIf: SkipIf | undefined;
   shadow: boolean;
+  refusalCache: false | { maxEntries: number };
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
@@ -151,7 +157,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (typeof shadow !== 'boolean') throw new TypeError(`RedisLimitModule: shadow must be a boolean, got ${describeValue(shadow)}`);
   const expiringHash = resolveExpiringHash(options.expiringHash);
   const delayQueue = resolveDelayQueueOptions(options.delayQueue);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf, localDivisor, shadow };
+  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf, localDivisor, shadow, refusalCache: refusalCacheOption(options.refusalCache) };
 }
 
 function assertIpv6Subnet(value: unknown): asserts value is number | false {
@@ -209,4 +215,16 @@ export function assertFailMode(value: unknown, argument: string, local = true): 
   if (value === 'closed' || value === 'open' || (local && value === 'local')) return;
   const also = local ? " (or 'local': the same limits kept in this process while Redis is down)" : '';
   throw new TypeError(`${argument} must be 'closed' or 'open', got ${String(value)}${also}`);
+}
+
+function refusalCacheOption(value: unknown): ResolvedOptions['refusalCache'] {
+  if (value === undefined || value === true) return { maxEntries: DEFAULT_REFUSAL_CACHE_ENTRIES };
+  if (value === false) return false;
+  const argument = 'RedisLimitModule: refusalCache';
+  if (typeof value !== 'object' || value === null) throw new TypeError(`${argument} must be a boolean or { maxEntries? }, got ${describeValue(value)}`);
+  const { maxEntries = DEFAULT_REFUSAL_CACHE_ENTRIES, ...rest } = value as { maxEntries?: unknown };
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new TypeError(`${argument}.${unknown} is not an option (maxEntries)`);
+  assertPositiveInteger(maxEntries, `${argument}.maxEntries`);
+  return { maxEntries };
 }

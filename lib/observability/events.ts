@@ -25,7 +25,7 @@ export interface ShadowVerdict {
  */
 export type RedisLimitEvent =
   /** A rate-limit stack was decided (RateLimiterService and the guards). */
-  | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[] }
+  | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[]; /** refused from the refusal cache, without asking Redis */ cached?: true }
   /** `refund` gave `permits` of a grant back (0: nothing left to give). */
   | { type: 'redis-limit.refund'; key: string; scope?: string; kind: string; limit: number; permits: number }
   /** `penalize` charged `permits`; `remaining` is what the key has left after it. */
@@ -70,6 +70,8 @@ export interface RedisLimitCounters {
   maxPendingRefused: number;
   /** Requests that shadow limits would have refused, let through. */
   shadowRefused: number;
+  /** Stacks refused from the refusal cache, without a Redis call (also counted in `decisions`). */
+  refusalCacheHits: number;
   /** Per queue name. */
   queues: Record<string, { enqueued: number; delivered: number; handled: number; retried: number; dead: number }>;
 }

@@ -17,6 +17,7 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
   family('refunded_permits_total', 'counter', 'Permits given back by refund.', [['', c.outcomes.refundedPermits]]);
   family('penalized_permits_total', 'counter', 'Permits charged by penalize.', [['', c.outcomes.penalizedPermits]]);
   family('blocks_total', 'counter', 'Keys blocked by block.', [['', c.outcomes.blocks]]);
+  family('refusal_cache_hits_total', 'counter', 'Stacks refused from the refusal cache, without a Redis call.', [['', c.refusalCacheHits]]);
   family('fail_mode_total', 'counter', 'Requests a guard decided without Redis, by failMode.', [
     ['{fail_mode="open"}', c.failMode.open],
     ['{fail_mode="closed"}', c.failMode.closed],

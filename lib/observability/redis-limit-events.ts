@@ -30,6 +30,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     redisUp: 1,
     maxPendingRefused: 0,
     shadowRefused: 0,
+    refusalCacheHits: 0,
     queues: {},
   };
 
@@ -114,6 +115,10 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   maxPendingRefused(route: string, owner: string, max: number): void {
     this.counts.maxPendingRefused += 1;
     if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max });
+  }
+
+  refusalCacheHit(): void {
+    this.counts.refusalCacheHits += 1;
   }
 
   shadowRefused(route: string, retryAfterMs: number, limits: () => ShadowVerdict[]): void {

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { Reply } from '../redis/scripts.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
+import { Refusals } from './refusals.js';
 import {
   assertAcquireOptions,
   assertBlockDuration,
@@ -65,11 +66,17 @@ interface CheckedLimit {
 }
 
 @Injectable()
-export class RateLimiterService {
+export class RateLimiterService implements OnApplicationShutdown {
   private readonly batcher: DecisionBatcher;
+  private readonly refusals: Refusals;
 
   constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
     this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
+    this.refusals = new Refusals(redis);
+  }
+
+  onApplicationShutdown(): void {
+    this.refusals.close();
   }
 
   /** Charges `permits` (default 1) if they fit; never waits. */
@@ -147,6 +154,7 @@ export class RateLimiterService {
     const ask = Math.min(permits ?? spec.limit, spec.limit);
     const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId];
     const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
+    if (back > 0) this.invalidate([redisKey]);
     this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: spec.kind, limit: spec.limit, permits: back }));
     return back;
   }
@@ -167,6 +175,7 @@ export class RateLimiterService {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertBlockDuration(durationMs);
     await this.redis.scripts.run('rateLimitBlock', [redisKey], [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs]);
+    this.invalidate([redisKey]);
     this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: spec.kind, limit: spec.limit, durationMs }));
   }
 
@@ -183,6 +192,13 @@ export class RateLimiterService {
     assertKey(key);
     const redisKey = this.redis.keys.build(counterKind(rateLimitSpec(policy)), key);
     await this.redis.scripts.bounded(this.redis.client.del(redisKey), 'DEL');
+    this.invalidate([redisKey]);
+  }
+
+  /** Tells every process's refusal cache that these counters may grant again. Not awaited: this
+   * process forgets at once, others when the message arrives, which waiting would not hasten. */
+  private invalidate(counters: string[]): void {
+    this.refusals.invalidate(counters).catch(() => undefined);
   }
 
   /** Leaky bucket: `capacity` units refilled evenly over `leakingDurationMs`; charges `quota`. */
@@ -200,11 +216,19 @@ export class RateLimiterService {
     assertStackInput(limits, options);
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(counterKind(spec), key, limits[i]!.scope));
+    // peeks and the test clock ask Redis every time
+    const cached = options.peek || options.now !== undefined ? undefined : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
+    if (cached !== undefined && 'hit' in cached) {
+      const result: StackDecision = { allowed: false, ...cached.hit };
+      this.redis.events.decision(false, () => ({ ...decisionEvent(result, checked, limits), cached: true }));
+      return result;
+    }
     const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
     const result =
       groups.length === 1
         ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)])
         : await this.decideAcrossSlots(groups, checked, keys, options);
+    if (cached !== undefined && !result.allowed) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
     // a peek decides nothing: not counted, not announced
     if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits));
     return result;
@@ -245,6 +269,7 @@ export class RateLimiterService {
       args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
     }
     const back = (await this.redis.scripts.run('rateLimitRefund', group.limits.map(({ index }) => keys[index]!), args)) as number[];
+    this.invalidate(group.limits.filter((_, i) => back[i]! > 0).map(({ index }) => keys[index]!));
     group.limits.forEach((limit, i) => {
       limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + back[i]!);
     });

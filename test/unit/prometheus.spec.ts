@@ -11,6 +11,7 @@ describe('prometheusText', () => {
     redisUp: 1,
     maxPendingRefused: 3,
     shadowRefused: 4,
+    refusalCacheHits: 8,
     queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, dead: 0 } },
   };
 
@@ -20,10 +21,12 @@ describe('prometheusText', () => {
     expect(text).toContain('# TYPE x_decisions_total counter\nx_decisions_total{outcome="allowed"} 7\nx_decisions_total{outcome="refused"} 2\n');
     expect(text).toContain('# TYPE x_redis_up gauge\nx_redis_up 1\n');
     expect(text).toContain('x_max_pending_refused_total 3\n');
+    expect(text).toContain('x_refunded_permits_total 5\n');
+    expect(text).toContain('x_penalized_permits_total 6\n');
+    expect(text).toContain('x_refusal_cache_hits_total 8\n');
+    expect(text).toContain('x_blocks_total 2\n');
     expect(text).toContain('x_fail_mode_total{fail_mode="local"} 4\n');
     expect(text).toContain('x_local_decisions_total{outcome="allowed"} 3\nx_local_decisions_total{outcome="refused"} 1\n');
-    expect(text).toContain('x_refunded_permits_total 5\nx_penalized_permits_total 6\n');
-    expect(text).toContain('x_blocks_total 2\n');
     expect(text).toContain('x_shadow_refused_total 4\n');
     expect(text.endsWith('\n')).toBe(true);
     // every line is a comment or `name{labels} value`

@@ -1,0 +1,64 @@
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { LimitSpec, RateLimitDecision } from './policy.js';
+import { RefusalCache, type CachedLimit } from './refusal-cache.js';
+import { RefusalChannel } from './refusal-channel.js';
+
+/** A stack as the cache tells them apart: each limit's counter key, spec and permits. */
+export interface CacheableStack {
+  keys: readonly string[];
+  specs: readonly LimitSpec[];
+  permits: readonly number[];
+}
+
+/** What a refused stack needs to be remembered: the channel's epoch and the clock when it was sent. */
+export interface SentStack {
+  limits: CachedLimit[];
+  epoch: number;
+  sentAt: number;
+}
+
+/**
+ * The module's refusal cache and the channel that keeps every process's cache honest (see
+ * RefusalCache and RefusalChannel). `refusalCache: false` makes every method a no-op.
+ */
+export class Refusals {
+  private readonly cache: RefusalCache | undefined;
+  private readonly channel: RefusalChannel | undefined;
+
+  constructor(private readonly redis: RedisConnection) {
+    const { refusalCache } = redis.options;
+    if (refusalCache === false) return;
+    this.cache = new RefusalCache(refusalCache.maxEntries);
+    this.channel = new RefusalChannel(redis, this.cache);
+  }
+
+  /** A remembered refusal for this stack, or the note `remember` needs if Redis refuses it. */
+  lookup(stack: CacheableStack): { hit: { retryAfterMs: number; decisions: RateLimitDecision[] } } | { sent: SentStack } | undefined {
+    if (this.cache === undefined) return undefined;
+    const limits = stack.keys.map((counter, i) => ({ counter, policy: policyOf(stack.specs[i]!), permits: stack.permits[i]! }));
+    const hit = this.cache.lookup(limits);
+    if (hit !== undefined) {
+      this.redis.events.refusalCacheHit();
+      return { hit };
+    }
+    return { sent: { limits, epoch: this.channel!.epoch, sentAt: performance.now() } };
+  }
+
+  /** Redis refused a stack: remembered if the channel was live throughout (else opened for next time). */
+  remember(sent: SentStack, retryAfterMs: number, decisions: readonly RateLimitDecision[]): void {
+    this.channel!.open();
+    if (sent.epoch !== -1 && sent.epoch === this.channel!.epoch) this.cache!.remember(sent.limits, retryAfterMs, decisions, sent.sentAt);
+  }
+
+  /** `counters` may grant again (reset, refund, block): forgotten here at once, elsewhere over pub/sub. */
+  invalidate(counters: readonly string[]): Promise<void> {
+    return this.channel?.publish(counters) ?? Promise.resolve();
+  }
+
+  close(): void {
+    this.channel?.close();
+  }
+}
+
+// the counter key holds the kind and window; the limit tells tiers apart
+const policyOf = (spec: LimitSpec): string => `${spec.kind}${spec.limit}`;
