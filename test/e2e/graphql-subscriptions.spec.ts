@@ -2,9 +2,13 @@ import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Module, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { Args, GraphQLModule, Int, Query, Resolver, Subscription } from '@nestjs/graphql';
+import { jest } from '@jest/globals';
+import type { MercuriusDriverConfig } from '@nestjs/mercurius';
 import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { createClient, type Client, type FormattedExecutionResult } from 'graphql-ws';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { RateLimit, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
@@ -12,9 +16,19 @@ import { uniquePrefix } from '../harness/limiter-app.js';
 import { ErrorLog } from '../harness/logged-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
-// Subscriptions over graphql-ws, served by Apollo on Express and reached by a real graphql-ws
+// Subscriptions over WebSocket (graphql-transport-ws), served by each driver on its platform
+// (Apollo with graphql-ws on Express, Mercurius on Fastify) and reached by a real graphql-ws
 // client. There is no HTTP request per operation: the guard runs once per subscribe, and the
 // default tracker reads the address of the connection's upgrade request.
+type Driver = 'apollo' | 'mercurius';
+const DRIVERS: Driver[] = ['apollo', 'mercurius'];
+
+// As in graphql.spec.ts: @fastify/static's ES-module content-disposition, which Jest cannot load,
+// only serves GraphiQL; the CommonJS one stands in.
+const require = createRequire(import.meta.url);
+const esmOnly = require.resolve('content-disposition', { paths: [require.resolve('@fastify/static')] });
+jest.doMock(esmOnly, () => require('content-disposition'));
+const { MercuriusDriver } = await import('@nestjs/mercurius');
 
 const room = (ctx: ExecutionContext) => ctx.getArgByIndex<{ room: string }>(1).room;
 
@@ -42,18 +56,20 @@ class TickerResolver {
 
 type GraphQLContext = ApolloDriverConfig['context'];
 
-async function boot(redis: TestRedis, options: RedisLimitModuleOptions, context?: GraphQLContext, logger: ErrorLog | false = false) {
+/** A started app on an ephemeral port; `context` is the Apollo driver's context option. */
+async function boot(driver: Driver, redis: TestRedis, options: RedisLimitModuleOptions, context?: GraphQLContext, logger: ErrorLog | false = false) {
+  const graphql =
+    driver === 'apollo'
+      ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, subscriptions: { 'graphql-ws': true }, context })
+      : GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true, subscription: true });
   @Module({
-    imports: [
-      RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('gql-sub'), ...options }),
-      GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, subscriptions: { 'graphql-ws': true }, context }),
-    ],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('gql-sub'), ...options }), graphql],
     providers: [TickerResolver],
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger });
-  await app.listen(0); // on '::', so both 127.0.0.1 and ::1 reach it
+  const app = moduleRef.createNestApplication(driver === 'apollo' ? new ExpressAdapter() : new FastifyAdapter(), { logger });
+  await app.listen(0, '::'); // both 127.0.0.1 and ::1 reach it
   return app;
 }
 
@@ -65,10 +81,17 @@ function client(app: INestApplication, host = '127.0.0.1'): Client {
 
 type Result = FormattedExecutionResult<Record<string, unknown>, Record<string, unknown>>;
 
-/** Every result of one subscription, once it completes. */
+/** Every result of one subscription, once it completes. A subscribe that fails is one result
+ * with its errors: Apollo's graphql-ws server sends them as a `next` result, Mercurius as an
+ * `error` message (which the client throws). */
 async function subscribe(client: Client, query: string): Promise<Result[]> {
   const results: Result[] = [];
-  for await (const result of client.iterate<Record<string, unknown>, Record<string, unknown>>({ query })) results.push(result);
+  try {
+    for await (const result of client.iterate<Record<string, unknown>, Record<string, unknown>>({ query })) results.push(result);
+  } catch (errors) {
+    if (!Array.isArray(errors)) throw errors;
+    results.push({ errors });
+  }
   return results;
 }
 
@@ -83,28 +106,33 @@ async function outcomes(client: Client, count: number, query: string): Promise<u
   return out;
 }
 
-describe('GraphQL subscriptions over graphql-ws (Apollo on Express)', () => {
-  let redis: TestRedis;
-  let app: INestApplication | undefined;
+/** For a describe block: one redis-server, and the app and clients each test starts, closed after it. */
+function withApp() {
+  const ctx = {} as { redis: TestRedis; app: INestApplication | undefined; connect(host?: string): Client };
   const clients: Client[] = [];
   beforeAll(async () => {
-    redis = await TestRedis.start();
+    ctx.redis = await TestRedis.start();
   });
-  afterAll(() => redis.stop());
+  afterAll(() => ctx.redis.stop());
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.dispose()));
-    await app?.close();
-    app = undefined;
+    await ctx.app?.close();
+    ctx.app = undefined;
   });
-  const connect = (host?: string) => {
-    const c = client(app!, host);
+  ctx.connect = (host) => {
+    const c = client(ctx.app!, host);
     clients.push(c);
     return c;
   };
+  return ctx;
+}
+
+describe.each(DRIVERS)('GraphQL subscriptions with %s', (driver) => {
+  const ctx = withApp();
 
   it('limits a subscription with a key per subscribe, with TOO_MANY_REQUESTS and retryAfterMs', async () => {
-    app = await boot(redis, {});
-    const c = connect();
+    ctx.app = await boot(driver, ctx.redis, {});
+    const c = ctx.connect();
     expect(await outcomes(c, 3, 'subscription { roomTicks(room: "a") }')).toEqual([[1, 2, 3], [1, 2, 3], 'TOO_MANY_REQUESTS']);
     expect(await outcomes(c, 1, 'subscription { roomTicks(room: "b") }')).toEqual([[1, 2, 3]]);
 
@@ -113,20 +141,24 @@ describe('GraphQL subscriptions over graphql-ws (Apollo on Express)', () => {
     expect(refused!.errors![0]!.extensions!['retryAfterMs']).toBeGreaterThan(0);
   });
 
-  // Nest's Apollo driver hands graphql-ws's own context to the app's context function; with none,
-  // it becomes the operation's `req`. Either way the connection's upgrade request is reachable.
-  it.each<[string, GraphQLContext]>([
-    ["Nest's default context", undefined],
-    [
-      'a context that builds its own req and passes extra through',
-      ({ req, connectionParams, extra }: { req?: unknown; connectionParams?: unknown; extra?: unknown }) => ({ req: req ?? { headers: connectionParams }, extra }),
-    ],
-  ])('keys the defaults by the client address with %s, never by one key for all', async (_name, context) => {
-    app = await boot(redis, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] }, context);
-    const v4 = connect('127.0.0.1');
-    expect(await outcomes(v4, 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
+  it('keys the defaults by the client address, never by one key for all', async () => {
+    ctx.app = await boot(driver, ctx.redis, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] });
+    expect(await outcomes(ctx.connect('127.0.0.1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
     // another address, another counter
-    expect(await outcomes(connect('::1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
+    expect(await outcomes(ctx.connect('::1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
+  });
+});
+
+// Nest's Apollo driver hands graphql-ws's own context to the app's context function, and makes it
+// the operation's `req` when the function returns none (as without a function).
+describe("GraphQL subscriptions with apollo: the app's context function", () => {
+  const ctx = withApp();
+
+  it('keys the defaults by the client address when the context builds its own req and passes extra through', async () => {
+    const context = ({ req, connectionParams, extra }: { req?: unknown; connectionParams?: unknown; extra?: unknown }) => ({ req: req ?? { headers: connectionParams }, extra });
+    ctx.app = await boot('apollo', ctx.redis, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] }, context);
+    expect(await outcomes(ctx.connect('127.0.0.1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
+    expect(await outcomes(ctx.connect('::1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
   });
 
   // A common context for auth over subscriptions: connectionParams dressed as a request's headers.
@@ -134,8 +166,8 @@ describe('GraphQL subscriptions over graphql-ws (Apollo on Express)', () => {
   it('fails a keyless subscribe with a logged error when the context hides the connection', async () => {
     const log = new ErrorLog();
     const context = ({ req, connectionParams }: { req?: unknown; connectionParams?: unknown }) => ({ req: req ?? { headers: connectionParams } });
-    app = await boot(redis, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] }, context, log);
-    const c = connect();
+    ctx.app = await boot('apollo', ctx.redis, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] }, context, log);
+    const c = ctx.connect();
     expect(await outcomes(c, 2, 'subscription { ticks }')).toEqual(['Internal Server Error', 'Internal Server Error']);
     // the keyed one still works: its key is its own
     expect(await outcomes(c, 1, 'subscription { roomTicks(room: "a") }')).toEqual([[1, 2, 3]]);

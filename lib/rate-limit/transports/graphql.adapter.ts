@@ -75,11 +75,12 @@ export const graphqlAdapter: TransportAdapter = {
     new GraphQLLimitError('Too Many Requests', { code: 'TOO_MANY_REQUESTS', statusCode: 429, retryAfterMs }),
   unavailable: () => new GraphQLLimitError('Rate limiter unavailable', { code: 'SERVICE_UNAVAILABLE', statusCode: 503 }),
   /**
-   * The client IP of the operation's HTTP request. A subscription over graphql-ws has none: its
-   * connection's upgrade request stands in (the socket's address: a proxy's `X-Forwarded-For` is
-   * not read there), found where Nest's default context puts it or under the `extra` an app's
-   * context passes through. With neither, the subscribe fails (a 500, logged) rather than count
-   * every client under one key.
+   * The client IP of the operation's HTTP request. A subscription has none: its connection's
+   * upgrade request stands in. Mercurius gives it as a Fastify request (`trustProxy` applies);
+   * Apollo's graphql-ws gives Node's, read where Nest's default context puts it or under the
+   * `extra` an app's context passes through, and only its socket's address counts (a proxy's
+   * `X-Forwarded-For` is not read). With none, the subscribe fails (a 500, logged) rather than
+   * count every client under one key.
    */
   defaultTracker(ctx, ipv6Subnet) {
     const req = requestOf(contextOf(ctx));
