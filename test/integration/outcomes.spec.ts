@@ -1,4 +1,4 @@
-import type { RateLimitPolicy, StackedLimit } from '../../lib/index.js';
+import { RedisLimitEvents, type RateLimitPolicy, type RateLimiterService, type RedisLimitEvent, type StackedLimit } from '../../lib/index.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
 // refund, penalize and block through RateLimiterService, on the Redis clock unless a test needs
@@ -64,6 +64,149 @@ describe('refund, penalize and block', () => {
       // after: what the key used is still counted (the token bucket refilled some meanwhile)
       const after = await limiter.decide([limit], { now: T0 + 30_001 });
       expect(after.decisions[0]).toMatchObject({ allowed: true, remaining: algorithm === 'token-bucket' ? 4 : 2 });
+    });
+  });
+});
+
+describe('refund, penalize and block: each case', () => {
+  const ctx = withLimiterApp();
+  const T0 = 2_000_000_000_000;
+  let keyNo = 0;
+  const nextKey = () => `c-${++keyNo}`;
+
+  it('a refund after the grant no longer counts is 0: its window ended, or it aged out', async () => {
+    const { limiter } = ctx.app;
+    for (const algorithm of ['fixed-window', 'sliding-window'] as const) {
+      const limit: StackedLimit = { key: nextKey(), policy: { limit: 3, windowMs: 1000, algorithm } };
+      const { grantId } = (await limiter.decide([{ ...limit, permits: 3 }], { now: T0 + 500 })).decisions[0]!;
+      expect(await limiter.refundLimit(limit, grantId!, undefined, { now: T0 + 1500 })).toBe(0);
+      // nothing came back: the next window (or span) has its full limit, not more
+      expect((await limiter.decide([{ ...limit, permits: 3 }], { now: T0 + 1500 })).allowed).toBe(true);
+      expect((await limiter.decide([limit], { now: T0 + 1500 })).allowed).toBe(false);
+    }
+  });
+
+  it('a funnel gives its quota back like a token bucket, to its own key', async () => {
+    const { limiter } = ctx.app;
+    const key = nextKey();
+    const funnel = { capacity: 4, leakingDurationMs: 60_000 };
+    const taken = (await limiter.decide([{ key, funnel, permits: 3 }], { now: T0 })).decisions[0]!;
+    // a token bucket with the same numbers is another counter: nothing to give back there
+    const bucket = { limit: 4, windowMs: 60_000, algorithm: 'token-bucket' as const };
+    expect(await limiter.refundLimit({ key, policy: bucket }, taken.grantId!, undefined, { now: T0 })).toBe(0);
+    expect(await limiter.refundLimit({ key, funnel }, taken.grantId!, 2, { now: T0 })).toBe(2);
+    expect(await limiter.refundLimit({ key, funnel }, taken.grantId!, undefined, { now: T0 })).toBe(1);
+    expect((await limiter.decide([{ key, funnel }], { now: T0, peek: true })).decisions[0]).toMatchObject({ remaining: 4 });
+  });
+
+  it('a stack holding a blocked limit is refused whole and charges nothing', async () => {
+    const { limiter } = ctx.app;
+    // different keys: on a cluster, different slots (decided slot by slot)
+    const open: StackedLimit = { key: nextKey(), policy: { limit: 5, windowMs: 60_000 } };
+    const locked: StackedLimit = { key: nextKey(), policy: { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' } };
+    await limiter.blockLimit(locked, 5_000, { now: T0 });
+    const stack = await limiter.decide([open, locked], { now: T0 + 1_000 });
+    expect(stack.allowed).toBe(false);
+    expect(stack.retryAfterMs).toBe(4_000);
+    expect(stack.decisions.map((d) => [d.allowed, d.remaining, d.grantId])).toEqual([
+      [true, 5, undefined],
+      [false, 0, undefined],
+    ]);
+    expect((await limiter.decide([open, locked], { now: T0 + 5_000 })).allowed).toBe(true);
+  });
+
+  it('while blocked, the wait is the longer of the block and the counter’s own', async () => {
+    const { limiter } = ctx.app;
+    const limit: StackedLimit = { key: nextKey(), policy: { limit: 2, windowMs: 10_000, algorithm: 'fixed-window' } };
+    await limiter.decide([{ ...limit, permits: 2 }], { now: T0 });
+    await limiter.blockLimit(limit, 1_000, { now: T0 });
+    expect(await limiter.decide([limit], { now: T0 + 500 })).toMatchObject({ allowed: false, retryAfterMs: 9_500 });
+  });
+
+  it('a block outlives the counter’s own expiry on the Redis clock, then ends', async () => {
+    const { limiter, raw, prefix } = ctx.app;
+    const key = nextKey();
+    const policy = { limit: 3, windowMs: 1000, algorithm: 'token-bucket' as const };
+    await limiter.consume(key, policy);
+    await limiter.block(key, policy, 60_000);
+    const ttl = await raw.pttl(`${prefix}tb.1000:{${key}}`);
+    // generous: the block's 60 s, not the bucket's refill time (under 1 s)
+    expect(ttl).toBeGreaterThan(30_000);
+    expect(await limiter.consume(key, policy)).toMatchObject({ allowed: false });
+    await limiter.reset(key, policy);
+    expect(await limiter.consume(key, policy)).toMatchObject({ allowed: true, remaining: 2 });
+  });
+
+  it('refund, penalize and block are reported as events and counted', async () => {
+    const { limiter, moduleRef } = ctx.app;
+    const events = moduleRef.get(RedisLimitEvents);
+    const seen: RedisLimitEvent[] = [];
+    const stop = events.on((event) => seen.push(event));
+    const before = events.counters().outcomes;
+    const key = nextKey();
+    const policy = { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' as const };
+    const { grantId } = await limiter.consume(key, policy, 2);
+    await limiter.refund(key, policy, grantId!);
+    await limiter.penalize(key, policy, 3);
+    await limiter.blockLimit({ key, scope: 'login', policy }, 1_000);
+    stop();
+    expect(seen.filter((e) => e.type !== 'redis-limit.decision')).toEqual([
+      { type: 'redis-limit.refund', key, kind: 'fw', limit: 5, permits: 2 },
+      { type: 'redis-limit.penalize', key, kind: 'fw', limit: 5, permits: 3, remaining: 2 },
+      { type: 'redis-limit.block', key, scope: 'login', kind: 'fw', limit: 5, durationMs: 1_000 },
+    ]);
+    const after = events.counters().outcomes;
+    expect(after).toEqual({ refundedPermits: before.refundedPermits + 2, penalizedPermits: before.penalizedPermits + 3, blocks: before.blocks + 1 });
+  });
+
+  it('a forged or foreign grant id gives nothing back', async () => {
+    const { limiter } = ctx.app;
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+      const key = nextKey();
+      const policy = { limit: 5, windowMs: 60_000, algorithm };
+      await limiter.consume(key, policy, 5);
+      for (const id of ['x', '1:2:3', 'a1', '1:a1:1', '1:1:1:1:1:1']) expect(await limiter.refund(key, policy, id)).toBe(0);
+      const other = await limiter.consume(nextKey(), policy, 1);
+      expect(await limiter.refund(key, policy, other.grantId!)).toBe(0);
+      expect(await limiter.peek(key, policy)).toMatchObject({ allowed: false });
+    }
+  });
+
+  describe('bad input names the argument, before Redis is asked', () => {
+    const policy: RateLimitPolicy = { limit: 5, windowMs: 1000 };
+    const rows: [string, (l: RateLimiterService) => Promise<unknown>, typeof TypeError | typeof RangeError, RegExp][] = [
+      ['refund: empty key', (l) => l.refund('', policy, 'g'), TypeError, /^key must be a non-empty string/],
+      ['refund: bad policy', (l) => l.refund('k', { limit: 0, windowMs: 1 }, 'g'), RangeError, /^policy\.limit must be a positive integer/],
+      ['refund: grantId not a string', (l) => l.refund('k', policy, 7 as unknown as string), TypeError, /^grantId must be/],
+      ['refund: empty grantId', (l) => l.refund('k', policy, ''), TypeError, /^grantId must be/],
+      ['refund: permits 0', (l) => l.refund('k', policy, 'g', 0), RangeError, /^permits must be a positive integer/],
+      ['refund: permits 1.5', (l) => l.refund('k', policy, 'g', 1.5), RangeError, /^permits must be a positive integer/],
+      ['refund: permits a string', (l) => l.refund('k', policy, 'g', '2' as unknown as number), TypeError, /^permits must be a positive integer/],
+      ['penalize: permits 0', (l) => l.penalize('k', policy, 0), RangeError, /^permits must be a positive integer/],
+      ['penalize: permits missing', (l) => (l.penalize as (k: string, p: RateLimitPolicy) => Promise<unknown>)('k', policy), TypeError, /^permits must be a positive integer/],
+      [
+        'penalize: a bucket past 2^53',
+        (l) => l.penalize('k', { limit: 5, windowMs: 1000, algorithm: 'token-bucket' }, 2 ** 50),
+        RangeError,
+        /^permits \(\d+\) is too large for this bucket/,
+      ],
+      ['block: durationMs 0', (l) => l.block('k', policy, 0), RangeError, /^durationMs must be a positive integer/],
+      ['block: durationMs a string', (l) => l.block('k', policy, '5' as unknown as number), TypeError, /^durationMs must be a positive integer/],
+      ['block: empty key', (l) => l.block('', policy, 5), TypeError, /^key must be a non-empty string/],
+      ['refundLimit: no limit', (l) => l.refundLimit(null as unknown as StackedLimit, 'g'), TypeError, /^limit must be an object/],
+      ['blockLimit: policy and funnel', (l) => l.blockLimit({ key: 'k', policy, funnel: { capacity: 1, leakingDurationMs: 1 } }, 5), TypeError, /^limit takes a policy or a funnel/],
+      ['penalizeLimit: bad funnel', (l) => l.penalizeLimit({ key: 'k', funnel: { capacity: -1, leakingDurationMs: 1 } }, 1), RangeError, /^funnel\.capacity must be/],
+      ['refundLimit: bad now', (l) => l.refundLimit({ key: 'k', policy }, 'g', 1, { now: -1 }), RangeError, /^options\.now must be/],
+      ['blockLimit: bad scope', (l) => l.blockLimit({ key: 'k', scope: '', policy }, 5), TypeError, /^scope must be a non-empty string/],
+    ];
+
+    it.each(rows)('%s', async (_label, call, type, message) => {
+      const error = await call(ctx.app.limiter).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(type);
+      expect((error as Error).message).toMatch(message);
     });
   });
 });
