@@ -2,18 +2,17 @@ import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Module, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { Args, GraphQLModule, Int, Query, Resolver, Subscription } from '@nestjs/graphql';
-import { jest } from '@jest/globals';
 import type { MercuriusDriverConfig } from '@nestjs/mercurius';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { createClient, type Client, type FormattedExecutionResult } from 'graphql-ws';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { RateLimit, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { ErrorLog } from '../harness/logged-app.js';
+import { MercuriusDriver } from '../harness/mercurius-driver.js';
 import { TestRedis } from '../harness/redis-server.js';
 
 // Subscriptions over WebSocket (graphql-transport-ws), served by each driver on its platform
@@ -22,13 +21,6 @@ import { TestRedis } from '../harness/redis-server.js';
 // default tracker reads the address of the connection's upgrade request.
 type Driver = 'apollo' | 'mercurius';
 const DRIVERS: Driver[] = ['apollo', 'mercurius'];
-
-// As in graphql.spec.ts: @fastify/static's ES-module content-disposition, which Jest cannot load,
-// only serves GraphiQL; the CommonJS one stands in.
-const require = createRequire(import.meta.url);
-const esmOnly = require.resolve('content-disposition', { paths: [require.resolve('@fastify/static')] });
-jest.doMock(esmOnly, () => require('content-disposition'));
-const { MercuriusDriver } = await import('@nestjs/mercurius');
 
 const room = (ctx: ExecutionContext) => ctx.getArgByIndex<{ room: string }>(1).room;
 
