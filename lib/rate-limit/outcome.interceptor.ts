@@ -7,7 +7,8 @@ import { transportOf } from './transports/transport.adapter.js';
  * Sees how a handler the guard granted with `countIf` limits ends. HTTP: it only notes what the
  * handler threw; the status sent decides, when the response is done. GraphQL, WebSocket and
  * microservice handlers: the handler's end is the outcome (see handlerOutcome); a request a later
- * guard refuses never gets here, and stays counted. The module registers it app-wide
+ * guard refuses never gets here, and stays counted. A handler returning an Observable ends when
+ * it completes, errors or is unsubscribed. The module registers it app-wide
  * (APP_INTERCEPTOR), so it also serves defaultLimits; a request without such limits passes
  * through after one lookup.
  */
@@ -17,7 +18,6 @@ export class OutcomeInterceptor implements NestInterceptor {
     const transport = transportOf(ctx);
     const outcome = transport === undefined ? undefined : pendingOutcome(transport.getRequestResponse(ctx).req);
     if (outcome === undefined) return next.handle();
-    const http = ctx.getType() === 'http';
     let threw = false;
     // defer: a handler that throws synchronously errors the Observable like an async one
     return defer(() => next.handle()).pipe(
@@ -27,7 +27,7 @@ export class OutcomeInterceptor implements NestInterceptor {
           outcome.error = error;
         },
         finalize: () => {
-          if (!http) void settle(outcome, handlerOutcome(outcome.error, threw));
+          if (outcome.byHandler) void settle(outcome, handlerOutcome(outcome.error, threw));
         },
       }),
     );

@@ -21,6 +21,8 @@ interface PendingOutcome {
   log: RouteLog;
   /** What the handler threw, seen by OutcomeInterceptor. */
   error?: unknown;
+  /** Settled by OutcomeInterceptor at the handler's end: no response to watch. */
+  byHandler: boolean;
   settled: boolean;
 }
 
@@ -71,13 +73,13 @@ export class Outcomes {
     }
   }
 
-  /** HTTP: the outcome is the status sent, when the response is done. Elsewhere it is the
-   * handler's, seen by OutcomeInterceptor. */
+  /** HTTP: the outcome is the status sent, when the response is done. Elsewhere (or on an HTTP
+   * response that is not Node's) it is the handler's, seen by OutcomeInterceptor. */
   private watch({ ctx, route, req, res }: Decided, limits: CountedLimit[]): void {
-    const outcome: PendingOutcome = { ctx, route, limits, refund: (limit, grantId) => this.limiter.refundLimit(limit, grantId), log: this.log, settled: false };
+    const raw = ctx.getType() === 'http' ? rawResponse(res) : undefined;
+    const refund = (limit: StackedLimit, grantId: string) => this.limiter.refundLimit(limit, grantId);
+    const outcome: PendingOutcome = { ctx, route, limits, refund, log: this.log, byHandler: raw === undefined, settled: false };
     pending.set(req, outcome);
-    if (ctx.getType() !== 'http') return;
-    const raw = rawResponse(res);
     // 'close' follows 'finish'; without it the client went away mid-request, the handler may
     // still run, and there is no outcome to judge by: the charge stands
     raw?.once('close', () => void settle(outcome, raw.writableFinished ? { statusCode: raw.statusCode, ...errorOf(outcome) } : undefined));
