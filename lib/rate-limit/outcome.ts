@@ -55,14 +55,18 @@ export class Outcomes {
 
   async after(decided: Decided): Promise<void> {
     const { stack, limits, result } = decided;
-    const blocks = limits.flatMap(({ blockMs }, i) => (blockMs !== undefined && !result.decisions[i]!.allowed ? [this.block(decided, i, blockMs)] : []));
-    if (blocks.length > 0) await Promise.all(blocks);
-    const counted = limits.flatMap(({ countIf, at }, i): CountedLimit[] => {
-      const grantId = result.decisions[i]!.grantId;
+    // most routes have neither option: one pass, nothing allocated
+    let blocks: Promise<void>[] | undefined;
+    let counted: CountedLimit[] | undefined;
+    for (let i = 0; i < limits.length; i++) {
+      const { countIf, blockMs, at } = limits[i]!;
+      const decision = result.decisions[i]!;
+      if (blockMs !== undefined && !decision.allowed) (blocks ??= []).push(this.block(decided, i, blockMs));
       // a shadow limit that would have refused charged nothing: nothing to give back
-      return countIf === undefined || grantId === undefined ? [] : [{ limit: stack[i]!, grantId, countIf, at }];
-    });
-    if (counted.length > 0) this.watch(decided, counted);
+      if (countIf !== undefined && decision.grantId !== undefined) (counted ??= []).push({ limit: stack[i]!, grantId: decision.grantId, countIf, at });
+    }
+    if (blocks !== undefined) await Promise.all(blocks);
+    if (counted !== undefined) this.watch(decided, counted);
   }
 
   private async block({ route, stack, limits }: Decided, i: number, blockMs: number): Promise<void> {

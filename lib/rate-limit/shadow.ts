@@ -2,6 +2,9 @@ import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
 import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
 import type { RouteLog } from './route-log.js';
 
+// the common answer, shared: nobody writes to it
+const NONE: number[] = [];
+
 /** A route's verdict when some of its limits are shadows. */
 export interface ShadowedDecision extends StackDecision {
   /** Indexes of the shadow limits that refused while the request goes on (empty otherwise). */
@@ -22,8 +25,9 @@ export async function decideShadowed(
   limits: readonly { shadow: boolean }[],
 ): Promise<ShadowedDecision> {
   const first = await limiter.decide(stack);
+  if (first.allowed) return { ...first, shadowRefused: NONE };
   const refusing = first.decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
-  if (first.allowed || refusing.some((i) => !limits[i]!.shadow)) return { ...first, shadowRefused: [] };
+  if (refusing.some((i) => !limits[i]!.shadow)) return { ...first, shadowRefused: NONE };
 
   const enforced = stack.flatMap((_, i) => (limits[i]!.shadow ? [] : [i]));
   const decisions = [...first.decisions];
@@ -33,7 +37,7 @@ export async function decideShadowed(
     decisions[i] = second.decisions[j]!;
   });
   // the enforced limits refused on their own (a concurrent request took the last permit): that stands
-  if (!second.allowed) return { allowed: false, retryAfterMs: second.retryAfterMs, decisions, shadowRefused: [] };
+  if (!second.allowed) return { allowed: false, retryAfterMs: second.retryAfterMs, decisions, shadowRefused: NONE };
   return { allowed: true, retryAfterMs: 0, decisions, shadowRefused: refusing };
 }
 
