@@ -3,11 +3,10 @@
 // (MEMORY USAGE ... SAMPLES 0), for this commit's decide.lua beside 0.1's, which stored one
 // sorted-set member per permit (issue 13, item 2). Each figure is a fresh key, limit 3,000,000
 // per 60 s.
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { readScript } from '../lib/redis/scripts.js';
+import { scriptAt } from './common/script-at.js';
 import { spread, type Spread } from './common/stats.js';
 
 export const SW_LIMIT = 3_000_000;
@@ -23,7 +22,6 @@ export const SW_SMALL_GRANTS = 10_000;
 const SW_MORE_GRANTS = [SW_SMALL_GRANTS, 100_000];
 /** The last commit with 0.1's sliding window (one member per permit). */
 const OLD_COMMIT = 'fc8dbe4';
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 export interface SlidingRow {
   contender: 'this commit' | '0.1';
@@ -34,22 +32,10 @@ export interface SlidingRow {
   bytes: Spread;
 }
 
-/** 0.1's decide.lua with its includes, from git; undefined where history is missing. */
-function oldDecideSource(): string | undefined {
-  const show = (file: string) => execFileSync('git', ['show', `${OLD_COMMIT}:lua/${file}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
-  try {
-    return show('rate-limit/decide.lua').replace(/^--- @include "([^"]+)"\s*$/gm, (_line, target: string) =>
-      show(target.startsWith('../') ? target.slice(3) : `rate-limit/${target}`),
-    );
-  } catch {
-    return undefined;
-  }
-}
-
 export async function slidingWindowCost(opts: { host: string; port: number; runs: number; log: (line: string) => void }): Promise<SlidingRow[]> {
   const raw = new Redis({ host: opts.host, port: opts.port });
   const contenders: { name: SlidingRow['contender']; sha: string }[] = [];
-  for (const [name, source] of [['this commit', readScript('rate-limit/decide.lua')], ['0.1', oldDecideSource()]] as const) {
+  for (const [name, source] of [['this commit', readScript('rate-limit/decide.lua')], ['0.1', scriptAt(OLD_COMMIT, 'rate-limit/decide.lua')]] as const) {
     if (source === undefined) {
       opts.log(`  0.1's script is not in this clone's history (${OLD_COMMIT}): this commit only`);
       continue;

@@ -1,8 +1,9 @@
 -- Include: fixed-window limiter, one counter per window aligned to multiples of windowMs since
--- the Unix epoch. State: hash { w = window index, c = permits counted in it, n = permits ever
--- charged in this life (numbers its grants), e = life id (see life.lua), b = blocked until (ms),
--- r<n> = permits already given back of grant n (the refund ledger: one field per refunded grant,
--- gone with the window) }. It expires when the window ends (or the block, if later), so the
+-- the Unix epoch. State: hash { w = window index, c = permits counted in it, e = life id (see
+-- life.lua), b = blocked until (ms), g = permits given back in this life, r<n> = permits already
+-- given back of grant n (the refund ledger: one field per refunded grant, gone with the window) }.
+-- A grant's number n is c + g right after it: charges raise it, refunds move permits from c to g,
+-- so no two grants of a life share one (and a decision writes only c). It expires when the window ends (or the block, if later), so the
 -- counter and its expiry are set in the same atomic step; a later window starts a new life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (state: the stored fields, `w` false unless the window is current; while blocked, refused
@@ -18,12 +19,12 @@ local fixed_window = {}
 function fixed_window.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  local state = redis.call('HMGET', key, 'w', 'c', 'n', 'e', 'b')
+  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'b', 'g')
   local used = 0
   if tonumber(state[1]) == window then used = tonumber(state[2]) else state[1] = false end
   local allowed = used + permits <= limit
   local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
-  allowed, remaining, retry, reset = with_block(tonumber(state[5]), now, allowed, remaining, retry, reset)
+  if state[4] then allowed, remaining, retry, reset = with_block(tonumber(state[4]), now, allowed, remaining, retry, reset) end
   return allowed, remaining, retry, reset, state
 end
 
@@ -31,34 +32,33 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
   local used = state[1] and tonumber(state[2]) or 0
-  if state[1] and state[4] then
-    local n = tonumber(state[3]) + permits
-    redis.call('HSET', key, 'c', int(used + permits), 'n', int(n))
-    return limit - used - permits, endsIn, state[4] .. ':' .. int(n) .. ':' .. int(permits)
+  if state[1] and state[3] then
+    local c = redis.call('HINCRBY', key, 'c', permits)
+    return limit - c, endsIn, string.format('%s:%d:%d', state[3], c + (tonumber(state[5]) or 0), permits)
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
-  local life, blocked = life_id(), tonumber(state[5])
-  if state[2] or state[5] then redis.call('DEL', key) end
-  redis.call('HSET', key, 'w', int(window), 'c', int(used + permits), 'n', int(permits), 'e', life)
+  local life, blocked = life_id(), tonumber(state[4])
+  if state[2] or state[4] then redis.call('DEL', key) end
+  redis.call('HSET', key, 'w', int(window), 'c', int(used + permits), 'e', life)
   local ttl = endsIn
   if blocked and blocked > now then
     redis.call('HSET', key, 'b', int(blocked))
     ttl = math.max(ttl, blocked - now)
   end
   redis.call('PEXPIRE', key, int(ttl))
-  return limit - used - permits, endsIn, life .. ':' .. int(permits) .. ':' .. int(permits)
+  return limit - used - permits, endsIn, life .. ':' .. int(used + permits) .. ':' .. int(permits)
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)
   local life, n, held = string.match(grant, '^(%d+):(%d+):(%d+)$')
   if not life then return 0 end
-  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'r' .. n)
+  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'r' .. n, 'g')
   if state[3] ~= life or tonumber(state[1]) ~= math.floor(now / windowMs) then return 0 end
   local given = tonumber(state[4]) or 0
   local back = math.min(permits, tonumber(held) - given, tonumber(state[2]))
   if back <= 0 then return 0 end
-  redis.call('HSET', key, 'c', int(tonumber(state[2]) - back), 'r' .. n, int(given + back))
+  redis.call('HSET', key, 'c', int(tonumber(state[2]) - back), 'r' .. n, int(given + back), 'g', int((tonumber(state[5]) or 0) + back))
   return back
 end
 

@@ -101,7 +101,7 @@ function sliding_window.check(key, limit, windowMs, permits, now)
   end
   local reset, remaining = 0, limit - used
   if used > 0 then reset = nil end
-  local blocked = head and tonumber(string.match(head, '!(%d+)$'))
+  local blocked = head and string.find(head, '!', 1, true) and tonumber(string.match(head, '!(%d+)$'))
   if blocked and blocked > now then
     allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset or sliding_window.reset(key, windowMs, now))
   end
@@ -118,9 +118,8 @@ function sliding_window.commit(key, limit, windowMs, permits, now, used)
   local head = redis.call('ZRANGE', key, 0, 0)
   local seq, total, at, life, blocked = 1, 0, now, nil, nil
   if head[1] then
-    seq = tonumber(string.match(head[1], '^#(%d+)')) + 1
-    life = string.match(head[1], '^#%d+%.(%d+)')
-    blocked = tonumber(string.match(head[1], '!(%d+)$'))
+    local last, id, untilMs = string.match(head[1], '^#(%d+)%.?(%d*)!?(%d*)$')
+    seq, life, blocked = tonumber(last) + 1, id ~= '' and id or nil, tonumber(untilMs)
     redis.call('ZREM', key, head[1])
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     if newest[1] then

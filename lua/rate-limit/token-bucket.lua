@@ -1,10 +1,11 @@
 -- Include: token bucket holding `limit` tokens, refilled continuously at limit / windowMs.
 -- Exact integer arithmetic: the state is kept in units of 1 / windowMs token, so a full bucket is
 -- limit * windowMs units, each ms adds `limit` units and a permit costs windowMs units (callers
--- keep limit * windowMs <= 2^53). State: hash { u = units, t = ms of last update, n = permits
--- ever charged in this life (numbers its grants), e = life id (see life.lua), b = blocked until
--- (ms), g = units given back by refunds in this life, r<n> = permits already given back of grant
--- n (the refund ledger) }. A life ends when the bucket is full again: the key expires then, which
+-- keep limit * windowMs <= 2^53). State: hash { u = units, t = ms of last update, e = life id
+-- (see life.lua), b = blocked until (ms), g = units given back by refunds in this life,
+-- r<grant> = permits already given back of that grant (the refund ledger) }. A grant is named by
+-- its time, the units left after it and g then: two grants of one ms leave different units, or
+-- a refund between them changed g. A life ends when the bucket is full again: the key expires then, which
 -- is the same as having no key, and a refund of an earlier life's grant gives nothing.
 -- A refund gives back no more than the bucket without that grant would hold over this one: a
 -- bucket that came near full since the grant lost refill that the one without it lost too (it
@@ -16,8 +17,8 @@
 --   (state: the stored fields, [1] replaced by the units now; while blocked, refused with
 --   remaining 0 and retry the longer of the block and the bucket's own wait)
 -- token_bucket.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>:<n>:<permits>:<ms>:<units left>:<units given back before>'); charges even past
---   empty (penalize: units go below 0)
+--   ('<life>:<permits>:<ms>:<units left>:<units given back before>'); charges even past empty
+--   (penalize: units go below 0)
 -- token_bucket.refund(key, limit, windowMs, permits, now, grant) -> permits given back: whole
 --   tokens return to the bucket, which never holds more than `limit`, while the grant's life lasts
 -- token_bucket.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
@@ -31,14 +32,14 @@ end
 
 function token_bucket.check(key, limit, windowMs, permits, now)
   local full = limit * windowMs
-  local state = redis.call('HMGET', key, 'u', 't', 'n', 'e', 'b', 'g')
+  local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'g')
   local units = tb_units(full, limit, state[1], state[2], now)
   state[1] = units
   local cost = permits * windowMs
   local allowed = units >= cost
   local remaining, retry, reset = math.floor(units / windowMs), 0, math.ceil((full - units) / limit)
   if not allowed then retry = math.ceil((cost - units) / limit) end
-  allowed, remaining, retry, reset = with_block(tonumber(state[5]), now, allowed, remaining, retry, reset)
+  if state[4] then allowed, remaining, retry, reset = with_block(tonumber(state[4]), now, allowed, remaining, retry, reset) end
   return allowed, remaining, retry, reset, state
 end
 
@@ -47,27 +48,26 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local units = state[1]
   local left = units - permits * windowMs
   local untilFull = math.ceil((full - left) / limit)
-  local life, n, given = state[4], nil, tonumber(state[6]) or 0
-  local blocked = tonumber(state[5])
+  local life, given = state[3], tonumber(state[5]) or 0
+  local blocked = tonumber(state[4])
   if units < full and life then
-    n = tonumber(state[3]) + permits
-    redis.call('HSET', key, 'u', int(left), 't', int(now), 'n', int(n))
+    redis.call('HSET', key, 'u', int(left), 't', int(now))
   else
     -- a new life: the bucket was full. What the key still holds of the last one goes, except a
     -- block in force.
-    life, n, given = life_id(), permits, 0
-    if state[2] or state[5] then redis.call('DEL', key) end
-    redis.call('HSET', key, 'u', int(left), 't', int(now), 'n', int(n), 'e', life)
+    life, given = life_id(), 0
+    if state[2] or state[4] then redis.call('DEL', key) end
+    redis.call('HSET', key, 'u', int(left), 't', int(now), 'e', life)
     if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
   end
   local ttl = untilFull
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
   redis.call('PEXPIRE', key, int(ttl))
-  return math.floor(left / windowMs), untilFull, life .. ':' .. int(n) .. ':' .. int(permits) .. ':' .. int(now) .. ':' .. int(left) .. ':' .. int(given)
+  return math.floor(left / windowMs), untilFull, string.format('%s:%d:%d:%d:%d', life, permits, now, left, given)
 end
 
 function token_bucket.refund(key, limit, windowMs, permits, now, grant)
-  local life, n, held, at, after, before = string.match(grant, '^(%d+):(%d+):(%d+):(%d+):(%-?%d+):(%d+)$')
+  local life, held, n, at, after, before = string.match(grant, '^(%d+):(%d+):((%d+):(%-?%d+):(%d+))$')
   if not life then return 0 end
   local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'r' .. n, 'g')
   local full = limit * windowMs
