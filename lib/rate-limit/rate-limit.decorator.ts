@@ -5,6 +5,8 @@ import { RateLimitGuard } from './rate-limit.guard.js';
 /**
  * Limits a handler, or every handler of a controller. Several stack (e.g. 10 per second and
  * 1000 per hour) and are decided in one atomic call: if any refuses, none is charged.
+ * Outcome-aware options: `countIf` gives a request back after its response (count failed logins
+ * only), `blockMs` locks a key out after a refusal, `shadow` decides and reports without refusing.
  * Options are checked when the application starts.
  */
 export function RateLimit(options: RateLimitOptions): ClassDecorator & MethodDecorator {
