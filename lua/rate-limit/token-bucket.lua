@@ -3,7 +3,8 @@
 -- limit * windowMs units, each ms adds `limit` units and a permit costs windowMs units (callers
 -- keep limit * windowMs <= 2^53). State: hash { u = units, t = ms of last update, e = life id
 -- (see life.lua), b = blocked until (ms), g = units given back by refunds in this life,
--- r<grant> = permits already given back of that grant (the refund ledger) }. A grant is named by
+-- r<grant> = permits already given back of that grant (the refund ledger; see tb_sweep), s = the
+-- ledger size that triggers its next sweep }. A grant is named by
 -- its time, the units left after it and g then: two grants of one ms leave different units, or
 -- a refund between them changed g. A life ends when the bucket is full again: the key expires then, which
 -- is the same as having no key, and a refund of an earlier life's grant gives nothing.
@@ -28,6 +29,33 @@ local token_bucket = {}
 local function tb_units(full, limit, units, at, now)
   if not units then return full end
   return math.min(full, tonumber(units) + math.max(0, now - tonumber(at)) * limit)
+end
+
+-- A bucket that is never full again keeps its life, and its ledger would keep an entry per
+-- refunded grant. An entry is dead once its grant's bound (see refund) reaches full: refill alone
+-- gets there within windowMs of the grant, and no refund of it can give anything after. The
+-- dead go when the ledger has doubled since the last sweep (field s: the size that triggers the
+-- next), so a sweep's cost is spread over the refunds that grew it.
+local function tb_sweep(key, limit, full, now)
+  local fields = redis.call('HLEN', key)
+  if fields <= (tonumber(redis.call('HGET', key, 's')) or 32) then return end
+  local dead, live = {}, 0
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    local field = all[i]
+    local at, after = string.match(field, '^r(%d+):(%-?%d+):')
+    if at and tonumber(after) + math.max(0, now - tonumber(at)) * limit >= full then
+      dead[#dead + 1] = field
+      if #dead == 1000 then
+        redis.call('HDEL', key, unpack(dead))
+        dead = {}
+      end
+    elseif at then
+      live = live + 1
+    end
+  end
+  if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
+  redis.call('HSET', key, 's', int(math.max(32, 2 * (live + 6))))
 end
 
 function token_bucket.check(key, limit, windowMs, permits, now)
@@ -97,6 +125,7 @@ function token_bucket.refund(key, limit, windowMs, permits, now, grant)
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
   redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(ledger + whole), 'g', int(given + back))
   redis.call('PEXPIRE', key, int(ttl))
+  if ledger == 0 then tb_sweep(key, limit, full, now) end
   return whole
 end
 

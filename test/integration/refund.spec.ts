@@ -146,6 +146,22 @@ describe('refund primitives', () => {
     expect(await limiter.remaining(T0)).toBe(2);
   });
 
+  it('token bucket: a bucket never full again keeps a ledger of its recent refunds only', async () => {
+    const limiter = limiterOf({ limit: 10, windowMs: 10_000, algorithm: 'token-bucket' });
+    // half used, then each second two permits charged and one given back: refill (one a second)
+    // keeps it half full, so its life never ends
+    await limiter.charge(T0, 5);
+    for (let i = 1; i <= 300; i++) {
+      const g = await limiter.charge(T0 + i * 1000, 2);
+      expect(g.allowed).toBe(true);
+      expect(await limiter.refund(T0 + i * 1000, 1, g.grant)).toBe(1);
+    }
+    // one entry per refund of the last few seconds (a grant's refund is bounded by refill within
+    // the ~5 s it takes to fill), plus the bucket's own fields; not 300
+    expect(await ctx.app.raw.hlen(limiter.key)).toBeLessThanOrEqual(40);
+    expect(await limiter.remaining(T0 + 300_000)).toBe(5);
+  });
+
   it('token bucket: a grant gives nothing back once the bucket has been full since, even drained again', async () => {
     const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
     const g = await limiter.charge(T0, 2);
