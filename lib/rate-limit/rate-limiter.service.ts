@@ -115,7 +115,10 @@ export class RateLimiterService implements OnApplicationShutdown {
    * Gives back permits of a grant (`grantId` from an allowed decision on this key and policy):
    * all it has left by default. Each permit comes back at most once however often this is
    * called; returns how many came back, 0 when the grant no longer counts (its window ended, its
-   * bucket has been full since, the key was reset) or was given back already. One round trip.
+   * bucket has been full since, the key was reset) or was given back already. A token bucket or
+   * funnel gives back whole tokens, and no more than a bucket without the grant would hold: less
+   * when it came within the grant's tokens of full meanwhile (a refund right after the grant, with
+   * nothing charged between, gets all of it). One round trip.
    */
   async refund(key: string, policy: RateLimitPolicy, grantId: string, permits?: number): Promise<number> {
     return this.refundLimit({ key, policy }, grantId, permits);
