@@ -1,4 +1,5 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
+import { Lockouts } from './lockouts.js';
 import type { CountIf, RequestOutcome } from './rate-limit.metadata.js';
 import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
 import type { RouteLog } from './route-log.js';
@@ -29,6 +30,8 @@ interface PendingOutcome {
 // by the request as the guard remembers it (GraphQL: the field resolution's `info`; WebSocket and
 // RPC: the handler's argument array, which the interceptors get too)
 const pending = new WeakMap<object, PendingOutcome>();
+// one per limiter (module), shared by every guard instance, as the counters are
+const lockouts = new WeakMap<RateLimiterService, Lockouts>();
 
 /** What the guard hands over after a decision. */
 export interface Decided {
@@ -43,15 +46,21 @@ export interface Decided {
 
 /**
  * What a decision leaves to do once it is made: a refusal by a limit with `blockMs` blocks its key
- * (a lockout; awaited, so the next request meets it), and a grant by limits with `countIf` waits
- * for the request's outcome. Redis failures here are logged, never answered: the charge (or the
- * missing block) stands.
+ * (a lockout; awaited, so the next request meets it) unless this process's lockout of it still
+ * lasts (see Lockouts), and a grant by limits with `countIf` waits for the request's outcome.
+ * Redis failures here are logged, never answered: the charge (or the missing block) stands.
  */
 export class Outcomes {
+  private readonly lockouts: Lockouts;
+
   constructor(
     private readonly limiter: RateLimiterService,
     private readonly log: RouteLog,
-  ) {}
+  ) {
+    let shared = lockouts.get(limiter);
+    if (shared === undefined) lockouts.set(limiter, (shared = new Lockouts()));
+    this.lockouts = shared;
+  }
 
   async after(decided: Decided): Promise<void> {
     const { stack, limits, result } = decided;
@@ -61,7 +70,11 @@ export class Outcomes {
     for (let i = 0; i < limits.length; i++) {
       const { countIf, blockMs, at } = limits[i]!;
       const decision = result.decisions[i]!;
-      if (blockMs !== undefined && !decision.allowed) (blocks ??= []).push(this.block(decided, i, blockMs));
+      if (blockMs !== undefined && !decision.allowed && this.lockouts.shouldBlock(stack[i]!)) {
+        // remembered before the call: concurrent refusals block once
+        this.lockouts.started(stack[i]!, blockMs);
+        (blocks ??= []).push(this.block(decided, i, blockMs));
+      }
       // a shadow limit that would have refused charged nothing: nothing to give back
       if (countIf !== undefined && decision.grantId !== undefined) (counted ??= []).push({ limit: stack[i]!, grantId: decision.grantId, countIf, at });
     }
@@ -73,6 +86,7 @@ export class Outcomes {
     try {
       await this.limiter.blockLimit(stack[i]!, blockMs);
     } catch (error) {
+      this.lockouts.forget(stack[i]!);
       this.log.error(route, `${limits[i]!.at}: could not block the key for blockMs ${blockMs}: ${(error as Error).message}`);
     }
   }

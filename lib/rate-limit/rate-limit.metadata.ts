@@ -42,7 +42,8 @@ export interface RateLimitOptions {
    * throws is logged (once a minute per route) and the charge stands. Default: every request counts. */
   countIf?: CountIf;
   /** A refusal by this limit blocks its key for this many ms (a lockout): refused until then, even
-   * once the window would allow again. Default: no lockout. */
+   * once the window would allow again. Refusals during the lockout do not extend it (in each app
+   * instance; another instance's first refusal during it starts it afresh). Default: no lockout. */
   blockMs?: number;
   /** true: decided, counted, headers and events as usual, but never refuses (the request goes on);
    * a would-be refusal is reported as `redis-limit.shadow-refused`. Default: the module's `shadow`. */

@@ -12,8 +12,8 @@ export class LoginController {
   /**
    * 5 failed attempts per 15 minutes per account, then the account is locked out for 15 minutes.
    * Every attempt is charged up front; one that succeeds is given back once its response is sent
-   * (countIf), so only failures count. The 6th failure within 15 minutes is refused (429) and
-   * starts the lockout; each refused attempt starts it again.
+   * (countIf), so only failures count. The 6th attempt after 5 failures within 15 minutes is
+   * refused (429) and starts the lockout; attempts during it are refused without extending it.
    */
   @Post()
   @HttpCode(HttpStatus.OK)
