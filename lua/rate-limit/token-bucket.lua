@@ -104,13 +104,22 @@ function token_bucket.refund(key, limit, windowMs, permits, now, grant)
   local given, ledger = tonumber(state[6]) or 0, tonumber(state[5]) or 0
   local want = math.min(permits, tonumber(held) - ledger)
   if want <= 0 then return 0 end
-  -- the highest the bucket can have been since the grant (>= units now); whole tokens only: a
-  -- fraction given back would let a later request through that the bucket without it refuses
+  -- the highest the bucket can have been since the grant (>= units now; equal when nothing was
+  -- charged since). Up to full: all asked for when that is the bucket now (the bucket without
+  -- the grant is full too: it is as if the grant was never made); else whole tokens only, as a
+  -- fraction given back would let a later request through that the bucket without it refuses.
   local peak = tonumber(after) + math.max(0, now - tonumber(at)) * limit + given - tonumber(before)
   if peak >= full then return 0 end
-  local whole = math.min(want, math.floor((full - peak) / windowMs))
+  local whole, back = want, want * windowMs
+  if back > full - peak then
+    if peak <= units then
+      back = full - units
+    else
+      whole = math.floor((full - peak) / windowMs)
+      back = whole * windowMs
+    end
+  end
   if whole <= 0 then return 0 end
-  local back = whole * windowMs
   local blocked = tonumber(state[4])
   if units + back >= full then
     -- full again: this life ends, and with it the ledger (a block in force stays)

@@ -250,18 +250,26 @@ export class TokenBucketModel implements LimitModel {
   }
 
   /**
-   * Whole tokens, no more than the bucket without the grant would hold over this one: it lost
-   * whatever refill came while this one was within the grant's tokens of full, so what comes
-   * back is bounded by the highest this bucket can have been since (refill and refunds only
-   * raise it).
+   * No more than the bucket without the grant would hold over this one: it lost whatever refill
+   * came while this one was within the grant's tokens of full, so what comes back is bounded by
+   * the highest this bucket can have been since (refill and refunds only raise it). When nothing
+   * was charged since, that is the bucket now, and a refund that fills it is as if the grant was
+   * never made (all asked for comes back); else whole tokens only.
    */
   refund(grant: ModelGrant, permits: number): number {
     if (grant.life !== this.life) return 0;
     const peak = grant.after! + (this.now - grant.at) * this.limit + this.given - grant.givenBefore!;
-    const back = Math.max(0, Math.min(permits, grant.left, Math.floor((this.full - peak) / this.windowMs)));
+    if (peak >= this.full) return 0;
+    const want = Math.min(permits, grant.left);
+    let [back, units] = [want, want * this.windowMs];
+    if (units > this.full - peak) {
+      if (peak <= this.units) units = this.full - this.units;
+      else [back, units] = [Math.floor((this.full - peak) / this.windowMs), Math.floor((this.full - peak) / this.windowMs) * this.windowMs];
+    }
+    if (back <= 0) return 0;
     grant.left -= back;
-    this.units += back * this.windowMs;
-    this.given += back * this.windowMs;
+    this.units += units;
+    this.given += units;
     if (this.units === this.full) this.newLife();
     return back;
   }

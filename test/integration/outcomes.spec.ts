@@ -29,8 +29,8 @@ describe('refund, penalize and block', () => {
       const { limiter } = ctx.app;
       const key = nextKey();
       const grant = await limiter.consume(key, policy, 2);
-      // a token bucket refills a little meanwhile, and never holds more than its limit
-      expect(await limiter.refund(key, policy, grant.grantId!)).toEqual(algorithm === 'token-bucket' ? expect.any(Number) : 2);
+      // (a token bucket refills a little meanwhile: nothing was charged since, so all comes back)
+      expect(await limiter.refund(key, policy, grant.grantId!)).toBe(2);
       expect(await limiter.refund(key, policy, grant.grantId!)).toBe(0);
     });
 

@@ -146,6 +146,25 @@ describe('refund primitives', () => {
     expect(await limiter.remaining(T0)).toBe(2);
   });
 
+  it('token bucket: all of a grant comes back when nothing was charged since, even as refill nears full', async () => {
+    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const g = await limiter.charge(T0, 3);
+    // 1.4 tokens now: the bucket without the grant is full, and so is this one after the refund
+    expect(await limiter.refund(T0 + 100, 3, g.grant)).toBe(3);
+    expect(await limiter.remaining(T0 + 100)).toBe(4);
+  });
+
+  it('token bucket: charged since, whole tokens up to what the bucket without the grant holds', async () => {
+    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const g = await limiter.charge(T0, 3);
+    await limiter.charge(T0 + 100, 1);
+    // without g: full until T0 + 100 (its refill lost to the cap), then 3 tokens; with g: 0.4,
+    // and at most 1.4 since g: 2 whole tokens fit under 3, not 3
+    expect(await limiter.refund(T0 + 100, 3, g.grant)).toBe(2);
+    expect(await limiter.remaining(T0 + 100)).toBe(2);
+    expect(await limiter.refund(T0 + 100, 3, g.grant)).toBe(0);
+  });
+
   it('token bucket: a bucket never full again keeps a ledger of its recent refunds only', async () => {
     const limiter = limiterOf({ limit: 10, windowMs: 10_000, algorithm: 'token-bucket' });
     // half used, then each second two permits charged and one given back: refill (one a second)
