@@ -157,7 +157,8 @@ export class RateLimiterService implements OnApplicationShutdown {
     const ask = Math.min(permits ?? spec.limit, spec.limit);
     const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId];
     const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
-    if (back > 0) this.invalidate([redisKey]);
+    // even when no whole permit came back: a bucket may have been given a part of one
+    this.invalidate([redisKey]);
     this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: spec.kind, limit: spec.limit, permits: back }));
     return back;
   }
@@ -272,7 +273,7 @@ export class RateLimiterService implements OnApplicationShutdown {
       args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
     }
     const back = (await this.redis.scripts.run('rateLimitRefund', group.limits.map(({ index }) => keys[index]!), args)) as number[];
-    this.invalidate(group.limits.filter((_, i) => back[i]! > 0).map(({ index }) => keys[index]!));
+    this.invalidate(group.limits.map(({ index }) => keys[index]!));
     group.limits.forEach((limit, i) => {
       limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + back[i]!);
     });

@@ -83,15 +83,16 @@ export class RefusalCache {
    * requests are not covered by it; a later refusal of the same stack replaces it.
    */
   remember(limits: readonly CachedLimit[], retryAfterMs: number, decisions: readonly RateLimitDecision[], sentAt: number): void {
-    if (!(retryAfterMs > 0) || this.maxEntries === 0) return;
+    if (!(retryAfterMs > 1) || this.maxEntries === 0) return;
     const id = stackId(limits);
     const old = this.entries.get(id);
     if (old !== undefined) this.delete(id, old);
     const entry: Entry = {
       counters: limits.map((limit) => limit.counter),
       permits: limits.map((limit) => limit.permits),
-      until: sentAt + retryAfterMs,
-      at: sentAt,
+      // Redis counts whole ms on its clock floored to one: the true wait may be up to 1 ms shorter
+      until: sentAt - 1 + retryAfterMs,
+      at: sentAt - 1,
       decisions: decisions.map((d) => ({ ...d })),
     };
     this.entries.set(id, entry);
@@ -104,6 +105,11 @@ export class RefusalCache {
       const [oldest, evicted] = this.entries.entries().next().value as [string, Entry];
       this.delete(oldest, evicted);
     }
+  }
+
+  /** Whether a remembered refusal involves `counter`. */
+  holds(counter: string): boolean {
+    return this.byCounter.has(counter);
   }
 
   /** Forgets every refusal that involved `counter` (it was reset, or given permits back). */

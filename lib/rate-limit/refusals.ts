@@ -22,8 +22,9 @@ export interface SentStack {
  * RefusalCache and RefusalChannel). `refusalCache: false` makes every method a no-op.
  */
 export class Refusals {
-  private readonly cache: RefusalCache | undefined;
-  private readonly channel: RefusalChannel | undefined;
+  /** Undefined with `refusalCache: false`. Read by tests. */
+  readonly cache: RefusalCache | undefined;
+  readonly channel: RefusalChannel | undefined;
 
   constructor(private readonly redis: RedisConnection) {
     const { refusalCache } = redis.options;
