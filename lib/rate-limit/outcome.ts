@@ -42,6 +42,9 @@ export interface Decided {
   stack: StackedLimit[];
   limits: readonly { countIf: CountIf | undefined; blockMs: number | undefined; at: string }[];
   result: StackDecision;
+  /** Decided in process memory (failMode 'local'): Redis is not answering, so no lockout starts
+   * (lockouts live in Redis) and there are no grants to give back (the local charge stands). */
+  local?: boolean;
 }
 
 /**
@@ -70,7 +73,7 @@ export class Outcomes {
     for (let i = 0; i < limits.length; i++) {
       const { countIf, blockMs, at } = limits[i]!;
       const decision = result.decisions[i]!;
-      if (blockMs !== undefined && !decision.allowed && this.lockouts.shouldBlock(stack[i]!)) {
+      if (blockMs !== undefined && !decision.allowed && decided.local !== true && this.lockouts.shouldBlock(stack[i]!)) {
         // remembered before the call: concurrent refusals block once
         this.lockouts.started(stack[i]!, blockMs);
         (blocks ??= []).push(this.block(decided, i, blockMs));

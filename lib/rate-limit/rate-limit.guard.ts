@@ -54,13 +54,15 @@ export class RateLimitGuard implements CanActivate {
     }
 
     let result;
+    let local = false;
     try {
       result = await decideShadowed(this.limiter, limits.stack, plan.limits);
       this.redis.reportSuccess();
     } catch (error) {
       if (applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable) === 'open') return true;
-      // 'local': this process decides, and its refusals answer as Redis's do
-      result = decideLocally(this.redis, plan.route, limits.stack);
+      // 'local': this process decides, shadows still never refuse, and refusals answer as Redis's do
+      local = true;
+      result = await decideShadowed({ decide: (stack) => decideLocally(this.redis, plan.route, stack) }, limits.stack, plan.limits);
     }
 
     const headers = rateLimitHeaders(this.redis.options.headers, limits.policies, result.decisions);
@@ -68,7 +70,7 @@ export class RateLimitGuard implements CanActivate {
     if (!result.allowed) headers['Retry-After'] = retryAfterSeconds(result.retryAfterMs);
     transport.setHeaders(res, headers);
     reportShadowRefusal(this.redis.events, this.shadowLog, plan.route, limits.stack, result);
-    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result });
+    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result, local });
     if (!result.allowed) await this.throwTooManyRequests(ctx, result);
     return true;
   }

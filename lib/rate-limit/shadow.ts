@@ -1,5 +1,5 @@
 import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { StackDecision, StackedLimit } from './rate-limiter.service.js';
 import type { RouteLog } from './route-log.js';
 
 // the common answer, shared: nobody writes to it
@@ -20,7 +20,8 @@ export interface ShadowedDecision extends StackDecision {
  * stands, and the refusing shadows stay uncharged, as a refused request would have left them.
  */
 export async function decideShadowed(
-  limiter: RateLimiterService,
+  /** RateLimiterService, or failMode 'local''s in-process limiter */
+  limiter: { decide(stack: StackedLimit[]): StackDecision | Promise<StackDecision> },
   stack: StackedLimit[],
   limits: readonly { shadow: boolean }[],
 ): Promise<ShadowedDecision> {

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, Get, Post } from '@nestjs/common';
 import { Funnel, MaxPending, RateLimit, RedisLimitEvents, type RedisLimitEvent } from '../../lib/index.js';
 import { controllerApp, startupError, statusesOf, type ControllerApp } from '../harness/controller-app.js';
+import { ErrorLog } from '../harness/logged-app.js';
 import { RedisNode } from '../harness/redis-server.js';
 
 // failMode 'local' on a stopped server: each route grants at most ceil(limit / localDivisor) per
@@ -65,6 +66,20 @@ class LocalController {
     return 'ok';
   }
 
+  // a shadow never refuses, in memory as in Redis
+  @Get('shadow')
+  @RateLimit({ limit: 1, windowMs: HOUR_MS, shadow: true })
+  shadow() {
+    return 'ok';
+  }
+
+  // a lockout lives in Redis: a local refusal starts none (and does not wait on the dead server)
+  @Get('lockout')
+  @RateLimit({ limit: 1, windowMs: HOUR_MS, blockMs: HOUR_MS })
+  lockout() {
+    return 'ok';
+  }
+
   // a module-wide 'local' is 'closed' for a pending cap
   @Post('pending')
   @MaxPending(3, { name: 'local-pending', ttlMs: 60_000 })
@@ -77,9 +92,10 @@ describe("failMode 'local' while Redis is down", () => {
   let redis: RedisNode;
   let ctx: ControllerApp;
   let events: RedisLimitEvent[];
+  const log = new ErrorLog();
   beforeAll(async () => {
     redis = await RedisNode.start({ own: true }); // stopped and restarted by the tests
-    ctx = await controllerApp(redis, { controllers: [LocalController], options: { failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 300 } });
+    ctx = await controllerApp(redis, { controllers: [LocalController], logger: log, options: { failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 300 } });
     events = [];
     ctx.app.get(RedisLimitEvents).on((event) => events.push(event));
     await redis.stop();
@@ -105,6 +121,14 @@ describe("failMode 'local' while Redis is down", () => {
     expect((await get('closed-wins')).status).toBe(503);
     // the open limit of 1 counts too, divided like any other (1 / 2 rounds up to 1)
     expect(await statusesOf(() => get('local-wins'), 3)).toEqual([200, 429, 429]);
+  });
+
+  it('shadow limits never refuse while decided locally; a local refusal starts no lockout', async () => {
+    expect(await statusesOf(() => get('shadow'), 4)).toEqual([200, 200, 200, 200]);
+    const shadowRefused = events.filter((event) => event.type === 'redis-limit.shadow-refused');
+    expect(shadowRefused.length).toBe(3);
+    expect(await statusesOf(() => get('lockout'), 3)).toEqual([200, 429, 429]);
+    expect(log.errors.filter((line) => line.includes('could not block'))).toEqual([]);
   });
 
   it("@MaxPending takes a module-wide 'local' as 'closed'", async () => {
