@@ -8,6 +8,7 @@ import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
 import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
 import { DefaultLimitsGuard } from './rate-limit/default-limits.guard.js';
+import { GatewayEnhancers } from './rate-limit/gateway-enhancers.js';
 import { OutcomeInterceptor } from './rate-limit/outcome.interceptor.js';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
@@ -38,7 +39,8 @@ const PROVIDERS = [
 @Module({
   imports: [DiscoveryModule],
   // defaultLimits reach every route without a line of guard wiring; countIf sees every handler's end
-  providers: [...PROVIDERS, { provide: APP_GUARD, useClass: DefaultLimitsGuard }, { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor }],
+  // (and on Nest 11, whose gateways get no global enhancers, GatewayEnhancers brings both there)
+  providers: [...PROVIDERS, { provide: APP_GUARD, useClass: DefaultLimitsGuard }, { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor }, GatewayEnhancers],
   exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {

@@ -1,0 +1,69 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ApplicationConfig, ModulesContainer } from '@nestjs/core';
+import { handlerKind } from '../handler-kind.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { DefaultLimitsGuard } from './default-limits.guard.js';
+import { OutcomeInterceptor } from './outcome.interceptor.js';
+import { RateLimitPlans } from './rate-limit.plans.js';
+import { RateLimiterService } from './rate-limiter.service.js';
+
+// @nestjs/common/constants' GUARDS_METADATA and INTERCEPTORS_METADATA (unchanged since Nest 5)
+const GUARDS = '__guards__';
+const INTERCEPTORS = '__interceptors__';
+/** Marks the instances attached here, so that an app built later replaces those of an earlier one. */
+const ATTACHED = Symbol('nest-redis-limit gateway enhancer');
+
+/**
+ * Nest 11 wires WebSocket gateways without the app's global guards and interceptors (Nest 12
+ * gives them both), so the module's APP_GUARD (defaultLimits) and APP_INTERCEPTOR (countIf
+ * outcomes) would never see a gateway message there. This attaches an instance of each to every
+ * gateway class of the app, as `@UseGuards` / `@UseInterceptors` would, after the class's own. It
+ * runs when the module's providers are created, before `app.init()` connects the gateways. On
+ * Nest 12 the global ones run first and decide; these then find the message decided (a request is
+ * decided once) and its outcome settled.
+ *
+ * A gateway class shared by two apps in one process (tests) serves the app built last.
+ */
+@Injectable()
+export class GatewayEnhancers {
+  constructor(
+    @Inject(ModulesContainer) modules: ModulesContainer,
+    @Inject(RateLimiterService) limiter: RateLimiterService,
+    @Inject(RateLimitPlans) plans: RateLimitPlans,
+    @Inject(RedisConnection) redis: RedisConnection,
+    @Inject(ApplicationConfig) config: ApplicationConfig,
+  ) {
+    const gateways = [...modules.values()].flatMap((module) => [...module.providers.values()].map((wrapper) => wrapper.metatype)).filter(isGateway);
+    if (gateways.length === 0) return;
+    const guard = tagged(new DefaultLimitsGuard(limiter, plans, redis, config));
+    const interceptor = tagged(new OutcomeInterceptor());
+    for (const gateway of new Set(gateways)) {
+      attach(gateway, GUARDS, guard);
+      attach(gateway, INTERCEPTORS, interceptor);
+    }
+  }
+}
+
+/** A class with a @SubscribeMessage handler, its own or inherited. */
+function isGateway(metatype: unknown): metatype is Function {
+  if (typeof metatype !== 'function' || metatype.prototype === undefined) return false;
+  for (let proto = metatype.prototype as object | null; proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      const value = name === 'constructor' ? undefined : Object.getOwnPropertyDescriptor(proto, name)?.value;
+      if (typeof value === 'function' && handlerKind(value as Function) === 'ws') return true;
+    }
+  }
+  return false;
+}
+
+function tagged<T extends object>(instance: T): T {
+  Object.defineProperty(instance, ATTACHED, { value: true });
+  return instance;
+}
+
+function attach(gateway: Function, metadataKey: string, instance: object): void {
+  // what Nest reads, a base class's included; written as the class's own
+  const current: unknown[] = Reflect.getMetadata(metadataKey, gateway) ?? [];
+  const kept = current.filter((enhancer) => !(typeof enhancer === 'object' && enhancer !== null && ATTACHED in enhancer && enhancer.constructor === instance.constructor));
+  Reflect.defineMetadata(metadataKey, [...kept, instance], gateway);
+}
