@@ -4,8 +4,10 @@ import { RedisLimitError } from '../errors.js';
 import { describeValue, numberError } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { retryDelayMs } from './backoff.js';
-import type { ConsumeOptions, DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
+import type { ResolvedConsumeOptions } from './delay-queue.input.js';
+import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
+import { RateAdmission } from './rate-admission.js';
 
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
 const MAX_BATCH = 200;
@@ -17,13 +19,16 @@ const RETRY_MS = 500;
 /** Dead messages one death or claim deletes at most (past retention or maxDead), so its script
  * stays short; the rest go with later calls. */
 const DEAD_TRIM_BATCH = 1000;
+/** With messages due but the queue at its global concurrency, look again after this long: a
+ * handler of another process may have finished (one of ours wakes us at once). */
+const GLOBAL_POLL_MS = 50;
 
 export interface ConsumerDeps {
   redis: RedisConnection;
   queue: string;
   keys: string[];
   handler: DelayedHandler;
-  options: Required<ConsumeOptions>;
+  options: ResolvedConsumeOptions;
   /** What the dead set keeps (module option `delayQueue`). */
   dead: Required<DelayQueueOptions>;
   onStop: (consumer: Consumer) => void;
@@ -55,11 +60,14 @@ export class Consumer implements DelayQueueConsumer {
   private flushing: Promise<void> | undefined;
   /** server clock − local clock, in ms, from the last claim. */
   private offsetMs = 0;
+  /** With a rate limit, what admits claimed messages to their handlers. */
+  private readonly admission: RateAdmission | undefined;
 
   constructor(private readonly deps: ConsumerDeps) {
     this.logger = new Logger(`DelayQueue:${deps.queue}`);
     const { redis, keys, options } = deps;
     this.leases = new LeaseRenewer({ redis, keys, visibilityTimeoutMs: options.visibilityTimeoutMs, logger: this.logger });
+    if (options.rateLimit) this.admission = new RateAdmission(redis, redis.keys, deps.queue, keys, options.rateLimit);
   }
 
   start(): void {
@@ -129,22 +137,28 @@ export class Consumer implements DelayQueueConsumer {
         if (room <= 0) break; // a finishing handler wakes us
         // leases run from the claim's execution, which is after this: a safe local bound for them
         const leasedUntil = Date.now() + options.visibilityTimeoutMs;
-        const args = ['', Math.min(room, MAX_BATCH), options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH];
+        const asked = Math.min(room, MAX_BATCH);
+        const args = ['', asked, options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH];
+        if (options.globalConcurrency !== undefined) args.push(options.globalConcurrency);
         const claim = redis.scripts.send('queueClaim', keys, args);
         let reply: (string | number)[];
         try {
           reply = (await redis.scripts.bounded(claim, 'queueClaim')) as (string | number)[];
         } catch (error) {
           // the claim may still run on a Redis that is only slow: whatever it leased is ours to handle
-          claim.then((late) => !this.stopped && this.handle(late as (string | number)[], leasedUntil), () => undefined);
+          claim.then((late) => (this.stopped ? undefined : this.handle(late as (string | number)[], leasedUntil)), () => undefined).catch(() => undefined);
           throw error;
         }
         const [now, next] = reply as [number, number];
         this.offsetMs = now - Date.now();
-        const claimed = this.handle(reply, leasedUntil);
-        this.saturated = claimed === room;
-        if (claimed === Math.min(room, MAX_BATCH) && claimed < room) this.again = true; // a full batch: maybe more due
-        this.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
+        const claimed = (reply.length - 2) / 4;
+        // due messages left unclaimed with room to spare: the queue is at its global concurrency
+        const capped = claimed < asked && next >= 0 && next <= now;
+        await this.handle(reply, leasedUntil);
+        const left = options.concurrency - this.inFlight.size;
+        this.saturated = left <= 0 || capped;
+        if (claimed === asked && left > 0) this.again = true; // a full batch (or some deferred): maybe more due
+        this.replan(capped ? now + GLOBAL_POLL_MS : next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
         redis.reportSuccess();
       } while (this.again && !this.stopped);
     } catch (error) {
@@ -158,8 +172,9 @@ export class Consumer implements DelayQueueConsumer {
     }
   }
 
-  /** Starts the handlers of a claim's messages; returns how many there were. */
-  private handle(reply: (string | number)[], leasedUntil: number): number {
+  /** Starts the handlers of a claim's messages, once the rate limit (if any) admits them. */
+  private async handle(reply: (string | number)[], leasedUntil: number): Promise<void> {
+    const fresh: DelayedMessage[] = [];
     for (let i = 2; i < reply.length; i += 4) {
       const id = String(reply[i]);
       const attempt = Number(reply[i + 3]);
@@ -171,10 +186,20 @@ export class Consumer implements DelayQueueConsumer {
         held.leasedUntil = leasedUntil;
         continue;
       }
-      const message = { id, queue: this.deps.queue, payload: JSON.parse(String(reply[i + 1])) as unknown, runAt: Number(reply[i + 2]), attempt };
-      this.run(message, { id, attempt, leasedUntil });
+      fresh.push({ id, queue: this.deps.queue, payload: JSON.parse(String(reply[i + 1])) as unknown, runAt: Number(reply[i + 2]), attempt });
     }
-    return (reply.length - 2) / 4;
+    // refused by Redis, admission leaves the leases to run out: the messages come back then
+    const verdicts = this.admission && fresh.length > 0 ? await this.admission.admit(fresh) : undefined;
+    fresh.forEach((message, i) => {
+      const verdict = verdicts?.[i] ?? { kind: 'start' };
+      const lease = { id: message.id, attempt: message.attempt, leasedUntil };
+      if (verdict.kind === 'start') this.run(message, lease);
+      else if (verdict.kind === 'deferred') this.hint(verdict.dueAt); // the claim's reply plans the wake-up: keep this for it
+      else if (verdict.kind === 'broken') {
+        this.leases.hold(lease);
+        void this.fail(message, lease, verdict.error);
+      }
+    });
   }
 
   private run(message: DelayedMessage, lease: Lease): void {

@@ -1,5 +1,6 @@
 import { assertKey, assertWellFormed, describeValue, numberError } from '../redis/keys.js';
-import type { ConsumeOptions, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
+import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from '../rate-limit/policy.js';
+import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
 
 /**
  * The payload as JSON, checked to come back equal: plain objects, arrays, strings, finite
@@ -68,7 +69,10 @@ export function assertEnqueueOptions(opts: unknown): asserts opts is EnqueueOpti
   if (id !== undefined) assertName(id, 'opts.id');
 }
 
-export const CONSUME_DEFAULTS: Required<ConsumeOptions> = {
+/** The consume options that are plain integers, with their defaults. */
+type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency'>>;
+
+export const CONSUME_DEFAULTS: IntegerConsumeOptions = {
   concurrency: 10,
   visibilityTimeoutMs: 30_000,
   maxAttempts: 3,
@@ -76,13 +80,38 @@ export const CONSUME_DEFAULTS: Required<ConsumeOptions> = {
   maxBackoffMs: 3_600_000,
 };
 
+/** A consumer's rate limit, checked: the counter's algorithm and window, and its key function. */
+export interface ConsumerRateLimit {
+  spec: LimitSpec;
+  key: ((message: DelayedMessage) => string) | undefined;
+}
+
+export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
+  rateLimit: ConsumerRateLimit | undefined;
+  globalConcurrency: number | undefined;
+}
+
 /**
  * Every consume option checked, defaults filled in (an option given as undefined takes its
  * default); `at` prefixes messages (e.g. a handler's name). An unknown option is a TypeError: a
  * misspelt `maxAttempt` would otherwise be ignored without a word.
  */
-export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Required<ConsumeOptions> {
-  return resolveIntegers(opts, CONSUME_DEFAULTS, { backoffMs: 0, maxBackoffMs: 0 }, at);
+export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): ResolvedConsumeOptions {
+  if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
+  const { rateLimit, globalConcurrency, ...integers } = opts as ConsumeOptions;
+  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'globalConcurrency'];
+  const resolved = resolveIntegers(integers, CONSUME_DEFAULTS, { backoffMs: 0, maxBackoffMs: 0 }, at, names);
+  if (globalConcurrency !== undefined && (typeof globalConcurrency !== 'number' || !Number.isSafeInteger(globalConcurrency) || globalConcurrency < 1)) {
+    throw new (numberError(globalConcurrency))(`${at}.globalConcurrency must be an integer >= 1, got ${describeValue(globalConcurrency)}`);
+  }
+  return { ...resolved, rateLimit: rateLimit === undefined ? undefined : resolveRateLimit(rateLimit, `${at}.rateLimit`), globalConcurrency };
+}
+
+function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {
+  const spec = rateLimitSpec(rateLimit as RateLimitPolicy, at);
+  const { key } = rateLimit as { key?: unknown };
+  if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (message) => string, got ${describeValue(key)}`);
+  return { spec, key: key as ConsumerRateLimit['key'] };
 }
 
 export const DELAY_QUEUE_DEFAULTS: Required<DelayQueueOptions> = {
@@ -96,12 +125,12 @@ export function resolveDelayQueueOptions(opts: unknown = {}): Required<DelayQueu
 }
 
 /** Options that are all safe integers, >= 1 unless `min` says otherwise. */
-function resolveIntegers<T extends Record<string, number>>(opts: unknown, defaults: T, min: Partial<T>, at: string): T {
+function resolveIntegers<T extends Record<string, number>>(opts: unknown, defaults: T, min: Partial<T>, at: string, names = Object.keys(defaults)): T {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
   const resolved: Record<string, number> = { ...defaults };
   for (const [name, value] of Object.entries(opts)) {
     if (!Object.hasOwn(defaults, name)) {
-      throw new TypeError(`${at}.${name} is not an option (${Object.keys(defaults).join(', ')})`);
+      throw new TypeError(`${at}.${name} is not an option (${names.join(', ')})`);
     }
     if (value === undefined) continue;
     const least = min[name] ?? 1;

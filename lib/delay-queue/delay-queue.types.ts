@@ -1,3 +1,5 @@
+import type { RateLimitPolicy } from '../rate-limit/policy.js';
+
 /** A message as a handler receives it. */
 export interface DelayedMessage<T = unknown> {
   id: string;
@@ -35,6 +37,29 @@ export interface ConsumeOptions {
   backoffMs?: number;
   /** ms a retry waits at most, however often the delay has doubled. Default 3_600_000. */
   maxBackoffMs?: number;
+  /**
+   * At most `limit` handler starts per `windowMs` per key (e.g. per tenant), across every process
+   * consuming the queue, counted by the rate limiter's own algorithm (default sliding window).
+   * `key` names a message's counter (default: one counter for the whole queue); it must return a
+   * non-empty string, else the message fails as if its handler had thrown.
+   *
+   * A message over its limit goes back to the queue, due when its key allows again: that is not
+   * an attempt, and it never dies of waiting. Keys never wait for each other: a refused message
+   * moves out of the way of the others due. How: the claim script leases due messages; the
+   * consumer computes their keys (the option applies to messages already enqueued, so the key is
+   * the consumer's to compute), then one script per batch checks that each claim still holds its
+   * lease, charges each key's counter (a key in the queue's hash slot, so one atomic step on a
+   * cluster) and gives the refused back, counting their claim as no attempt. A consumer that
+   * dies between the two steps leaves leases that expire as usual.
+   */
+  rateLimit?: RateLimitPolicy & { key?: (message: DelayedMessage) => string };
+  /**
+   * Handlers of this queue running at once at most, across every process. Counted from the
+   * queue's leases: a consumer that dies frees its share when its leases expire
+   * (`visibilityTimeoutMs`). A consumer finding the queue full looks again when one of its own
+   * handlers finishes, else within 50 ms.
+   */
+  globalConcurrency?: number;
 }
 
 /** Module option `delayQueue`: how much of each queue's dead set is kept. */

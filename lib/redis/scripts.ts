@@ -26,6 +26,7 @@ export const SCRIPT_FILES = {
   registryRelease: 'expiring-hash/registry-release.lua',
   queueEnqueue: 'delay-queue/enqueue.lua',
   queueClaim: 'delay-queue/claim.lua',
+  queueAdmit: 'delay-queue/admit.lua',
   queueAck: 'delay-queue/ack.lua',
   queueFail: 'delay-queue/fail.lua',
   queueRenew: 'delay-queue/renew.lua',

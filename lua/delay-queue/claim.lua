@@ -9,6 +9,9 @@
 -- ARGV[4]  optional: dead retention in ms; dead messages that died longer ago are deleted here
 --          too, so they go even when nothing dies again
 -- ARGV[5]  with ARGV[4]: dead messages deleted at most per call
+-- ARGV[6]  optional: messages in flight at most, across every consumer (global concurrency); the
+--          in-flight set holds every live lease, and a dead consumer's leases expire, so its share
+--          comes back after its visibility timeout
 -- Returns  { now (ms), the next time anything is due: a scheduled runAt or a lease deadline
 --          (ms; -1 when the queue is empty), then four per claimed message: id, payload,
 --          runAt (ms), attempt (1 on first delivery) }
@@ -43,9 +46,12 @@ if retention then
   if dead_head and dead_head < now - retention then trim_dead(KEYS[3], KEYS[4], now, retention, math.huge, tonumber(ARGV[5])) end
 end
 
+local global = tonumber(ARGV[6])
+if global then limit = math.min(limit, global - rcall('ZCARD', KEYS[2])) end
+
 local reply = { now, -1 }
 local scheduled_head = head(KEYS[1])
-if scheduled_head and scheduled_head <= now then
+if scheduled_head and scheduled_head <= now and limit > 0 then
   local due = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
   for i = 1, #due, 2 do
     local id = due[i]

@@ -69,7 +69,7 @@ describe('bad input, no server needed', () => {
     ['delayMs null', () => resolveWhen({ delayMs: null as never }, 'opts'), TypeError, /^opts\.delayMs must be a whole number of ms >= 0, got null/],
     ['queue name with a lone surrogate', () => assertName(LONE, 'queue'), TypeError, /^queue must be well-formed Unicode/],
     ['queue name of 1,025 bytes', () => assertName('é'.repeat(512) + 'x', 'queue'), RangeError, /^queue must be at most 1024 bytes, got 1025/],
-    ['consume: an unknown option', () => resolveConsumeOptions({ concurency: 2 }), TypeError, /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs, maxBackoffMs\)/],
+    ['consume: an unknown option', () => resolveConsumeOptions({ concurency: 2 }), TypeError, /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs, maxBackoffMs, rateLimit, globalConcurrency\)/],
     ['consume: maxBackoffMs -1', () => resolveConsumeOptions({ maxBackoffMs: -1 }), RangeError, /^opts\.maxBackoffMs must be an integer >= 0, got -1/],
     ['consume: maxBackoffMs Infinity', () => resolveConsumeOptions({ maxBackoffMs: Infinity }), RangeError, /^opts\.maxBackoffMs must be an integer >= 0/],
     ['consume: maxBackoffMs a string', () => resolveConsumeOptions({ maxBackoffMs: '1000' }), TypeError, /^opts\.maxBackoffMs must be an integer >= 0, got "1000"/],

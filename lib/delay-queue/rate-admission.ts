@@ -1,0 +1,78 @@
+import { counterKind } from '../rate-limit/policy.js';
+import type { RedisKeys } from '../redis/keys.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ConsumerRateLimit } from './delay-queue.input.js';
+import type { DelayedMessage } from './delay-queue.types.js';
+
+/** What admission decided for one claimed message. */
+export type Admission =
+  | { kind: 'start' }
+  /** Over its key's limit: back in the queue, due at `dueAt` (server ms), not an attempt. */
+  | { kind: 'deferred'; dueAt: number }
+  /** That attempt no longer holds the message (its lease ran out and was handed on). */
+  | { kind: 'lost' }
+  /** The key function threw or returned no key: the message fails as its handler would. */
+  | { kind: 'broken'; error: Error };
+
+/**
+ * A consumer's rate limit (option `rateLimit`): claimed messages are admitted in one script call
+ * per batch (lua/delay-queue/admit.lua), which charges each key's counter or gives the message
+ * back to the queue. Counters are keyed `dqr.<algorithm>.<windowMs>:<rate key>:{<queue>}`: the
+ * queue is the hash tag, so they share its slot on a cluster; without a key function the queue
+ * has one counter, `dqr.<algorithm>.<windowMs>:{<queue>}`.
+ */
+export class RateAdmission {
+  private readonly kind: string;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly keys: RedisKeys,
+    private readonly queue: string,
+    private readonly queueKeys: string[],
+    private readonly rateLimit: ConsumerRateLimit,
+  ) {
+    this.kind = `dqr.${counterKind(rateLimit.spec)}`;
+  }
+
+  async admit(messages: DelayedMessage[]): Promise<Admission[]> {
+    const verdicts: (Admission | undefined)[] = messages.map(() => undefined);
+    const counters: string[] = [];
+    const args: (string | number)[] = [];
+    messages.forEach((message, i) => {
+      const counter = this.counter(message);
+      if (counter instanceof Error) {
+        verdicts[i] = { kind: 'broken', error: counter };
+        return;
+      }
+      counters.push(counter);
+      args.push(message.id, message.attempt);
+    });
+    if (counters.length > 0) {
+      const { algorithm, limit, windowMs } = this.rateLimit.spec;
+      const reply = (await this.redis.scripts.run('queueAdmit', [...this.queueKeys, ...counters], ['', algorithm, limit, windowMs, ...args])) as number[];
+      let next = 0;
+      verdicts.forEach((verdict, i) => {
+        if (verdict !== undefined) return;
+        const code = Number(reply[next++]);
+        verdicts[i] = code === 1 ? { kind: 'start' } : code === -2 ? { kind: 'lost' } : { kind: 'deferred', dueAt: code };
+      });
+    }
+    return verdicts as Admission[];
+  }
+
+  /** The counter of a message's rate key, or why it has none. */
+  private counter(message: DelayedMessage): string | Error {
+    const { key } = this.rateLimit;
+    if (key === undefined) return this.keys.build(this.kind, this.queue);
+    let name: unknown;
+    try {
+      name = key(message);
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+    if (typeof name !== 'string' || name.length === 0) {
+      return new TypeError(`rateLimit.key must return a non-empty string, got ${typeof name === 'string' ? '""' : typeof name}`);
+    }
+    return this.keys.build(this.kind, this.queue, name);
+  }
+}

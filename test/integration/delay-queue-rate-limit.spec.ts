@@ -1,0 +1,119 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
+import { withLimiterApp } from '../harness/limiter-app.js';
+import { until } from '../harness/until.js';
+
+// Rate-limited and globally bounded consumers in one process: several consumers of one queue
+// share the counters and the leases in Redis as separate processes do (delay-queue-fairness.spec.ts
+// runs them in separate processes).
+
+const tenantOf = (message: DelayedMessage) => (message.payload as { tenant: string }).tenant;
+
+describe('DelayQueue rateLimit and globalConcurrency', () => {
+  const ctx = withLimiterApp();
+  const queues = () => ctx.app.moduleRef.get(DelayQueueService);
+  const key = (kind: 'dqs' | 'dqf' | 'dqm', q: string) => `${ctx.app.prefix}${kind}:{${q}}`;
+
+  it('at most `limit` starts per key per window across consumers; a tenant over its limit does not hold up the others', async () => {
+    const q = 'tenants';
+    // the busy tenant's messages come first in the claim order (same due time, ids sorted)
+    const busy = Array.from({ length: 12 }, (_, i) => `a-${String(i).padStart(2, '0')}`);
+    const quiet = ['b-1', 'b-2', 'b-3', 'c-1'];
+    const runAt = Date.now();
+    for (const id of [...busy, ...quiet]) await queues().enqueue(q, { tenant: id.split('-')[0] }, { id, runAt });
+    const started: DelayedMessage[] = [];
+    // a window far longer than the test: exactly `limit` starts per tenant, whatever the timing
+    const rateLimit = { limit: 3, windowMs: 600_000, key: tenantOf };
+    const consumers = [0, 1].map(() => queues().consume(q, (m) => void started.push(m), { rateLimit, concurrency: 4 }));
+    await until(() => started.filter((m) => tenantOf(m) !== 'a').length === quiet.length && started.length === 3 + quiet.length, 10_000, () => started.map((m) => m.id).join(', '));
+    await until(async () => (await queues().size(q)).inFlight === 0, 5000, () => 'in flight');
+    await sleep(200); // any start beyond the limit would show now
+    await Promise.all(consumers.map((c) => c.stop()));
+
+    const perTenant = (t: string) => started.filter((m) => tenantOf(m) === t).length;
+    expect([perTenant('a'), perTenant('b'), perTenant('c')]).toEqual([3, 3, 1]);
+    // the rest of `a` waits, scheduled; being refused is no attempt
+    expect(await queues().size(q)).toEqual({ scheduled: busy.length - 3, inFlight: 0, dead: 0 });
+    const waiting = await ctx.app.raw.zrange(key('dqs', q), '0', '-1');
+    expect(await Promise.all(waiting.map((id) => ctx.app.raw.hget(key('dqm', q), `a:${id}`)))).toEqual(waiting.map(() => null));
+    expect(started.every((m) => m.attempt === 1)).toBe(true);
+  });
+
+  it('messages over the limit run later as first attempts: waiting never kills one, even with maxAttempts 1', async () => {
+    const q = 'patient';
+    const ids = Array.from({ length: 8 }, (_, i) => `p-${i}`);
+    const started: DelayedMessage[] = [];
+    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+      started.length = 0;
+      const qa = `${q}-${algorithm}`;
+      for (const id of ids) await queues().enqueue(qa, { tenant: 't' }, { id });
+      const consumer = queues().consume(qa, (m) => void started.push(m), { maxAttempts: 1, rateLimit: { limit: 2, windowMs: 300, algorithm, key: tenantOf } });
+      await until(async () => started.length === ids.length && (await queues().size(qa)).inFlight === 0, 10_000, () => `${algorithm}: ${started.length} started`);
+      await consumer.stop();
+      expect({ algorithm, attempts: started.map((m) => m.attempt) }).toEqual({ algorithm, attempts: ids.map(() => 1) });
+      expect(await queues().size(qa)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+    }
+  });
+
+  it('without a key function the whole queue shares one counter', async () => {
+    const q = 'one-counter';
+    for (let i = 0; i < 6; i++) await queues().enqueue(q, { tenant: `t${i}` });
+    const started: DelayedMessage[] = [];
+    const consumer = queues().consume(q, (m) => void started.push(m), { rateLimit: { limit: 2, windowMs: 600_000 } });
+    await until(async () => started.length === 2 && (await queues().size(q)).scheduled === 4, 10_000, () => `${started.length} started`);
+    await sleep(200);
+    await consumer.stop();
+    expect(started).toHaveLength(2);
+  });
+
+  it('a key function that throws fails the message as its handler would', async () => {
+    const q = 'bad-key';
+    await queues().enqueue(q, {}, { id: 'k' });
+    const handled: string[] = [];
+    const consumer = queues().consume(q, (m) => void handled.push(m.id), {
+      maxAttempts: 1,
+      rateLimit: {
+        limit: 5,
+        windowMs: 1000,
+        key: () => {
+          throw new Error('no tenant');
+        },
+      },
+    });
+    await until(async () => (await queues().size(q)).dead === 1, 10_000, () => 'not dead');
+    await consumer.stop();
+    expect(handled).toEqual([]);
+    expect(await ctx.app.raw.hget(key('dqm', q), 'e:k')).toBe('Error: no tenant');
+  });
+
+  it('globalConcurrency: at most N handlers run at once across consumers, and all are handled', async () => {
+    const q = 'global';
+    const ids = Array.from({ length: 30 }, (_, i) => `g-${i}`);
+    let running = 0;
+    let most = 0;
+    const handled = new Set<string>();
+    const handler = async (m: DelayedMessage) => {
+      running += 1;
+      most = Math.max(most, running);
+      await sleep(20);
+      running -= 1;
+      handled.add(m.id);
+    };
+    const consumers = [0, 1, 2].map(() => queues().consume(q, handler, { concurrency: 5, globalConcurrency: 3 }));
+    await Promise.all(ids.map((id) => queues().enqueue(q, null, { id })));
+    await until(() => handled.size === ids.length, 20_000, () => `${handled.size} handled`);
+    await Promise.all(consumers.map((c) => c.stop()));
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBeGreaterThan(1);
+  });
+
+  it('bad rateLimit and globalConcurrency options are refused at consume() with the option named', () => {
+    const consume = (opts: object) => () => queues().consume('bad', () => undefined, opts);
+    expect(consume({ rateLimit: { limit: 0, windowMs: 1000 } })).toThrow(new RangeError('opts.rateLimit.limit must be a positive integer, got 0'));
+    expect(consume({ rateLimit: { limit: 1 } })).toThrow(TypeError);
+    expect(consume({ rateLimit: { limit: 1, windowMs: 10, key: 'tenant' } })).toThrow(new TypeError('opts.rateLimit.key must be a function (message) => string, got "tenant"'));
+    expect(consume({ rateLimit: 5 })).toThrow(/^opts\.rateLimit must be an object/);
+    expect(consume({ globalConcurrency: 0 })).toThrow(new RangeError('opts.globalConcurrency must be an integer >= 1, got 0'));
+    expect(consume({ globalConcurrency: '2' })).toThrow(new TypeError('opts.globalConcurrency must be an integer >= 1, got "2"'));
+  });
+});
