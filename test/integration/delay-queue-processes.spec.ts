@@ -247,6 +247,61 @@ describe('DelayQueueService across Node processes', () => {
       expect(all.sort()).toEqual([...before, ...after, 'stuck'].sort());
       expect(await queues.size(queue)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
     });
+
+    it('rateLimit per tenant and globalConcurrency hold across 3 processes, one SIGKILLed mid-run', async () => {
+      const { app, queues, deliveries, listening } = await testSide(redis);
+      const queue = 'fair';
+      const limit = 4;
+      const globalConcurrency = 3;
+      // a window far longer than the test: exactly `limit` starts per tenant, whatever the timing
+      const consume = { concurrency: 3, globalConcurrency, visibilityTimeoutMs: 1500, rateLimit: { limit, windowMs: 600_000 } };
+      const config = { redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue, consume, rateKey: 'tenant', handleMs: 150 };
+      const workers = await Promise.all([0, 1, 2].map(() => startWorker(config)));
+      await listening(queue, workers.length);
+      const tenants = Array.from({ length: 8 }, (_, t) => `t${t}`);
+      // tenant by tenant: the first tenants' backlog comes first in the claim order
+      const ids = tenants.flatMap((t) => Array.from({ length: 6 }, (_, i) => `${t}-${i}`));
+      await Promise.all(ids.map((id) => queues.enqueue(queue, { tenant: id.split('-')[0] }, { id })));
+
+      const victim = workers[0]!;
+      await until(async () => (await deliveries('started')).some((d) => d.pid === victim.pid), 15_000, () => 'the victim started nothing');
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      const killedAt = Date.now();
+
+      const tenantOf = (d: Delivery) => d.id.split('-')[0]!;
+      const startsOf = (started: Delivery[]) => tenants.map((t) => started.filter((d) => tenantOf(d) === t).length);
+      // every tenant reaches its limit (none waits behind another), and the victim's leases run out
+      await until(
+        async () => startsOf(await deliveries('started')).every((n) => n >= limit) && (await queues.size(queue)).inFlight === 0,
+        20_000,
+        async () => `starts per tenant ${startsOf(await deliveries('started')).join(', ')}; size ${JSON.stringify(await queues.size(queue))}`,
+      );
+      await sleep(300); // a start beyond the limit would show now
+      await Promise.all(workers.slice(1).map((w) => w.terminate()));
+
+      const started = await deliveries('started');
+      const handled = await deliveries('handled');
+      expect(startsOf(started)).toEqual(tenants.map(() => limit));
+      // waiting is no attempt: only a message the victim held comes back as a second one
+      const victimIds = new Set(started.filter((d) => d.pid === victim.pid).map((d) => d.id));
+      expect(started.filter((d) => d.attempt > 1 && !victimIds.has(d.id))).toEqual([]);
+      expect(await queues.size(queue)).toEqual({ scheduled: ids.length - handled.length, inFlight: 0, dead: 0 });
+
+      // handlers running at once, from the records: each start until its handled record, or until
+      // the kill for those the victim never finished (records fall inside the handlers' runs)
+      const end = (d: Delivery) => handled.find((h) => h.id === d.id && h.attempt === d.attempt && h.pid === d.pid)?.at ?? killedAt;
+      const edges = started.flatMap((d) => [
+        { at: d.at, step: 1 },
+        { at: end(d), step: -1 },
+      ]);
+      edges.sort((a, b) => a.at - b.at || a.step - b.step);
+      let running = 0;
+      let most = 0;
+      for (const edge of edges) most = Math.max(most, (running += edge.step));
+      expect(most).toBeLessThanOrEqual(globalConcurrency);
+      expect(most).toBeGreaterThan(1);
+    });
   });
 
   it('a Redis restart (AOF) while consumers wait loses no scheduled message and the consumer keeps running', async () => {

@@ -4,7 +4,7 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
 // Rate-limited and globally bounded consumers in one process: several consumers of one queue
-// share the counters and the leases in Redis as separate processes do (delay-queue-fairness.spec.ts
+// share the counters and the leases in Redis as separate processes do (delay-queue-processes.spec.ts
 // runs them in separate processes).
 
 const tenantOf = (message: DelayedMessage) => (message.payload as { tenant: string }).tenant;
