@@ -66,6 +66,8 @@ Try (every route: 100 requests per minute per IP unless it says otherwise; /heal
 
   # one SMS per phone per 30 minutes: the second answers 429 with Retry-After: 1800
   curl -i -X POST ${base}/sms -H 'content-type: application/json' -d '{"phone":"+15555550100","text":"Your code is 123456"}'
+  # it goes out through a DelayQueue consumer limited to one SMS per phone per minute at the gateway
+  curl -s ${base}/sms/<id>
 
   # login: 5 failed attempts per 15 min per account, then a 15 min lockout; a success never counts (alice / wonderland)
   for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\\n' -X POST ${base}/login -H 'content-type: application/json' -d '{"account":"bob","password":"guess"}'; done
