@@ -26,9 +26,12 @@ export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
 export type {
   ConsumeOptions,
   DelayedHandler,
+  DeadMessage,
+  DeadPage,
   DelayedMessage,
   DelayQueueConsumer,
   DelayQueueOptions,
+  EnqueueManyItem,
   EnqueueOptions,
   QueueSize,
   RescheduleOptions,

@@ -7,8 +7,8 @@ import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions 
  * numbers, booleans and null. Anything JSON would drop or change (undefined, functions, Dates,
  * Maps, NaN, BigInt, cycles) is a TypeError naming where it sits.
  */
-export function serializePayload(payload: unknown): string {
-  assertJsonSafe(payload, 'payload', new Set());
+export function serializePayload(payload: unknown, argument = 'payload'): string {
+  assertJsonSafe(payload, argument, new Set());
   return JSON.stringify(payload);
 }
 
@@ -63,10 +63,10 @@ export function assertName(value: unknown, argument: string): asserts value is s
   if (bytes > MAX_NAME_BYTES) throw new RangeError(`${argument} must be at most ${MAX_NAME_BYTES} bytes, got ${bytes}`);
 }
 
-export function assertEnqueueOptions(opts: unknown): asserts opts is EnqueueOptions {
-  if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object, got ${describeValue(opts)}`);
+export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts is EnqueueOptions {
+  if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
   const { id } = opts as EnqueueOptions;
-  if (id !== undefined) assertName(id, 'opts.id');
+  if (id !== undefined) assertName(id, `${at}.id`);
 }
 
 /** The consume options that are plain integers, with their defaults. */

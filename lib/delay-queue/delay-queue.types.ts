@@ -20,6 +20,11 @@ export interface EnqueueOptions {
   id?: string;
 }
 
+/** One message of `enqueueMany`: its payload and enqueue options. */
+export interface EnqueueManyItem<T = unknown> extends EnqueueOptions {
+  payload: T;
+}
+
 export interface RescheduleOptions {
   delayMs?: number;
   runAt?: number | Date;
@@ -74,6 +79,26 @@ export interface QueueSize {
   scheduled: number;
   inFlight: number;
   dead: number;
+}
+
+/** A message in a queue's dead set, as `dead()` lists it. */
+export interface DeadMessage<T = unknown> {
+  id: string;
+  queue: string;
+  payload: T;
+  /** Deliveries it had. */
+  attempts: number;
+  /** The last failure, as `Name: message`. */
+  error: string;
+  /** When it died (ms, Redis server clock). */
+  diedAt: number;
+}
+
+export interface DeadPage<T = unknown> {
+  /** Oldest first. */
+  messages: DeadMessage<T>[];
+  /** Pass to `dead()` for the next page; null when this page is the last. */
+  cursor: string | null;
 }
 
 export interface DelayQueueConsumer {

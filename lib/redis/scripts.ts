@@ -25,6 +25,7 @@ export const SCRIPT_FILES = {
   registryClaim: 'expiring-hash/registry-claim.lua',
   registryRelease: 'expiring-hash/registry-release.lua',
   queueEnqueue: 'delay-queue/enqueue.lua',
+  queueEnqueueMany: 'delay-queue/enqueue-many.lua',
   queueClaim: 'delay-queue/claim.lua',
   queueAdmit: 'delay-queue/admit.lua',
   queueAck: 'delay-queue/ack.lua',

@@ -12,19 +12,11 @@
 -- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
 -- Returns  { 1 if scheduled now, 0 if the id was already scheduled or in flight; its runAt (ms) }
 --- @include "../includes/server-time.lua"
-
-local rcall = redis.call
-local id = ARGV[2]
-local existing = rcall('ZSCORE', KEYS[1], id) or rcall('ZSCORE', KEYS[2], id)
-if existing then return { 0, tonumber(existing) } end
+--- @include "schedule.lua"
 
 local now = now_ms(ARGV[1])
 local run_at = ARGV[4] ~= '' and tonumber(ARGV[4]) or now + tonumber(ARGV[5])
--- a dead id enqueued again starts afresh
-if rcall('ZREM', KEYS[3], id) == 1 then rcall('HDEL', KEYS[4], 'e:' .. id) end
-rcall('HSET', KEYS[4], 'p:' .. id, ARGV[3])
-rcall('HDEL', KEYS[4], 'a:' .. id)
-local head = rcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-rcall('ZADD', KEYS[1], run_at, id)
-if head[2] == nil or run_at < tonumber(head[2]) then rcall(ARGV[7], ARGV[6], int(run_at)) end
-return { 1, run_at }
+local head = scheduled_head(KEYS[1])
+local scheduled, at = schedule(KEYS, ARGV[2], ARGV[3], run_at)
+if scheduled == 1 and (head == nil or run_at < head) then redis.call(ARGV[7], ARGV[6], int(run_at)) end
+return { scheduled, at }

@@ -1,0 +1,28 @@
+-- Schedule many messages of one queue in one call: each as enqueue.lua would, in order (an id
+-- given twice is scheduled once), and one wake-up for the earliest new runAt.
+-- KEYS[1]  scheduled (zset: id -> runAt ms)
+-- KEYS[2]  in flight (zset: id -> visibility deadline ms)
+-- KEYS[3]  dead (zset: id -> ms it died)
+-- KEYS[4]  data (hash: 'p:'..id -> payload JSON, 'a:'..id -> deliveries so far, 'e:'..id -> last error)
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  wake-up channel: told the earliest new runAt when it becomes the queue's earliest
+-- ARGV[3]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
+-- ARGV[4..] four per message: id, payload (JSON), runAt in ms or '' to use now + the delay, delay in ms
+-- Returns  two per message: 1 if scheduled now, 0 if its id was already scheduled or in flight;
+--          its runAt (ms)
+--- @include "../includes/server-time.lua"
+--- @include "schedule.lua"
+
+local now = now_ms(ARGV[1])
+local head = scheduled_head(KEYS[1])
+local earliest = nil
+local reply = {}
+for i = 4, #ARGV, 4 do
+  local run_at = ARGV[i + 2] ~= '' and tonumber(ARGV[i + 2]) or now + tonumber(ARGV[i + 3])
+  local scheduled, at = schedule(KEYS, ARGV[i], ARGV[i + 1], run_at)
+  if scheduled == 1 and (earliest == nil or run_at < earliest) then earliest = run_at end
+  reply[#reply + 1] = scheduled
+  reply[#reply + 1] = at
+end
+if earliest and (head == nil or earliest < head) then redis.call(ARGV[3], ARGV[2], int(earliest)) end
+return reply
