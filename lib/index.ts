@@ -26,8 +26,6 @@ export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
 export type {
   ConsumeOptions,
   DelayedHandler,
-  DeadMessage,
-  DeadPage,
   DelayedMessage,
   DelayQueueConsumer,
   DelayQueueOptions,
