@@ -417,6 +417,9 @@ describe('bad input', () => {
       ['@OnDelayed: options null', () => ({ providers: [consumer('q', null)] }), TypeError, /Reminders\.remind: @OnDelayed options must be an object, got null/],
       ['@OnDelayed: an unknown option', () => ({ providers: [consumer('q', { retries: 5 })] }), TypeError, /Reminders\.remind: @OnDelayed options\.retries is not an option/],
       ['@OnDelayed: concurrency a string', () => ({ providers: [consumer('q', { concurrency: '2' })] }), TypeError, /Reminders\.remind: @OnDelayed options\.concurrency must be an integer >= 1/],
+      ['@OnDelayed: rateLimit windowMs 0', () => ({ providers: [consumer('q', { rateLimit: { limit: 5, windowMs: 0 } })] }), TypeError, /Reminders\.remind: @OnDelayed options\.rateLimit\.windowMs must be a positive integer, got 0/],
+      ['@OnDelayed: rateLimit key a string', () => ({ providers: [consumer('q', { rateLimit: { limit: 5, windowMs: 1000, key: 'tenant' } })] }), TypeError, /Reminders\.remind: @OnDelayed options\.rateLimit\.key must be a function/],
+      ['@OnDelayed: globalConcurrency 0', () => ({ providers: [consumer('q', { globalConcurrency: 0 })] }), TypeError, /Reminders\.remind: @OnDelayed options\.globalConcurrency must be an integer >= 1, got 0/],
       ['@OnDelayed: backoffMs -1', () => ({ providers: [consumer('q', { backoffMs: -1 })] }), TypeError, /Reminders\.remind: @OnDelayed options\.backoffMs must be an integer >= 0/],
     ];
 
