@@ -6,57 +6,24 @@
 // module has defaultLimits instead (a process of its own: defaults apply to every route of an app);
 // with 'graphql', the GraphQL rows' app (graphql-app.module.ts).
 import 'reflect-metadata';
-import { Controller, Get, Inject, Module, Param, UseGuards } from '@nestjs/common';
+import { Module, UseGuards } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
 import { RateLimit, RedisLimitModule } from '../lib/index.js';
-import { parseSymbol } from '../sample-app/src/quotes/quote-request.js';
-import { QuotesService, type Quote } from '../sample-app/src/quotes/quotes.service.js';
+import { QuotesService } from '../sample-app/src/quotes/quotes.service.js';
+import { serveBench } from './common/app-process.js';
+import { quoteController } from './common/quote-controller.js';
 
 const [redisHost, redisPort, LIMIT, WINDOW_MS] = [process.argv[2]!, Number(process.argv[3]), Number(process.argv[4]), Number(process.argv[5])];
 const MODE = process.argv[6] as 'routes' | 'defaults' | 'graphql';
 
-@Controller('plain')
-class PlainController {
-  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
-  @Get(':symbol')
-  quote(@Param('symbol') symbol: string): Quote {
-    return this.quotes.quote(parseSymbol(symbol));
-  }
-}
-
-@Controller('rate-limit')
-class RateLimitedController {
-  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
-  // fixed window, as the throttler counts
-  @Get(':symbol')
-  @RateLimit({ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' })
-  quote(@Param('symbol') symbol: string): Quote {
-    return this.quotes.quote(parseSymbol(symbol));
-  }
-}
-
-@Controller('throttler')
-class ThrottledController {
-  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
-  @Get(':symbol')
-  @UseGuards(ThrottlerGuard)
-  @Throttle({ default: { limit: LIMIT, ttl: WINDOW_MS } })
-  quote(@Param('symbol') symbol: string): Quote {
-    return this.quotes.quote(parseSymbol(symbol));
-  }
-}
-
-@Controller('defaults')
-class DefaultsController {
-  constructor(@Inject(QuotesService) private readonly quotes: QuotesService) {}
-  @Get(':symbol')
-  quote(@Param('symbol') symbol: string): Quote {
-    return this.quotes.quote(parseSymbol(symbol));
-  }
-}
+const PlainController = quoteController('plain');
+// fixed window, as the throttler counts
+const RateLimitedController = quoteController('rate-limit', RateLimit({ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' }));
+const ThrottledController = quoteController('throttler', UseGuards(ThrottlerGuard), Throttle({ default: { limit: LIMIT, ttl: WINDOW_MS } }));
+const DefaultsController = quoteController('defaults');
 
 @Module({
   imports: [
@@ -93,7 +60,4 @@ const app = await NestFactory.create(root, { logger: false });
 app.enableShutdownHooks();
 await app.listen(0, '127.0.0.1');
 const address = app.getHttpServer().address() as { port: number };
-process.send!({ port: address.port });
-// the bench asks for this process' CPU time around each load, to report CPU per request
-process.on('message', (m) => m === 'cpu' && process.send!({ cpu: process.cpuUsage() }));
-process.on('disconnect', () => void app.close().then(() => process.exit(0)));
+serveBench(address.port, () => app.close());

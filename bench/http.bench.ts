@@ -3,10 +3,10 @@
 // as a GraphQL query with no guard, with @RateLimit and with the throttler's GraphQL guard, loaded
 // by autocannon in turn (rows alternate within each run). Three server processes: the HTTP routes,
 // defaultLimits (they apply to every route of an app) and the GraphQL queries.
-import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
+import { appCpuMicros, startApp as forkApp, stopApp, type AppProcess } from './common/app-process.js';
 import { graphqlBody, type GraphQLQuery } from './graphql-app.module.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { spread, type Spread } from './common/stats.js';
@@ -63,21 +63,16 @@ export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
   const modes = [...new Set(Object.values(ROUTES).map((t) => t.app))];
   const servers = new Map(await Promise.all(modes.map(async (mode) => [mode, await startApp(opts, mode)] as const)));
   const admin = new Redis({ host: opts.redisHost, port: opts.redisPort });
-  const appCpu = (server: AppProcess) =>
-    new Promise<number>((resolve) => {
-      server.process.once('message', (m) => resolve(((m as { cpu: NodeJS.CpuUsage }).cpu.user + (m as { cpu: NodeJS.CpuUsage }).cpu.system)));
-      server.process.send('cpu');
-    });
   const samples = new Map<Route, Sample[]>();
   const load = async (target: Target, seconds: number): Promise<Sample> => {
     const server = servers.get(target.app)!;
-    const [app0, redis0] = [await appCpu(server), await redisCpuSeconds(admin)];
+    const [app0, redis0] = [await appCpuMicros(server), await redisCpuSeconds(admin)];
     // GraphQL answers a refusal or a failure with 200 and `errors`: such answers count as mismatches
     const request = target.query
       ? { method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: graphqlBody(target.query, 'ACME'), verifyBody: answered }
       : {};
     const result = await autocannon({ url: `http://127.0.0.1:${server.port}${target.path}`, connections: opts.connections, duration: seconds, ...request });
-    const [app1, redis1] = [await appCpu(server), await redisCpuSeconds(admin)];
+    const [app1, redis1] = [await appCpuMicros(server), await redisCpuSeconds(admin)];
     const requests = Math.max(1, result.requests.total);
     return { result, appUs: (app1 - app0) / requests, redisUs: ((redis1 - redis0) * 1e6) / requests };
   };
@@ -118,23 +113,8 @@ const answered = (body: string | Buffer | undefined) => {
   return text.startsWith('{"data":{"quote":{') && !text.includes('"errors"');
 };
 
-interface AppProcess {
-  process: ChildProcess;
-  port: number;
-}
-
 /** bench/http-app.ts in a process of its own, serving the app of `mode`. */
-async function startApp(opts: HttpOptions, mode: AppMode): Promise<AppProcess> {
+function startApp(opts: HttpOptions, mode: AppMode): Promise<AppProcess> {
   const args = [opts.redisHost, String(opts.redisPort), String(HTTP_LIMIT), String(HTTP_WINDOW_MS), mode];
-  const child = fork(fileURLToPath(new URL('./http-app.js', import.meta.url)), args, { stdio: 'inherit' });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (m) => resolve((m as { port: number }).port));
-    child.once('exit', (code) => reject(new Error(`http-app (${mode}) exited with ${code}`)));
-  });
-  return { process: child, port };
-}
-
-async function stopApp({ process: child }: AppProcess): Promise<void> {
-  child.disconnect();
-  await new Promise((resolve) => child.once('exit', resolve));
+  return forkApp(fileURLToPath(new URL('./http-app.js', import.meta.url)), args);
 }
