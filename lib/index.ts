@@ -26,6 +26,8 @@ export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
 export type {
   ConsumeOptions,
   DelayedHandler,
+  DeadMessage,
+  DeadPage,
   DelayedMessage,
   DelayQueueConsumer,
   DelayQueueOptions,

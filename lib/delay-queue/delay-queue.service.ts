@@ -3,9 +3,12 @@ import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/comm
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { ScriptName } from '../redis/scripts.js';
 import { Consumer } from './consumer.js';
+import { DeadLetters } from './dead-letters.js';
+import { resolveDeadIds, resolveDeadPage } from './dead-letters.input.js';
 import { assertEnqueueOptions, assertName, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
 import type {
   ConsumeOptions,
+  DeadPage,
   DelayedHandler,
   DelayQueueConsumer,
   EnqueueManyItem,
@@ -13,6 +16,7 @@ import type {
   QueueSize,
   RescheduleOptions,
 } from './delay-queue.types.js';
+import { QueueRegistry } from './queue-registry.js';
 import { WakeUps } from './wake-ups.js';
 
 /** Messages one enqueueMany script call schedules at most. */
@@ -28,12 +32,16 @@ const ENQUEUE_MANY_BATCH = 1000;
 export class DelayQueueService implements BeforeApplicationShutdown {
   private readonly consumers = new Map<string, Set<Consumer>>();
   private readonly wakeUps: WakeUps;
+  private readonly registry: QueueRegistry;
+  private readonly deadLetters: DeadLetters;
 
   constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
     this.wakeUps = new WakeUps(redis, {
       hint: (queue, runAt) => this.consumers.get(queue)?.forEach((consumer) => consumer.hint(runAt)),
       resync: () => this.consumers.forEach((set) => set.forEach((consumer) => consumer.wake())),
     });
+    this.registry = new QueueRegistry(redis);
+    this.deadLetters = new DeadLetters(redis, this.wakeUps);
   }
 
   /** Schedules `payload`; resolves its id. An id already scheduled or in flight changes nothing. */
@@ -44,7 +52,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const id = opts.id ?? randomUUID();
     const publish = await this.wakeUps.publishCommand();
-    const [scheduled, due] = (await this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.wakeUps.channel(queue), publish])) as number[];
+    const enqueued = this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.wakeUps.channel(queue), publish]);
+    const [[scheduled, due]] = (await Promise.all([enqueued, this.registry.register(queue)])) as [number[], void];
     this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt: Number(due), scheduled: scheduled === 1 });
     return id;
   }
@@ -66,6 +75,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     });
     const publish = await this.wakeUps.publishCommand();
     const channel = this.wakeUps.channel(queue);
+    await this.registry.register(queue);
     for (let i = 0; i < args.length; i += ENQUEUE_MANY_BATCH) {
       const batch = args.slice(i, i + ENQUEUE_MANY_BATCH);
       const reply = (await this.run('queueEnqueueMany', queue, ['', channel, publish, ...batch.flat()])) as number[];
@@ -96,7 +106,57 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   async size(queue: string): Promise<QueueSize> {
     assertName(queue, 'queue');
     const [scheduled, inFlight, dead] = (await this.run('queueSize', queue, [])) as number[];
-    return { scheduled: scheduled!, inFlight: inFlight!, dead: dead! };
+    const size = { scheduled: scheduled!, inFlight: inFlight!, dead: dead! };
+    this.redis.events.queueSize(queue, size);
+    return size;
+  }
+
+  /** A page of `queue`'s dead messages, oldest first; `cursor` from the previous page. */
+  async dead<T = unknown>(queue: string, opts: { limit?: number; cursor?: string } = {}): Promise<DeadPage<T>> {
+    assertName(queue, 'queue');
+    const { limit, after } = resolveDeadPage(opts);
+    return this.deadLetters.page<T>(queue, this.keys(queue), limit, after);
+  }
+
+  /** Dead messages back to scheduled, due now, attempt 1 next (all when `ids` is omitted);
+   * resolves how many moved. */
+  async retryDead(queue: string, ids?: string[]): Promise<number> {
+    assertName(queue, 'queue');
+    const chosen = resolveDeadIds(ids);
+    const count = await this.deadLetters.retry(this.keys(queue), queue, chosen);
+    if (count > 0) this.redis.events.queue({ type: 'redis-limit.queue.dead-retried', queue, count });
+    return count;
+  }
+
+  /** Dead messages deleted with their payloads (all when `ids` is omitted); resolves how many. */
+  async purgeDead(queue: string, ids?: string[]): Promise<number> {
+    assertName(queue, 'queue');
+    const count = await this.deadLetters.purge(this.keys(queue), resolveDeadIds(ids));
+    if (count > 0) this.redis.events.queue({ type: 'redis-limit.queue.dead-purged', queue, count });
+    return count;
+  }
+
+  /**
+   * Every queue that holds a message (scheduled, in flight or dead), sorted. Read from the
+   * queue registry (see QueueRegistry), never by scanning the keyspace; each queue's sizes are
+   * read too (and kept for `prometheus()`), and empty queues are dropped from the registry once
+   * nobody has used them for a day.
+   */
+  async queues(): Promise<string[]> {
+    const names = (await this.registry.names()).map(([name]) => name);
+    const sizes = await Promise.all(names.map((name) => this.size(name)));
+    const held = names.filter((_, i) => sizes[i]!.scheduled + sizes[i]!.inFlight + sizes[i]!.dead > 0);
+    await this.registry.forget(names.filter((name) => !held.includes(name)));
+    return held.sort();
+  }
+
+  /**
+   * `RedisLimitEvents.prometheus()` with every queue's sizes read first: the synchronous
+   * `prometheus()` reports the sizes last read (by `size()`, `queues()` or this).
+   */
+  async prometheus(prefix?: string): Promise<string> {
+    await this.queues();
+    return this.redis.events.prometheus(prefix);
   }
 
   /** Starts consuming `queue` with `handler`; stopped by `stop()` or application shutdown. */
@@ -116,6 +176,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const consumers = this.consumers.get(queue) ?? new Set();
     this.consumers.set(queue, consumers);
     consumers.add(consumer);
+    // a queue with messages from before the registry existed is listed once it is consumed
+    this.registry.register(queue).catch(() => undefined);
     // claim once subscribed: an enqueue before then is found by that claim, one after wakes us
     void this.wakeUps.listen(queue).finally(() => consumer.start());
     return consumer;

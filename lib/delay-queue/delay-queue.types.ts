@@ -81,6 +81,26 @@ export interface QueueSize {
   dead: number;
 }
 
+/** A message in a queue's dead set, as `dead()` lists it. */
+export interface DeadMessage<T = unknown> {
+  id: string;
+  queue: string;
+  payload: T;
+  /** Deliveries it had. */
+  attempts: number;
+  /** The last failure, as `Name: message`. */
+  error: string;
+  /** When it died (ms, Redis server clock). */
+  diedAt: number;
+}
+
+export interface DeadPage<T = unknown> {
+  /** Oldest first. */
+  messages: DeadMessage<T>[];
+  /** Pass to `dead()` for the next page; null when this page is the last. */
+  cursor: string | null;
+}
+
 export interface DelayQueueConsumer {
   /** Claims nothing more and waits (at most `timeoutMs`, default 10 s) for the handlers in flight. */
   stop(timeoutMs?: number): Promise<void>;

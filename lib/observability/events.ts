@@ -50,7 +50,10 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.queue.delivered'; queue: string; id: string; attempt: number; runAt: number }
   | { type: 'redis-limit.queue.handled'; queue: string; id: string; attempt: number }
   | { type: 'redis-limit.queue.retry'; queue: string; id: string; attempt: number; dueAt: number; error: unknown }
-  | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown };
+  | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown }
+  /** `retryDead` moved `count` dead messages back to scheduled; `purgeDead` deleted `count`. */
+  | { type: 'redis-limit.queue.dead-retried'; queue: string; count: number }
+  | { type: 'redis-limit.queue.dead-purged'; queue: string; count: number };
 
 export type RedisLimitEventType = RedisLimitEvent['type'];
 export type RedisLimitListener = (event: RedisLimitEvent) => void;
@@ -73,5 +76,8 @@ export interface RedisLimitCounters {
   /** Stacks refused from the refusal cache, without a Redis call (also counted in `decisions`). */
   refusalCacheHits: number;
   /** Per queue name. */
-  queues: Record<string, { enqueued: number; delivered: number; handled: number; retried: number; dead: number }>;
+  queues: Record<string, { enqueued: number; delivered: number; handled: number; retried: number; dead: number; deadRetried: number; deadPurged: number }>;
+  /** Per queue, its sizes when last read (a gauge: `DelayQueueService.size()`, `queues()` and
+   * `prometheus()` read them; nothing reads them in the background). */
+  queueSizes: Record<string, { scheduled: number; inFlight: number; dead: number }>;
 }

@@ -38,5 +38,13 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
     'DelayQueue messages, by queue and event.',
     queues.flatMap(([queue, counts]) => Object.entries(counts).map(([event, n]): [string, number] => [`{queue="${label(queue)}",event="${event}"}`, n])),
   );
+  family(
+    'queue_size',
+    'gauge',
+    'DelayQueue messages by queue and state, as last read (DelayQueueService.prometheus() reads them first).',
+    Object.entries(c.queueSizes).flatMap(([queue, size]) =>
+      (['scheduled', 'inFlight', 'dead'] as const).map((state): [string, number] => [`{queue="${label(queue)}",state="${state === 'inFlight' ? 'inflight' : state}"}`, size[state]]),
+    ),
+  );
   return `${lines.join('\n')}\n`;
 }

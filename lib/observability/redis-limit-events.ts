@@ -32,6 +32,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     shadowRefused: 0,
     refusalCacheHits: 0,
     queues: {},
+    queueSizes: {},
   };
 
   constructor(@Inject(DiscoveryService) private readonly discovery: DiscoveryService) {}
@@ -128,9 +129,14 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
 
   /** Queue events: counted per queue under the event's last word. */
   queue(event: Extract<RedisLimitEvent, { queue: string }>): void {
-    const counts = (this.counts.queues[event.queue] ??= { enqueued: 0, delivered: 0, handled: 0, retried: 0, dead: 0 });
-    counts[QUEUE_COUNTER[event.type]] += 1;
+    const counts = (this.counts.queues[event.queue] ??= { enqueued: 0, delivered: 0, handled: 0, retried: 0, dead: 0, deadRetried: 0, deadPurged: 0 });
+    counts[QUEUE_COUNTER[event.type]] += 'count' in event ? event.count : 1;
     if (this.listened) this.emit(event);
+  }
+
+  /** A queue's sizes as just read: the gauge `prometheus()` reports. */
+  queueSize(queue: string, size: RedisLimitCounters['queueSizes'][string]): void {
+    this.counts.queueSizes[queue] = { ...size };
   }
 
   private emit(event: RedisLimitEvent): void {
@@ -157,4 +163,6 @@ const QUEUE_COUNTER: Record<Extract<RedisLimitEvent, { queue: string }>['type'],
   'redis-limit.queue.handled': 'handled',
   'redis-limit.queue.retry': 'retried',
   'redis-limit.queue.dead': 'dead',
+  'redis-limit.queue.dead-retried': 'deadRetried',
+  'redis-limit.queue.dead-purged': 'deadPurged',
 };

@@ -21,7 +21,7 @@ const COMMANDS = [
   // inside the scripts
   'time', 'del', 'pexpire', 'pexpireat', 'pttl', 'persist',
   'hget', 'hmget', 'hgetall', 'hset', 'hdel', 'hlen', 'hincrby',
-  'zadd', 'zrem', 'zscore', 'zcard', 'zrange', 'zrangebyscore', 'zremrangebyscore',
+  'zadd', 'zrem', 'zscore', 'zcard', 'zcount', 'zrange', 'zrangebyscore', 'zremrangebyscore',
 ];
 
 /** ExpiringHash native mode (Redis >= 7.4): a server without them refuses to name them in an ACL. */

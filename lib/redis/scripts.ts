@@ -34,6 +34,10 @@ export const SCRIPT_FILES = {
   queueCancel: 'delay-queue/cancel.lua',
   queueReschedule: 'delay-queue/reschedule.lua',
   queueSize: 'delay-queue/size.lua',
+  queueDead: 'delay-queue/dead.lua',
+  queueRetryDead: 'delay-queue/retry-dead.lua',
+  queuePurgeDead: 'delay-queue/purge-dead.lua',
+  queueRegistryPrune: 'delay-queue/registry-prune.lua',
 } as const;
 
 export type ScriptName = keyof typeof SCRIPT_FILES;

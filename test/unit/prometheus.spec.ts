@@ -12,7 +12,8 @@ describe('prometheusText', () => {
     maxPendingRefused: 3,
     shadowRefused: 4,
     refusalCacheHits: 8,
-    queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, dead: 0 } },
+    queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, dead: 0, deadRetried: 3, deadPurged: 0 } },
+    queueSizes: { orders: { scheduled: 4, inFlight: 1, dead: 2 } },
   };
 
   it('writes one HELP and TYPE per family, then its samples', () => {
@@ -35,5 +36,12 @@ describe('prometheusText', () => {
 
   it('escapes quotes and backslashes in label values (queue names)', () => {
     expect(prometheusText(counters, 'x')).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="delivered"} 2\n');
+  });
+
+  it('writes each queue\'s sizes as last read, one gauge sample per state', () => {
+    const text = prometheusText(counters, 'x');
+    expect(text).toContain('# TYPE x_queue_size gauge\n');
+    expect(text).toContain('x_queue_size{queue="orders",state="scheduled"} 4\nx_queue_size{queue="orders",state="inflight"} 1\nx_queue_size{queue="orders",state="dead"} 2\n');
+    expect(text).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="deadRetried"} 3\n');
   });
 });

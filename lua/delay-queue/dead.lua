@@ -1,0 +1,52 @@
+-- A page of the dead set, oldest first: ordered by the time each died, then by id (as Redis
+-- orders equal scores: bytewise). The page starts after (ARGV[1], ARGV[2]) wherever that pair
+-- would sit, so it works when the message the cursor names was retried or purged meanwhile.
+-- KEYS[1]  scheduled (unused)
+-- KEYS[2]  in flight (unused)
+-- KEYS[3]  dead (zset: id -> ms it died)
+-- KEYS[4]  data
+-- ARGV[1]  the cursor's time of death (ms), or '' for the first page
+-- ARGV[2]  the cursor's id
+-- ARGV[3]  at most this many messages
+-- Returns  { more (1 if messages follow this page, else 0), then five per message: id, ms it
+--          died, payload JSON, attempts, error }
+local rcall = redis.call
+local dead = KEYS[3]
+local limit = tonumber(ARGV[3])
+
+-- bytewise, as Redis compares members (Lua's < follows the server's locale)
+local function after(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+
+-- the rank of the first message after the cursor: those that died earlier, then a binary search
+-- among those that died in the same ms (many die in one ms when a burst fails)
+local start = 0
+if ARGV[1] ~= '' then
+  local at = ARGV[1]
+  start = rcall('ZCOUNT', dead, '-inf', '(' .. at)
+  local lo, hi = start, start + rcall('ZCOUNT', dead, at, at)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if after(rcall('ZRANGE', dead, mid, mid)[1], ARGV[2]) then hi = mid else lo = mid + 1 end
+  end
+  start = lo
+end
+
+local page = rcall('ZRANGE', dead, start, start + limit, 'WITHSCORES')
+local reply = { #page > limit * 2 and 1 or 0 }
+for i = 1, math.min(#page, limit * 2), 2 do
+  local id = page[i]
+  local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+  reply[#reply + 1] = id
+  reply[#reply + 1] = page[i + 1]
+  reply[#reply + 1] = fields[1] or 'null'
+  reply[#reply + 1] = fields[2] or '0'
+  reply[#reply + 1] = fields[3] or ''
+end
+return reply

@@ -1,0 +1,23 @@
+-- Delete dead messages with their payload, attempt count and error.
+-- KEYS[1]  scheduled (unused)
+-- KEYS[2]  in flight (unused)
+-- KEYS[3]  dead
+-- KEYS[4]  data
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  without ids: at most this many (the oldest)
+-- ARGV[3]  without ids: only those that died at or before this time (ms; '' for now), so
+--          "all" ends
+-- ARGV[4..] the ids to purge (those not dead are skipped); none: the oldest, as above
+-- Returns  { how many were deleted, how many dead remain, now (ms) }
+--- @include "../includes/server-time.lua"
+--- @include "dead-batch.lua"
+
+local rcall = redis.call
+local now = now_ms(ARGV[1])
+local ids = dead_batch(KEYS[3], 4, now)
+for i = 1, #ids do
+  local id = ids[i]
+  rcall('ZREM', KEYS[3], id)
+  rcall('HDEL', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+end
+return { #ids, rcall('ZCARD', KEYS[3]), now }
