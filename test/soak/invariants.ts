@@ -37,8 +37,8 @@ class Violations {
   }
 }
 
-function byKey(grants: Grant[]): Map<string, Grant[]> {
-  const groups = new Map<string, Grant[]>();
+function byKey<T extends { key: string }>(grants: T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
   for (const g of grants) {
     const group = groups.get(g.key);
     if (group) group.push(g);
@@ -270,4 +270,90 @@ export function checkOutageLatency(
     maxMs: n ? durations[n - 1]! : 0,
     p99Ms: n ? durations[Math.ceil(0.99 * n) - 1]! : 0, // nearest rank
   };
+}
+
+/** A /login grant (countIf counts failures only): `failed` answers stay charged; a success's grant
+ * is given back, certainly by `refundedBy` when that is known (the refund's answer), else maybe never. */
+export interface CountedGrant extends Grant {
+  failed: boolean;
+  refundedBy?: number;
+}
+/** A request whose charge is unknown: sent, but answered by failMode (503), so Redis may have run it
+ * late (a paused server runs what it queued when it resumes) up to `until`. */
+export interface Uncertain {
+  key: string;
+  start: number;
+  until: number;
+}
+/**
+ * countIf on a sliding window of `limit` per windowMs, counting failures only. Two checks, per key:
+ * - 'count-if': no span shorter than the window certainly holds more than `limit` granted failures
+ *   (checkSlidingWindow over the failed grants: the successes' grants come back, never theirs);
+ * - 'count-if-refusal': a refusal [start, end] is a violation when, at every instant it may have
+ *   been decided, certainly fewer than `limit` permits were charged: counting every grant that may
+ *   lie in the window then and may still be charged (a failure; a success whose refund is not
+ *   certainly done by `start`) and every uncertain request that may have been run in it.
+ */
+export function checkCountIf(grants: CountedGrant[], refusals: Grant[], uncertain: Uncertain[], limit: number, windowMs: number): Violation[] {
+  const failed = checkSlidingWindow(
+    grants.filter((g) => g.failed),
+    limit,
+    windowMs,
+  ).map((v) => ({ ...v, invariant: 'count-if' }));
+  const out = new Violations('count-if-refusal');
+  const grantsBy = byKey(grants);
+  const uncertainBy = byKey(uncertain);
+  for (const r of refusals) {
+    // an entry at τ counts for a decision at d when d - windowMs < τ <= d, for some d in [start, end]
+    const mayCount = (first: number, last: number) => first <= r.end + 2 && last > r.start - windowMs - 2;
+    let charged = 0;
+    for (const g of grantsBy.get(r.key) ?? []) {
+      if (!mayCount(g.start, g.end)) continue;
+      if (g.failed || g.refundedBy === undefined || g.refundedBy >= r.start) charged += 1;
+    }
+    for (const u of uncertainBy.get(r.key) ?? []) if (mayCount(u.start, u.until)) charged += 1;
+    if (charged < limit) out.add(`key ${r.key}: refused in [${r.start}, ${r.end}] with at most ${charged} permits charged in its window, limit ${limit}`);
+  }
+  return [...failed, ...out.done()];
+}
+
+/**
+ * blockMs: a refusal [start, end] that set a lockout in Redis (Redis's clock, at or after `start`)
+ * refuses its key until at least start + blockMs. Violation: a grant of that key certainly decided
+ * after the refusal answered and certainly before start + blockMs - 2 (the 2 ms slack of the
+ * other checks, for clock granularity).
+ */
+export function checkLockout(grants: Grant[], lockouts: Grant[], blockMs: number): Violation[] {
+  const out = new Violations('block-ms');
+  const grantsBy = new Map([...byKey(grants)].map(([key, group]) => [key, [...group].sort((a, b) => a.start - b.start)]));
+  for (const r of lockouts) {
+    const group = grantsBy.get(r.key) ?? [];
+    const until = r.start + blockMs - 2;
+    for (let i = lowerBound(group, r.end, (g) => g.start); i < group.length && group[i]!.start < until; i++) {
+      const g = group[i]!;
+      if (g.start > r.end && g.end < until) {
+        out.add(`key ${r.key}: granted in [${g.start}, ${g.end}], ${(g.end - r.start).toFixed(0)} ms after a refusal in [${r.start}, ${r.end}] that locked it out for ${blockMs} ms`);
+      }
+    }
+  }
+  return out.done();
+}
+
+/**
+ * failMode 'local' with localDivisor on a fixed window of `limit`: each process grants at most
+ * ceil(limit / divisor) per aligned window on its own clock, beside what Redis grants (checked
+ * with checkFixedWindow over Redis's grants). `byProcess`: each process's local grants.
+ */
+export function checkLocalGrants(byProcess: Record<string, Grant[]>, limit: number, divisor: number, windowMs: number): Violation[] {
+  const local = Math.max(1, Math.ceil(limit / divisor));
+  return Object.entries(byProcess).flatMap(([name, grants]) =>
+    checkFixedWindow(grants, local, windowMs).map((v) => ({ invariant: 'local-fail-mode', detail: `${name}: ${v.detail}` })),
+  );
+}
+
+/** The refusal cache answered in every process: `hits` per process (RedisLimitEvents counters). */
+export function checkCacheHits(hits: Record<string, number>): Violation[] {
+  return Object.entries(hits)
+    .filter(([, n]) => !(n > 0))
+    .map(([name]) => ({ invariant: 'refusal-cache', detail: `${name}: no refusal came from the refusal cache` }));
 }

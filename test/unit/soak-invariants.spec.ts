@@ -1,9 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
+  type CountedGrant,
   type Grant,
   type Slot,
+  checkCacheHits,
+  checkCountIf,
   checkDelivery,
+  checkLocalGrants,
+  checkLockout,
   checkFixedWindow,
   checkMaxPending,
   checkOutageLatency,
@@ -280,5 +285,83 @@ describe('checkOutageLatency', () => {
     expect(r.maxMs).toBe(80);
     expect(r.p99Ms).toBe(10);
     expect(r.failModeAnswers).toBe(201);
+  });
+});
+
+describe('checkCountIf', () => {
+  const limit = 3;
+  const windowMs = 1000;
+  const failure = (start: number): CountedGrant => ({ key: 'a', start, end: start + 2, failed: true });
+  const success = (start: number, refundedBy?: number): CountedGrant => ({
+    key: 'a',
+    start,
+    end: start + 2,
+    failed: false,
+    ...(refundedBy === undefined ? {} : { refundedBy }),
+  });
+
+  it('passes failures at the limit beside refunded successes, and a refusal once they fill the window', () => {
+    const grants = [failure(5000), success(5010, 5015), success(5020, 5025), failure(5100), failure(5200), success(5300, 5304)];
+    expect(checkCountIf(grants, [at('a', 5400, 5402)], [], limit, windowMs)).toEqual([]);
+  });
+
+  it('flags more failures granted in one window than the limit', () => {
+    const v = checkCountIf(times(limit + 1, (i) => failure(5000 + i * 100)), [], [], limit, windowMs);
+    expect(v.map((x) => x.invariant)).toEqual(['count-if']);
+  });
+
+  it('flags a refusal while the failures in its window are under the limit and the successes are refunded', () => {
+    const grants = [failure(5000), failure(5100), success(5200, 5210), success(5300, 5310)];
+    const v = checkCountIf(grants, [at('a', 5400, 5402)], [], limit, windowMs);
+    expect(v).toEqual([{ invariant: 'count-if-refusal', detail: expect.stringContaining('at most 2 permits charged') }]);
+  });
+
+  it('counts a success whose refund was not certainly done, a failure of another window not, and a 503 that may have run', () => {
+    const base = [failure(5000), failure(5100)];
+    const refusal = [at('a', 5400, 5402)];
+    expect(checkCountIf([...base, success(5300, 5401)], refusal, [], limit, windowMs)).toEqual([]); // refund answered after the refusal began
+    expect(checkCountIf([...base, success(5300)], refusal, [], limit, windowMs)).toEqual([]); // refund never answered
+    expect(checkCountIf([...base, failure(4300)], refusal, [], limit, windowMs)).toHaveLength(1); // out of the window
+    expect(checkCountIf(base, refusal, [{ key: 'a', start: 5150, until: 5900 }], limit, windowMs)).toEqual([]);
+    expect(checkCountIf(base, refusal, [{ key: 'b', start: 5150, until: 5900 }], limit, windowMs)).toHaveLength(1);
+  });
+});
+
+describe('checkLockout', () => {
+  const blockMs = 2000;
+
+  it('passes grants after the lockout, or begun before its refusal answered', () => {
+    const lockout = [at('k', 10_000, 10_005)];
+    const grants = [at('k', 10_003, 10_006), at('k', 11_999, 12_001), at('k', 12_100), at('j', 10_500)];
+    expect(checkLockout(grants, lockout, blockMs)).toEqual([]);
+  });
+
+  it('flags a grant of the key certainly inside the lockout', () => {
+    const v = checkLockout([at('k', 11_000, 11_002)], [at('k', 10_000, 10_005)], blockMs);
+    expect(v).toEqual([{ invariant: 'block-ms', detail: expect.stringContaining('key k') }]);
+  });
+
+  it('keeps 2 ms of slack at the lockout end', () => {
+    expect(checkLockout([at('k', 11_997, 11_998)], [at('k', 10_000, 10_005)], blockMs)).toEqual([]);
+    expect(checkLockout([at('k', 11_996, 11_997)], [at('k', 10_000, 10_005)], blockMs)).toHaveLength(1);
+  });
+});
+
+describe('checkLocalGrants', () => {
+  it('passes ceil(limit / divisor) local grants per process per window', () => {
+    const each = times(3, (i) => at('local', 1100 + i * 10));
+    expect(checkLocalGrants({ w1: each, w2: each }, 5, 2, 1000)).toEqual([]);
+  });
+
+  it('flags a process granting more than its share in one window', () => {
+    const v = checkLocalGrants({ w1: times(3, (i) => at('local', 1100 + i * 10)), w2: times(4, (i) => at('local', 1100 + i * 10)) }, 5, 2, 1000);
+    expect(v).toEqual([{ invariant: 'local-fail-mode', detail: expect.stringMatching(/^w2: .*4 grants/) }]);
+  });
+});
+
+describe('checkCacheHits', () => {
+  it('passes when every process answered from its cache, and flags one that never did', () => {
+    expect(checkCacheHits({ w1: 3, w2: 1 })).toEqual([]);
+    expect(checkCacheHits({ w1: 3, w2: 0 })).toEqual([{ invariant: 'refusal-cache', detail: 'w2: no refusal came from the refusal cache' }]);
   });
 });
