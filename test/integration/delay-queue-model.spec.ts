@@ -7,8 +7,9 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 // The DelayQueue scripts against a state machine, at explicit times (the scripts' test hook):
 // each id is scheduled (runAt), in flight (lease deadline, attempt), dead, or gone. Random
 // enqueues, claims, acks, lease renewals, fails (acks, renewals and fails sometimes from a stale
-// attempt), cancels, reschedules and clock steps on a small pool of ids, so duplicates,
-// redeliveries and ties happen; deaths trim the dead set by age and count. Every reply and, after
+// attempt), cancels, reschedules, dead-set pages, retries and purges of the dead (by id and all)
+// and clock steps on a small pool of ids, so duplicates, redeliveries and ties happen; deaths
+// trim the dead set by age and count. Every reply and, after
 // every step, the sizes must agree; at the end of a run the sets and the data hash must be
 // exactly the model.
 //
@@ -113,6 +114,32 @@ class QueueModel {
     return runAt;
   }
 
+  /** A page after the cursor (time of death, id), oldest first: more?, then five per message. */
+  deadPage(after: [number, string] | null, limit: number): (string | number)[] {
+    const [at, id] = after ?? [-Infinity, ''];
+    const rest = this.ordered('dead').filter(([k, m]) => m.at > at || (m.at === at && k > id));
+    const page = rest.slice(0, limit).flatMap(([k, m]) => [k, String(m.at), m.payload, String(m.attempts), m.error ?? '']);
+    return [rest.length > limit ? 1 : 0, ...page];
+  }
+
+  /** The dead ids a retry or purge takes: those named that are dead, or the oldest up to `bound`. */
+  private deadBatch(ids: string[] | null, limit: number, bound: number): string[] {
+    if (ids) return ids.filter((k) => this.messages.get(k)?.where === 'dead');
+    return this.ordered('dead').filter(([, m]) => m.at <= bound).slice(0, limit).map(([k]) => k);
+  }
+
+  retryDead(now: number, ids: string[] | null, limit: number): number[] {
+    const moved = this.deadBatch(ids, limit, now);
+    for (const k of moved) Object.assign(this.messages.get(k)!, { where: 'scheduled', at: now, attempts: 0, error: undefined });
+    return [moved.length, this.size()[2]!, now];
+  }
+
+  purgeDead(now: number, ids: string[] | null, limit: number): number[] {
+    const gone = this.deadBatch(ids, limit, now);
+    gone.forEach((k) => this.messages.delete(k));
+    return [gone.length, this.size()[2]!, now];
+  }
+
   size(): number[] {
     const count = (where: Where) => [...this.messages.values()].filter((m) => m.where === where).length;
     return [count('scheduled'), count('inFlight'), count('dead')];
@@ -142,7 +169,12 @@ type Op =
   | { kind: 'fail'; id: number | null; backoffMs: number; attempt: number | null; trim: Trim }
   | { kind: 'cancel'; id: number }
   | { kind: 'reschedule'; id: number; when: When }
-  | { kind: 'advance'; ms: number };
+  | { kind: 'advance'; ms: number }
+  /** after: a cursor `ms` from now (may be past) and an id, or null for the first page */
+  | { kind: 'dead'; after: { ms: number; id: number } | null; limit: number }
+  /** ids null: the oldest `limit` that died by now */
+  | { kind: 'retryDead'; ids: number[] | null; limit: number }
+  | { kind: 'purgeDead'; ids: number[] | null; limit: number };
 
 // ids whose bytewise order is not their length order, to pin down how ties are broken
 const IDS = ['a', 'b', 'c', 'aa', 'ab', 'b1', 'm10', 'm9'];
@@ -191,6 +223,23 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('advance' as const),
       ms: fc.oneof(fc.constantFrom(0, 20, 100), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 5_000 })),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('dead' as const),
+      // cursors at the times deaths happen (steps of 0, 20, 100 ms are common), so ties are too
+      after: fc.option(fc.record({ ms: fc.oneof(fc.constantFrom(0, -20, -100), fc.integer({ min: -600, max: 0 })), id })),
+      limit: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('retryDead' as const, 'purgeDead' as const),
+      ids: fc.option(fc.uniqueArray(id, { minLength: 1, maxLength: 3 })),
+      limit: fc.integer({ min: 1, max: 3 }),
     }),
   },
 );
@@ -245,6 +294,16 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const { retentionMs, maxDead, batch } = o.trim;
             const reply = await call('queueFail', [now, target, o.backoffMs, error, attempt, retentionMs, maxDead, batch]);
             expect(reply).toBe(model.fail(now, target, o.backoffMs, error, attempt, o.trim));
+          } else if (o.kind === 'dead') {
+            const after: [number, string] | null = o.after && [now + o.after.ms, IDS[o.after.id]!];
+            const reply = await call('queueDead', after ? [...after, o.limit] : ['', '', o.limit]);
+            expect(reply).toEqual(model.deadPage(after, o.limit));
+          } else if (o.kind === 'retryDead') {
+            const ids = o.ids?.map((i) => IDS[i]!) ?? [];
+            expect(await call('queueRetryDead', [now, channel, publish, o.limit, '', ...ids])).toEqual(model.retryDead(now, o.ids && ids, o.limit));
+          } else if (o.kind === 'purgeDead') {
+            const ids = o.ids?.map((i) => IDS[i]!) ?? [];
+            expect(await call('queuePurgeDead', [now, o.limit, '', ...ids])).toEqual(model.purgeDead(now, o.ids && ids, o.limit));
           } else if (o.kind === 'cancel') {
             expect(await call('queueCancel', [IDS[o.id]!])).toBe(model.cancel(IDS[o.id]!));
           } else {
