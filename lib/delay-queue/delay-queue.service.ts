@@ -160,7 +160,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   }
 
   /** Starts consuming `queue` with `handler`; stopped by `stop()` or application shutdown. */
-  consume<T>(queue: string, handler: DelayedHandler<T>, opts?: ConsumeOptions): DelayQueueConsumer {
+  consume<T>(queue: string, handler: DelayedHandler<T>, opts?: ConsumeOptions<T>): DelayQueueConsumer {
     assertName(queue, 'queue');
     if (typeof handler !== 'function') throw new TypeError('handler must be a function (message) => unknown');
     const options = resolveConsumeOptions(opts);

@@ -30,7 +30,8 @@ export interface RescheduleOptions {
   runAt?: number | Date;
 }
 
-export interface ConsumeOptions {
+/** `T`: the payload type, which `rateLimit.key` reads. */
+export interface ConsumeOptions<T = unknown> {
   /** Handlers running at once in this consumer. Default 10. */
   concurrency?: number;
   /** ms a claimed message's lease lasts; renewed while its handler runs, so it bounds how long a
@@ -57,7 +58,8 @@ export interface ConsumeOptions {
    * cluster) and gives the refused back, counting their claim as no attempt. A consumer that
    * dies between the two steps leaves leases that expire as usual.
    */
-  rateLimit?: RateLimitPolicy & { key?: (message: DelayedMessage) => string };
+  // a method, so that options for one payload type still fit ConsumeOptions<unknown> (@OnDelayed)
+  rateLimit?: RateLimitPolicy & { key?(message: DelayedMessage<T>): string };
   /**
    * Handlers of this queue running at once at most, across every process. Counted from the
    * queue's leases: a consumer that dies frees its share when its leases expire
