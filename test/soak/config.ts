@@ -17,12 +17,23 @@ export const SOAK = {
   funnel: { capacity: 8, leakingDurationMs: 1000 },
   /** POST /orders/:owner (@MaxPending) and DELETE /orders/:owner/:slot (paying). */
   pending: { name: 'soak-unpaid', max: 3, ttlMs: 3000, owners: 12 },
+  /** GET /login/:acct: a sliding window counting failed answers only (countIf: status >= 400);
+   * the handler answers 401 about half the time. */
+  login: { limit: 3, windowMs: 1000, accounts: 2 },
+  /** GET /lock/:k: a sliding window whose refusal locks its key out for blockMs. */
+  lock: { limit: 3, windowMs: 1000, blockMs: 2000, keys: 2 },
+  /** GET /flood: one fixed-window key both workers flood (their own loop, `rate` req/s each), mostly
+   * refused: the refusal cache's route (it is on by default on every route). */
+  flood: { limit: 10, windowMs: 1000, rate: 30 },
+  /** GET /local: failMode 'local', a fixed window; `divisor` is the module's localDivisor. Its own
+   * loop (`rate` req/s per worker). */
+  local: { limit: 4, windowMs: 1000, divisor: 2, rate: 15 },
   /** Delay messages every worker enqueues and the consumer processes handle. */
   queue: { name: 'soak', maxDelayMs: 1500, visibilityTimeoutMs: 4000, concurrency: 20 },
 } as const;
 
 /** Routes, as the web workers log them. */
-export type Route = 'hot' | 'sliding' | 'cold' | 'funnel' | 'order' | 'pay';
+export type Route = 'hot' | 'sliding' | 'cold' | 'funnel' | 'order' | 'pay' | 'login' | 'lock' | 'flood' | 'local';
 
 /** Controller → worker. */
 export type ToWorker = { type: 'stop' };
@@ -46,7 +57,14 @@ export interface WorkerConfig {
 export interface WebLog {
   name: string;
   /** Granted, decided requests per route: [key, arrival ms, decided-by ms]. */
-  grants: Record<'hot' | 'sliding' | 'cold' | 'funnel', [string, number, number][]>;
+  grants: Record<'hot' | 'sliding' | 'cold' | 'funnel' | 'lock' | 'flood' | 'local', [string, number, number][]>;
+  /** /login grants (by Redis): [key, arrival ms, finish ms, failed (0/1), refund done ms or -1]. */
+  logins: [string, number, number, number, number][];
+  /** 429s Redis (or the refusal cache) gave /login and /lock: [route, key, arrival ms, finish ms,
+   * a lockout was set in Redis for it (0/1)]. 503s on /login: the same with route 'login-503'. */
+  refusals: [string, string, number, number, number][];
+  /** /local grants decided in process memory (failMode 'local'): [key, arrival, finish], Date.now() ms. */
+  localGrants: [string, number, number][];
   /** Every answer: [route, arrival ms, finish ms, status, answered by failMode (0/1)]. */
   answers: [Route, number, number, number, number][];
   /** Reserved slots: [owner, slot, reserve arrival ms, reserve finish ms, release start ms or -1]. */

@@ -4,6 +4,8 @@
 // while this controller injects faults in turn: SIGSTOP/SIGCONT longer than commandTimeoutMs,
 // SCRIPT FLUSH, CLIENT KILL TYPE normal, a restart, SIGKILL of a consumer. At the end it checks
 // the invariants over the workers' logs, prints them as figures, and exits 1 on any violation.
+// The outcome-aware routes have their own: countIf (failures only), blockMs lockouts, the refusal
+// cache's hits under a flood, and failMode 'local' (each worker's share of a limit during outages).
 import 'reflect-metadata';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -18,9 +20,13 @@ import { Redis } from 'ioredis';
 import { DelayQueueService, ExpiringHashService, RedisLimitModule } from '../../lib/index.js';
 import { RedisNode } from '../harness/redis-server.js';
 import { now, SOAK, type FromWorker, type WebLog, type WorkerConfig } from './config.js';
-import { FAULTS, inject, type Fault } from './faults.js';
+import { FAULTS, inject, PAUSE_MS, type Fault } from './faults.js';
 import {
+  checkCacheHits,
+  checkCountIf,
   checkDelivery,
+  checkLocalGrants,
+  checkLockout,
   checkFixedWindow,
   checkMaxPending,
   checkOutageLatency,
@@ -192,6 +198,8 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     ['sliding', `sliding window ${SOAK.sliding.limit}/${SOAK.sliding.windowMs} ms`, checkSlidingWindow(grants('sliding'), SOAK.sliding.limit, SOAK.sliding.windowMs)],
     ['cold', `token buckets ${SOAK.cold.limit}/${SOAK.cold.windowMs} ms on ${SOAK.cold.keys} keys`, checkTokenBucket(grants('cold'), SOAK.cold.limit, SOAK.cold.windowMs)],
     ['funnel', `funnel ${SOAK.funnel.capacity}/${SOAK.funnel.leakingDurationMs} ms`, checkTokenBucket(grants('funnel'), SOAK.funnel.capacity, SOAK.funnel.leakingDurationMs)],
+    ['flood', `fixed window ${SOAK.flood.limit}/${SOAK.flood.windowMs} ms, flooded`, checkFixedWindow(grants('flood'), SOAK.flood.limit, SOAK.flood.windowMs)],
+    ['lock', `sliding window ${SOAK.lock.limit}/${SOAK.lock.windowMs} ms on ${SOAK.lock.keys} keys`, checkSlidingWindow(grants('lock'), SOAK.lock.limit, SOAK.lock.windowMs)],
   ];
   for (const [route, what, found] of limits) {
     const mine = answers.filter((a) => a[0] === route);
@@ -204,11 +212,12 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     violations.push(...found);
     if (grants(route).length === 0) violations.push({ invariant: 'coverage', detail: `/${route} granted nothing` });
   }
+  violations.push(...judgeOutcomes(webLogs, answers));
   const peak = Math.max(0, ...fixedWindowCounts(grants('hot'), SOAK.hot.windowMs).values());
   row('/hot: most grants in one fixed window', `${peak} (limit ${SOAK.hot.limit})`);
 
   // answers: only the statuses each failMode allows, and outage answers within the bound
-  const allowed: Record<string, number[]> = { hot: [200, 429, 503], cold: [200, 429, 503], funnel: [200, 429, 503], sliding: [200, 429], order: [201, 429, 503] };
+  const allowed: Record<string, number[]> = { hot: [200, 429, 503], cold: [200, 429, 503], funnel: [200, 429, 503], sliding: [200, 429], order: [201, 429, 503], login: [200, 401, 429, 503], lock: [200, 429, 503], flood: [200, 429, 503], local: [200, 429] };
   for (const [route, statuses] of Object.entries(allowed)) {
     const odd = answers.filter((a) => a[0] === route && !statuses.includes(a[3]));
     if (odd.length > 0) violations.push({ invariant: 'status', detail: `/${route}: ${odd.length} answers with status ${[...new Set(odd.map((a) => a[3]))].join(', ')}` });
@@ -255,6 +264,68 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
       `${delivery.duplicatesAfterCrash} twice after a consumer was killed (${crashed.join(', ') || 'none'})`,
   );
   console.log('');
+  return violations;
+}
+
+/** The outcome-aware routes: countIf, blockMs, the refusal cache and failMode 'local'. */
+function judgeOutcomes(webLogs: WebLog[], answers: WebLog['answers']): Violation[] {
+  const row = (label: string, value: string) => console.log(`| ${label} | ${value} |`);
+  const verdict = (found: Violation[], ok: string) => (found.length === 0 ? ok : `${found.length} violation(s)`);
+  const refusals = (route: string) => webLogs.flatMap((w) => w.refusals.filter((r) => r[0] === route).map(([, key, start, end, blocked]) => ({ key, start, end, blocked })));
+  const by = (route: string, status: number) => answers.filter((a) => a[0] === route && a[3] === status).length;
+  const violations: Violation[] = [];
+
+  const logins = webLogs.flatMap((w) =>
+    w.logins.map(([key, start, end, failed, refundedBy]) => ({ key, start, end, failed: failed === 1, ...(refundedBy >= 0 ? { refundedBy } : {}) })),
+  );
+  // a request answered 503 may still have been run by a paused Redis once it resumed
+  const uncertain = refusals('login-503').map(({ key, start, end }) => ({ key, start, until: end + PAUSE_MS }));
+  const countIf = checkCountIf(logins, refusals('login'), uncertain, SOAK.login.limit, SOAK.login.windowMs);
+  violations.push(...countIf);
+  const failed = logins.filter((g) => g.failed).length;
+  row(
+    `/login/:acct: countIf failures, sliding window ${SOAK.login.limit}/${SOAK.login.windowMs} ms on ${SOAK.login.accounts} keys`,
+    `${logins.length} granted (${failed} failed, ${logins.length - failed} succeeded, ${logins.filter((g) => g.refundedBy !== undefined).length} refunds seen), ` +
+      `${by('login', 429)} refused, ${by('login', 503)} × 503; ${verdict(countIf, 'failures never above the limit, no refusal under it')}`,
+  );
+  if (failed === 0 || by('login', 429) === 0) violations.push({ invariant: 'coverage', detail: '/login: no failed grant or no refusal' });
+
+  const lockouts = refusals('lock').filter((r) => r.blocked === 1);
+  const lock = checkLockout(
+    webLogs.flatMap((w) => w.grants.lock.map(([key, start, end]) => ({ key, start, end }))),
+    lockouts,
+    SOAK.lock.blockMs,
+  );
+  violations.push(...lock);
+  row(
+    `/lock/:k: blockMs ${SOAK.lock.blockMs}`,
+    `${by('lock', 429)} refused, ${lockouts.length} of them set a lockout; ${verdict(lock, `no grant within ${SOAK.lock.blockMs} ms of one`)}`,
+  );
+  if (lockouts.length === 0) violations.push({ invariant: 'coverage', detail: '/lock: no refusal set a lockout' });
+
+  const hits = Object.fromEntries(webLogs.map((w) => [w.name, w.counters.refusalCacheHits]));
+  const cache = checkCacheHits(hits);
+  violations.push(...cache);
+  row('refusal cache hits (RedisLimitEvents, per worker)', `${webLogs.map((w) => `${w.name} ${w.counters.refusalCacheHits}`).join(', ')} (/flood refused ${by('flood', 429)} times)`);
+
+  const local = checkLocalGrants(
+    Object.fromEntries(webLogs.map((w) => [w.name, w.localGrants.map(([key, start, end]) => ({ key, start, end }))])),
+    SOAK.local.limit,
+    SOAK.local.divisor,
+    SOAK.local.windowMs,
+  );
+  violations.push(...local);
+  const byRedis = webLogs.flatMap((w) => w.grants.local.map(([key, start, end]) => ({ key, start, end })));
+  const redis = checkFixedWindow(byRedis, SOAK.local.limit, SOAK.local.windowMs);
+  violations.push(...redis);
+  const decisions = webLogs.map((w) => `${w.name} ${w.counters.localDecisions.allowed} granted, ${w.counters.localDecisions.refused} refused`);
+  row(
+    `/local: fixed window ${SOAK.local.limit}/${SOAK.local.windowMs} ms, failMode 'local', localDivisor ${SOAK.local.divisor}`,
+    `${answers.filter((a) => a[0] === 'local').length} requests: ${byRedis.length} granted by Redis (${verdict(redis, 'never above the limit')}), ` +
+      `${by('local', 429)} refused, ${by('local', 503)} × 503; local decisions ${decisions.join('; ')}: ` +
+      `${verdict(local, `never above ceil(${SOAK.local.limit}/${SOAK.local.divisor}) per worker per window`)}`,
+  );
+  if (webLogs.every((w) => w.localGrants.length === 0)) violations.push({ invariant: 'coverage', detail: '/local: nothing was granted locally' });
   return violations;
 }
 

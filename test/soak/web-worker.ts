@@ -2,10 +2,11 @@
 // same process' load loops over loopback HTTP, plus a producer of delay messages. It logs every
 // answer, every grant and every slot, and writes the log when the controller says stop.
 import 'reflect-metadata';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Controller, Delete, Get, HttpCode, Inject, Module, Param, Post, Req, Res, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Module, Param, Post, Req, Res, ServiceUnavailableException, UnauthorizedException, type ExecutionContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   DelayQueueService,
@@ -23,7 +24,10 @@ import { now, runWorker, SOAK, type Route, type WebLog, type WorkerConfig } from
 const config = JSON.parse(process.argv[2]!) as WorkerConfig;
 const log: WebLog = {
   name: config.name,
-  grants: { hot: [], sliding: [], cold: [], funnel: [] },
+  grants: { hot: [], sliding: [], cold: [], funnel: [], lock: [], flood: [], local: [] },
+  logins: [],
+  refusals: [],
+  localGrants: [],
   answers: [],
   slots: [],
   enqueued: [],
@@ -38,7 +42,20 @@ interface Timed {
   path: string;
   params: Record<string, string>;
   soakStart?: number;
+  /** Date.now() at arrival: the clock failMode 'local' decides on. */
+  soakStartDate?: number;
 }
+
+/** What the library's events said about one request (they fire in the request's async context). */
+interface Heard {
+  /** Decided in process memory (failMode 'local'). */
+  local?: boolean;
+  /** A blockMs lockout was set in Redis. */
+  blocked?: boolean;
+  /** The /login entry whose refund completion to note. */
+  login?: WebLog['logins'][number];
+}
+const heard = new AsyncLocalStorage<Heard>();
 interface Response {
   statusCode: number;
   locals: Record<string, unknown>;
@@ -55,6 +72,8 @@ function grant(route: keyof WebLog['grants'], key: string, req: Timed, res: Resp
   else res.locals['unchecked'] = true;
   return { decided };
 }
+
+const countFailures = (_: ExecutionContext, outcome: { statusCode: number }) => outcome.statusCode >= 400;
 
 @Controller()
 class SoakController {
@@ -84,6 +103,38 @@ class SoakController {
     return grant('funnel', 'funnel', req, res);
   }
 
+  @Get('login/:acct')
+  @RateLimit({ limit: SOAK.login.limit, windowMs: SOAK.login.windowMs, algorithm: 'sliding-window', key: param('acct'), failMode: 'closed', countIf: countFailures })
+  login(@Req() req: Timed, @Param('acct') acct: string) {
+    const failed = Math.random() < 0.5;
+    const entry: WebLog['logins'][number] = [acct, req.soakStart!, now(), failed ? 1 : 0, -1];
+    log.logins.push(entry);
+    heard.getStore()!.login = entry;
+    if (failed) throw new UnauthorizedException();
+    return {};
+  }
+
+  @Get('lock/:k')
+  @RateLimit({ limit: SOAK.lock.limit, windowMs: SOAK.lock.windowMs, algorithm: 'sliding-window', key: param('k'), failMode: 'closed', blockMs: SOAK.lock.blockMs })
+  lock(@Res({ passthrough: true }) res: Response, @Req() req: Timed, @Param('k') k: string) {
+    return grant('lock', k, req, res);
+  }
+
+  @Get('flood')
+  @RateLimit({ limit: SOAK.flood.limit, windowMs: SOAK.flood.windowMs, algorithm: 'fixed-window', key: fixed('flood'), failMode: 'closed' })
+  flood(@Res({ passthrough: true }) res: Response, @Req() req: Timed) {
+    return grant('flood', 'flood', req, res);
+  }
+
+  @Get('local')
+  @RateLimit({ limit: SOAK.local.limit, windowMs: SOAK.local.windowMs, algorithm: 'fixed-window', key: fixed('local'), failMode: 'local' })
+  local(@Res({ passthrough: true }) res: Response, @Req() req: Timed) {
+    // a local decision sets rate-limit headers too: only the event tells it from Redis's
+    if (!heard.getStore()!.local) return grant('local', 'local', req, res);
+    log.localGrants.push(['local', req.soakStartDate!, Date.now()]);
+    return { decided: false };
+  }
+
   @Post('orders/:owner')
   @MaxPending(SOAK.pending.max, { name: SOAK.pending.name, ttlMs: SOAK.pending.ttlMs, owner: param('owner'), failMode: 'closed' })
   order(@PendingSlot() slot: string) {
@@ -104,28 +155,43 @@ class SoakController {
 }
 
 @Module({
-  imports: [RedisLimitModule.forRoot({ redis: config.redisUrl, keyPrefix: SOAK.keyPrefix, commandTimeoutMs: SOAK.commandTimeoutMs })],
+  imports: [
+    RedisLimitModule.forRoot({ redis: config.redisUrl, keyPrefix: SOAK.keyPrefix, commandTimeoutMs: SOAK.commandTimeoutMs, localDivisor: SOAK.local.divisor }),
+  ],
   controllers: [SoakController],
 })
 class SoakModule {}
 
 async function main(): Promise<() => Promise<string>> {
   const app = await NestFactory.create(SoakModule, { logger: ['error', 'warn'] });
+  const events = app.get(RedisLimitEvents);
+  events.on((event) => {
+    const request = heard.getStore();
+    if (request === undefined) return;
+    if (event.type === 'redis-limit.local-decision') request.local = true;
+    else if (event.type === 'redis-limit.block') request.blocked = true;
+    else if (event.type === 'redis-limit.refund' && request.login) request.login[4] = now();
+  });
   app.use((req: Timed, res: Response, next: () => void) => {
     req.soakStart = now();
+    req.soakStartDate = Date.now();
+    const request: Heard = {};
     res.on('finish', () => {
-      // GET /hot, /sliding, /cold/:k, /funnel: the route is the first segment
-      const route = (req.method === 'POST' ? 'order' : req.method === 'DELETE' ? 'pay' : req.path.split('/')[1]) as Route;
-      const byFailMode = res.statusCode === 503 || res.locals['unchecked'] === true;
-      log.answers.push([route, req.soakStart!, now(), res.statusCode, byFailMode ? 1 : 0]);
+      // GET /hot, /sliding, /cold/:k, ...: the route is the first segment
+      const [, first, key = first!] = req.path.split('/');
+      const route = (req.method === 'POST' ? 'order' : req.method === 'DELETE' ? 'pay' : first) as Route;
+      const byFailMode = res.statusCode === 503 || res.locals['unchecked'] === true || request.local === true;
+      const end = now();
+      log.answers.push([route, req.soakStart!, end, res.statusCode, byFailMode ? 1 : 0]);
+      if ((route === 'login' || route === 'lock') && res.statusCode === 429) log.refusals.push([route, key, req.soakStart!, end, request.blocked ? 1 : 0]);
+      if (route === 'login' && res.statusCode === 503) log.refusals.push(['login-503', key, req.soakStart!, end, 0]);
     });
-    next();
+    heard.run(request, next);
   });
   await app.listen(0, '127.0.0.1');
   const port = (app.getHttpServer().address() as { port: number }).port;
   const base = `http://127.0.0.1:${port}`;
   const queue = app.get(DelayQueueService);
-  const events = app.get(RedisLimitEvents);
 
   let running = true;
   const loops: Promise<void>[] = [];
@@ -160,10 +226,12 @@ async function main(): Promise<() => Promise<string>> {
 
   const step = (): Promise<unknown> => {
     const r = Math.random();
-    if (r < 0.3) return call('GET', '/hot');
-    if (r < 0.5) return call('GET', '/sliding');
-    if (r < 0.7) return call('GET', `/cold/k${Math.floor(Math.random() * SOAK.cold.keys)}`);
-    if (r < 0.8) return call('GET', '/funnel');
+    if (r < 0.2) return call('GET', '/hot');
+    if (r < 0.34) return call('GET', '/sliding');
+    if (r < 0.48) return call('GET', `/cold/k${Math.floor(Math.random() * SOAK.cold.keys)}`);
+    if (r < 0.56) return call('GET', '/funnel');
+    if (r < 0.66) return call('GET', `/login/a${Math.floor(Math.random() * SOAK.login.accounts)}`);
+    if (r < 0.78) return call('GET', `/lock/k${Math.floor(Math.random() * SOAK.lock.keys)}`);
     return order();
   };
 
@@ -177,6 +245,21 @@ async function main(): Promise<() => Promise<string>> {
           const started = now();
           await step();
           await sleep(Math.max(0, gapMs * (0.5 + Math.random()) - (now() - started)));
+        }
+      })(),
+    );
+  }
+
+  // a loop each: /flood, so the refusal cache meets a steady stream of refusals of one key; /local,
+  // so that an outage meets more requests than a worker may grant on its own
+  for (const [path, rate] of [['/flood', SOAK.flood.rate], ['/local', SOAK.local.rate]] as const) {
+    const gap = 1000 / rate;
+    loops.push(
+      (async () => {
+        while (running) {
+          const started = now();
+          await call('GET', path);
+          await sleep(Math.max(0, gap * (0.5 + Math.random()) - (now() - started)));
         }
       })(),
     );
