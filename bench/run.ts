@@ -1,6 +1,6 @@
 // `npm run bench`: every comparison in one run on this machine, written to BENCHMARKS.md and
 // benchmarks.svg. Sections run one after another (never two loads at once on 2 cores):
-// ceiling, decisions, http, sliding, memory, queue. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
+// ceiling, decisions, http, flood, sliding, outcomes, memory, queue. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
 // BENCH_CALLS and BENCH_HTTP_SECONDS scale them down for a quick look (the report says so).
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -12,10 +12,13 @@ import { ceiling, type CeilingRow } from './ceiling.bench.js';
 import { barChart, type Bar } from './chart.js';
 import { cell, formatRatio, ratio, type Spread } from './common/stats.js';
 import { decisionThroughput, LIMIT, WINDOW_MS, type DecisionRow, type KeyShape } from './decisions.bench.js';
+import { FLOOD_LIMIT, FLOOD_WINDOW_MS, floodCost, type FloodRow } from './flood.bench.js';
 import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, ROUTES, type HttpRow } from './http.bench.js';
+import { outcomeCost, outcomeTable, type OutcomeRow } from './outcomes.bench.js';
 import { slidingWindowCost, SW_LIMIT, SW_SMALL_GRANTS, type SlidingRow } from './sliding-window.bench.js';
 
-const SECTIONS = (process.env['BENCH_SECTIONS'] ?? 'ceiling,decisions,http,sliding,memory,queue').split(',');
+const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'outcomes', 'memory', 'queue'];
+const SECTIONS = process.env['BENCH_SECTIONS']?.split(',') ?? ALL_SECTIONS;
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
 const IN_FLIGHT = 256;
@@ -23,6 +26,8 @@ const CEILING_REQUESTS = Math.min(CALLS, 50_000);
 // 7 HTTP rows × 3 runs: at 4 s a load the section takes under 2 minutes, inside the whole run's 10
 const FULL_HTTP_SECONDS = 4;
 const HTTP_SECONDS = Number(process.env['BENCH_HTTP_SECONDS'] ?? FULL_HTTP_SECONDS);
+// 4 flood rows × 3 runs: at 3 s a load, about 45 s
+const FLOOD_SECONDS = Math.min(HTTP_SECONDS, 3);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BUILD = fileURLToPath(new URL('./', import.meta.url));
 
@@ -55,7 +60,9 @@ async function main(): Promise<void> {
   let ceilingRows: CeilingRow[] = [];
   let decisionRows: DecisionRow[] = [];
   let httpRows: HttpRow[] = [];
+  let floodRows: FloodRow[] = [];
   let slidingRows: SlidingRow[] = [];
+  let outcomeRows: OutcomeRow[] = [];
   let memoryTables = '';
   let memory: Record<string, Record<string, Record<string, Spread>>> | undefined;
   let queueTables = '';
@@ -79,8 +86,14 @@ async function main(): Promise<void> {
     await timed('http', async () => {
       httpRows = await httpOverhead({ redisHost: host, redisPort: port, connections: 50, seconds: HTTP_SECONDS, runs: RUNS, log });
     });
+    await timed('flood', async () => {
+      floodRows = await floodCost({ redisHost: host, redisPort: port, connections: 50, seconds: FLOOD_SECONDS, runs: RUNS, log });
+    });
     await timed('sliding', async () => {
       slidingRows = await slidingWindowCost({ host, port, runs: RUNS, log });
+    });
+    await timed('outcomes', async () => {
+      outcomeRows = await outcomeCost({ host, port, runs: RUNS, log });
     });
   } finally {
     await redis.stop();
@@ -113,7 +126,7 @@ async function main(): Promise<void> {
 
   // ---- the report ------------------------------------------------------------------------------
   const commit = sh('git', ['rev-parse', '--short', 'HEAD']) + (sh('git', ['status', '--porcelain', '--', 'lib', 'lua']) ? ' (with uncommitted changes to lib/lua)' : '');
-  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== FULL_HTTP_SECONDS || SECTIONS.length !== 6;
+  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== FULL_HTTP_SECONDS || SECTIONS.length !== ALL_SECTIONS.length;
   md.push('# Benchmarks', '');
   md.push(
     `Written by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}; ` +
@@ -265,6 +278,51 @@ async function main(): Promise<void> {
     panels.push({ title: `GraphQL (Apollo), autocannon -c 50 -d ${HTTP_SECONDS}, quote query`, unit: 'req/s', bars: bars(httpRows.filter(isGraphQL)) });
   }
 
+  if (floodRows.length) {
+    const of = (route: FloodRow['route']) => floodRows.find((r) => r.route === route)!;
+    const plain = of('no guard');
+    const cached = of('@RateLimit, refusal cache (nest-redis-limit)');
+    const uncached = of('@RateLimit, refusalCache: false (nest-redis-limit)');
+    const rlf = of('rate-limiter-flexible, inMemoryBlockOnConsumed');
+    md.push('## 3a. A flood from one key over its limit', '');
+    md.push(
+      `\`autocannon -c 50 -d ${FLOOD_SECONDS}\` against the quote route (Express, bench/flood-app.ts) whose every request counts against one key ` +
+        `already over its limit (a \`key\` function returning one fixed key, ${FLOOD_LIMIT} per ${FLOOD_WINDOW_MS / 3_600_000} h; the warm-up takes the one grant), four ways: ` +
+        'no guard (the baseline: it serves the quote); `@RateLimit` with the refusal cache (the default); `@RateLimit` with the module option ' +
+        '`refusalCache: false` (a server process of its own), where Redis decides every refusal (decide.lua; the refusals that arrive in one turn ' +
+        'of the event loop share one EVALSHA); and rate-limiter-flexible\'s `RateLimiterRedis` ' +
+        'in a Nest guard with `inMemoryBlockOnConsumed: limit + 1` and `inMemoryBlockDuration` unset (the key is blocked in memory from its first ' +
+        'refusal for its msBeforeNext; a set duration would be a guess), answering 429 with the Retry-After and X-RateLimit-* headers its docs set, as ours does. Redis commands per response: the delta of INFO commandstats ' +
+        "around each load, summed over every command but the bench's own INFO, so the commands a script runs count too (decide.lua's HMGET " +
+        'and TIME); script calls: EVALSHA and EVAL alone, the round trips the library makes. Refused and other: responses ' +
+        'over all runs (429, and anything else: a grant or a failure).',
+      '',
+      '| route | req/s | p50 ms | p99 ms | Redis commands/req (scripts\' included) | script calls/req | app CPU µs/req | Redis CPU µs/req | refused | other | errors |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...floodRows.map(
+        (r) =>
+          `| ${r.route} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 1)} | ${cell(r.p99Ms, 1)} | ${cell(r.commands, 4)} | ${cell(r.scripts, 4)} | ${cell(r.appUs)} | ${cell(r.redisUs, 2)} | ${r.refused} | ${r.other} | ${r.errors} |`,
+      ),
+      '',
+      `Refused req/s ÷ no guard: refusal cache ${formatRatio(ratio(cached.perSecond, plain.perSecond))}; refusalCache: false ${formatRatio(ratio(uncached.perSecond, plain.perSecond))}; ` +
+        `rate-limiter-flexible ${formatRatio(ratio(rlf.perSecond, plain.perSecond))}. Refusal cache ÷ rate-limiter-flexible: ${formatRatio(ratio(cached.perSecond, rlf.perSecond))}; ` +
+        `÷ refusalCache: false: ${formatRatio(ratio(cached.perSecond, uncached.perSecond))} (ranges: the ratios within each run). ` +
+        'Targets (issue 15): at most 0.01 Redis commands per refused request, and at least 0.95× the unguarded req/s.',
+      '',
+    );
+    headlines.push(
+      `- **Flood from one key over its limit**: with the refusal cache, ${cached.commands.median.toFixed(4)} Redis commands per refused request ` +
+        `(${uncached.commands.median.toFixed(2)} without it) at ${formatRatio(ratio(cached.perSecond, plain.perSecond))} the unguarded route's req/s ` +
+        `(without it ${formatRatio(ratio(uncached.perSecond, plain.perSecond))}; rate-limiter-flexible's in-memory block ${formatRatio(ratio(rlf.perSecond, plain.perSecond))}, ` +
+        `${rlf.commands.median.toFixed(4)} commands per refusal).`,
+    );
+    panels.push({
+      title: `Flood from one key over its limit, autocannon -c 50 -d ${FLOOD_SECONDS}`,
+      unit: 'req/s; all refused but no guard',
+      bars: floodRows.map((r) => ({ label: r.route.replace(' (nest-redis-limit)', ''), ...r.perSecond, ours: r.route.endsWith('(nest-redis-limit)') })),
+    });
+  }
+
   if (slidingRows.length) {
     md.push('## 3b. Sliding window: cost of one decision by permits', '');
     md.push(
@@ -284,6 +342,25 @@ async function main(): Promise<void> {
       md.push(`| ${scenario} | ${ours ? cell(ours.redisUs) : '–'} | ${old ? cell(old.redisUs) : '–'} | ${ours ? cell(ours.bytes) : '–'} | ${old ? cell(old.bytes) : '–'} |`);
     }
     md.push('');
+  }
+
+  if (outcomeRows.length) {
+    md.push('## 3c. refund and penalize beside consume', '');
+    md.push(
+      '`bench/outcomes.bench.ts` (also `npm run bench -- outcomes`): each call one EVALSHA on its own (no batching), 1,000 keys a round, 64 in flight, ' +
+        '1,000 permits per hour, each key half used first (not measured). A round consumes one permit on each key, refunds that grant (by its grant id), ' +
+        "then penalizes each key one permit; beside them, a consume by the decide.lua of the commit before grant ids, refunds and blocks. " +
+        'Script µs: INFO commandstats usec of EVALSHA ÷ calls after CONFIG RESETSTAT; server µs: INFO cpu (user + sys, network included) ÷ calls. ' +
+        'Target (issue 15): one round trip each (true by construction: one EVALSHA a call), Redis CPU per call within 1.5× of a consume.',
+      '',
+      outcomeTable(outcomeRows).trim(),
+      '',
+    );
+    const worst = outcomeRows
+      .filter((r) => r.call === 'refund' || r.call === 'penalize')
+      .map((r) => ({ r, x: r.scriptUs.median / outcomeRows.find((c) => c.algorithm === r.algorithm && c.call === 'consume')!.scriptUs.median }))
+      .sort((a, b) => b.x - a.x)[0];
+    if (worst) headlines.push(`- **refund and penalize**: one EVALSHA each; the costliest, ${worst.r.algorithm} ${worst.r.call}, takes ${worst.x.toFixed(2)}× a consume's script time (target: within 1.5×).`);
   }
 
   if (memory) {
