@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { DeadCancellationsController } from './dead-cancellations.controller.js';
 import { OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
 import { DEFAULT_ORDER_TTL_MS, unpaidOrders } from './unpaid-orders.js';
@@ -8,7 +9,7 @@ export interface OrdersOptions {
   ttlMs?: number;
 }
 
-@Module({ controllers: [OrdersController], providers: [OrdersService] })
+@Module({ controllers: [OrdersController, DeadCancellationsController], providers: [OrdersService] })
 export class OrdersModule {
   /** Applies to the application built next: @MaxPending options are read when it starts, so
    * apps with different ttls must be started one after another. */

@@ -25,8 +25,12 @@ export class OrdersService {
 
   constructor(@Inject(ExpiringHashService) private readonly expiringHash: ExpiringHashService) {}
 
-  /** An order's slot expired unpaid: the library tells us once, through the DelayQueue. */
-  @OnDelayed(UNPAID_ORDER_EXPIRED)
+  /**
+   * An order's slot expired unpaid: the library tells us once, through the DelayQueue. A notice
+   * this cannot handle (a malformed value) fails twice, 250 ms apart, and then waits among the
+   * dead for an admin (DeadCancellationsController): retrying longer would not mend it.
+   */
+  @OnDelayed(UNPAID_ORDER_EXPIRED, { maxAttempts: 2, backoffMs: 250 })
   cancel({ payload }: DelayedMessage<ExpiredField>): void {
     if (payload.value === '') return; // the slot lapsed before its order was stored
     const order = JSON.parse(payload.value) as Order;
