@@ -306,7 +306,13 @@ function judgeOutcomes(webLogs: WebLog[], answers: WebLog['answers']): Violation
   const hits = Object.fromEntries(webLogs.map((w) => [w.name, w.counters.refusalCacheHits]));
   const cache = checkCacheHits(hits);
   violations.push(...cache);
-  row('refusal cache hits (RedisLimitEvents, per worker)', `${webLogs.map((w) => `${w.name} ${w.counters.refusalCacheHits}`).join(', ')} (/flood refused ${by('flood', 429)} times)`);
+  // a cache that refused what Redis would grant would leave the flooded windows short of the limit
+  const flood = [...fixedWindowCounts(webLogs.flatMap((w) => w.grants.flood.map(([key, start, end]) => ({ key, start, end }))), SOAK.flood.windowMs).values()];
+  row(
+    'refusal cache hits (RedisLimitEvents, per worker)',
+    `${webLogs.map((w) => `${w.name} ${w.counters.refusalCacheHits}`).join(', ')} (/flood refused ${by('flood', 429)} times); ` +
+      `/flood windows with ${SOAK.flood.limit} grants certainly inside: ${flood.filter((n) => n === SOAK.flood.limit).length} of ${flood.length}`,
+  );
 
   const local = checkLocalGrants(
     Object.fromEntries(webLogs.map((w) => [w.name, w.localGrants.map(([key, start, end]) => ({ key, start, end }))])),
