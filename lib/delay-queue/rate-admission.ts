@@ -17,12 +17,13 @@ export type Admission =
 /**
  * A consumer's rate limit (option `rateLimit`): claimed messages are admitted in one script call
  * per batch (lua/delay-queue/admit.lua), which charges each key's counter or gives the message
- * back to the queue. Counters are keyed `dqr.<algorithm>.<windowMs>:<rate key>:{<queue>}`: the
- * queue is the hash tag, so they share its slot on a cluster; without a key function the queue
- * has one counter, `dqr.<algorithm>.<windowMs>:{<queue>}`.
+ * back to the queue. Counters are keyed `dqr.<algorithm>.<windowMs>:<rate key>:{<queue>}` (and
+ * their pace, `dqp.…`): the queue is the hash tag, so they share its slot on a cluster; without a
+ * key function the queue has one counter, `dqr.<algorithm>.<windowMs>:{<queue>}`.
  */
 export class RateAdmission {
   private readonly kind: string;
+  private readonly paceKind: string;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -32,6 +33,7 @@ export class RateAdmission {
     private readonly rateLimit: ConsumerRateLimit,
   ) {
     this.kind = `dqr.${counterKind(rateLimit.spec)}`;
+    this.paceKind = `dqp.${counterKind(rateLimit.spec)}`;
   }
 
   async admit(messages: DelayedMessage[]): Promise<Admission[]> {
@@ -44,7 +46,7 @@ export class RateAdmission {
         verdicts[i] = { kind: 'broken', error: counter };
         return;
       }
-      counters.push(counter);
+      counters.push(...counter);
       args.push(message.id, message.attempt);
     });
     if (counters.length > 0) {
@@ -60,10 +62,10 @@ export class RateAdmission {
     return verdicts as Admission[];
   }
 
-  /** The counter of a message's rate key, or why it has none. */
-  private counter(message: DelayedMessage): string | Error {
+  /** The counter and pace keys of a message's rate key, or why it has none. */
+  private counter(message: DelayedMessage): [string, string] | Error {
     const { key } = this.rateLimit;
-    if (key === undefined) return this.keys.build(this.kind, this.queue);
+    if (key === undefined) return [this.keys.build(this.kind, this.queue), this.keys.build(this.paceKind, this.queue)];
     let name: unknown;
     try {
       name = key(message);
@@ -73,6 +75,6 @@ export class RateAdmission {
     if (typeof name !== 'string' || name.length === 0) {
       return new TypeError(`rateLimit.key must return a non-empty string, got ${typeof name === 'string' ? '""' : typeof name}`);
     }
-    return this.keys.build(this.kind, this.queue, name);
+    return [this.keys.build(this.kind, this.queue, name), this.keys.build(this.paceKind, this.queue, name)];
   }
 }

@@ -55,6 +55,20 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     }
   });
 
+  it("a key's refused messages are paced windowMs / limit apart, however many claims refused them", async () => {
+    const q = 'paced';
+    const ids = Array.from({ length: 9 }, (_, i) => `p-${i}`);
+    for (const id of ids) await queues().enqueue(q, { tenant: 't' }, { id });
+    const started: string[] = [];
+    // claims of 2: the refusals come from several admission calls
+    const consumer = queues().consume(q, (m) => void started.push(m.id), { concurrency: 2, rateLimit: { limit: 3, windowMs: 600_000, key: tenantOf } });
+    await until(async () => (await queues().size(q)).scheduled === 6 && (await queues().size(q)).inFlight === 0, 10_000, () => `${started.length} started`);
+    await consumer.stop();
+    const scores = (await ctx.app.raw.zrange(key('dqs', q), '0', '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
+    // each refused once, each in its own slot: the backlog comes back at the pace the limit allows
+    expect(scores.slice(1).map((at, i) => at - scores[i]!)).toEqual([200_000, 200_000, 200_000, 200_000, 200_000]);
+  });
+
   it('without a key function the whole queue shares one counter', async () => {
     const q = 'one-counter';
     for (let i = 0; i < 6; i++) await queues().enqueue(q, { tenant: `t${i}` });
