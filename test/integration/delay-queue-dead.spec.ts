@@ -143,6 +143,17 @@ describe('DelayQueue dead letters', () => {
     expect(await queue().queues()).not.toContain('q-dead');
   });
 
+  it('queues() forgets a queue found empty only once nobody has registered it for a day', async () => {
+    const registry = `${ctx.app.prefix}dqr:{queues}`;
+    const dayAndMore = Date.now() - 25 * 3_600_000;
+    await queue().enqueue('old-busy', 1, { delayMs: 60_000 });
+    await ctx.app.raw.zadd(registry, dayAndMore, 'old-busy', dayAndMore, 'old-empty', Date.now() - 3_600_000, 'recent-empty');
+    expect(await queue().queues()).toContain('old-busy');
+    expect(await ctx.app.raw.zscore(registry, 'old-busy')).not.toBeNull();
+    expect(await ctx.app.raw.zscore(registry, 'old-empty')).toBeNull();
+    expect(await ctx.app.raw.zscore(registry, 'recent-empty')).not.toBeNull();
+  });
+
   it('checks its arguments: TypeError or RangeError naming them', async () => {
     const q = queue();
     await expect(q.dead('')).rejects.toThrow(/^queue must be a non-empty string/);

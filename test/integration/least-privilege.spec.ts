@@ -71,6 +71,18 @@ async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPr
     await eventually(async () => expired.length === 1 && delivered.length === 1 && (await hash.count('h')) === 1);
     expect(expired).toEqual([{ key: 'h', field: 'short', value: 'gone' }]);
     expect(await queues.size('jobs')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+    // dead letters: listed, retried, purged; the queue registry
+    const doomed = queues.consume('doomed', () => Promise.reject(new Error('no')), { maxAttempts: 1 });
+    await queues.enqueue('doomed', 1, { id: 'd1' });
+    await eventually(async () => (await queues.size('doomed')).dead === 1);
+    await doomed.stop();
+    const { messages, cursor } = await queues.dead('doomed', { limit: 1 });
+    expect([messages.map((m) => m.id), cursor]).toEqual([['d1'], null]);
+    expect(await queues.dead('doomed', { cursor: Buffer.from(`${messages[0]!.diedAt}:d1`).toString('base64url') })).toEqual({ messages: [], cursor: null });
+    expect(await queues.retryDead('doomed')).toBe(1);
+    expect(await queues.queues()).toContain('doomed');
+    expect(await queues.purgeDead('doomed', ['d1'])).toBe(0);
+    expect(await queues.purgeDead('doomed')).toBe(0);
     await sleep(200); // a sweep round or two
     await Promise.all(consumers.map((c) => c.stop()));
   } finally {
