@@ -177,7 +177,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     this.consumers.set(queue, consumers);
     consumers.add(consumer);
     // a queue with messages from before the registry existed is listed once it is consumed
-    this.registry.register(queue).catch(() => undefined);
+    void this.registry.register(queue);
     // claim once subscribed: an enqueue before then is found by that claim, one after wakes us
     void this.wakeUps.listen(queue).finally(() => consumer.start());
     return consumer;

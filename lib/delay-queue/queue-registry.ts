@@ -24,12 +24,20 @@ export class QueueRegistry {
     return this.redis.keys.build('dqr', 'queues');
   }
 
-  /** Registers `queue` unless this process did so within the hour. */
+  /**
+   * Registers `queue` unless this process did so within the hour. Never rejects: the message
+   * an enqueue stored is what its caller asked about, and a registration that failed (Redis
+   * unreachable) is made by the next enqueue or consume.
+   */
   async register(queue: string): Promise<void> {
     const now = Date.now();
     if ((this.fresh.get(queue) ?? 0) > now) return;
-    await this.redis.scripts.bounded(this.redis.client.zadd(this.key, now, queue), 'ZADD queue registry');
-    this.fresh.set(queue, now + REGISTER_EVERY_MS);
+    try {
+      await this.redis.scripts.bounded(this.redis.client.zadd(this.key, now, queue), 'ZADD queue registry');
+      this.fresh.set(queue, now + REGISTER_EVERY_MS);
+    } catch {
+      // not fresh: tried again next time
+    }
   }
 
   /** Every registered name, with when it was last registered (ms). */
