@@ -11,7 +11,7 @@ import { NestFactory } from '@nestjs/core';
 import { Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
-import { RateLimit, RedisLimitModule } from '../lib/index.js';
+import { RateLimit, RedisLimitModule, SkipRateLimit } from '../lib/index.js';
 import { QuotesService } from '../sample-app/src/quotes/quotes.service.js';
 import { serveBench } from './common/app-process.js';
 import { quoteController } from './common/quote-controller.js';
@@ -24,6 +24,8 @@ const PlainController = quoteController('plain');
 const RateLimitedController = quoteController('rate-limit', RateLimit({ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' }));
 const ThrottledController = quoteController('throttler', UseGuards(ThrottlerGuard), Throttle({ default: { limit: LIMIT, ttl: WINDOW_MS } }));
 const DefaultsController = quoteController('defaults');
+// the defaults app's own unguarded route: its baseline, measured in the same process
+const DefaultsSkippedController = quoteController('defaults-skip', SkipRateLimit());
 
 @Module({
   imports: [
@@ -32,7 +34,7 @@ const DefaultsController = quoteController('defaults');
       defaultLimits: [{ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' }],
     }),
   ],
-  controllers: [DefaultsController],
+  controllers: [DefaultsController, DefaultsSkippedController],
   providers: [QuotesService],
 })
 class DefaultsBenchModule {}
