@@ -8,7 +8,7 @@ import type { HeaderPolicy } from './headers.js';
 import { assertPermits, assertPositiveInteger, funnelSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
 import type { StackedLimit } from './rate-limiter.service.js';
-import { resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
+import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from './transports/rpc.adapter.js';
 import { loadWsException } from './transports/ws.adapter.js';
@@ -125,17 +125,26 @@ export interface RequestLimits {
 export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, tracker: KeyResolver): Promise<RequestLimits> {
   const resolved = await Promise.all(
     plan.limits.map(async (limit) => {
-      const spec = await resolveSpec(limit.spec, limit.at, ctx);
+      const spec = isFixed(limit.spec) ? limit.spec : await resolveSpec(limit.spec, limit.at, ctx);
       const key = await resolveKey('key', limit.key ?? tracker, ctx);
       return { limit, spec, key, permits: resolveCost(limit.cost, spec.limit, ctx) };
     }),
   );
   if (plan.limits.some((limit) => typeof limit.spec.windowMs === 'function')) assertResolvedCounters(resolved);
-  const names = policyNames(resolved.map(({ limit, spec }) => ({ name: limit.name, spec })));
   return {
     stack: resolved.map(({ limit, spec, key, permits }) => stackFor(limit, spec, key, permits)),
-    policies: resolved.map(({ spec }, i) => ({ name: names[i]!, limit: spec.limit, windowMs: spec.windowMs })),
+    policies: fixedPolicies.get(plan) ?? headerPolicies(plan, resolved),
   };
+}
+
+/** The policies of a plan without tiers are the same for every request: named once. */
+const fixedPolicies = new WeakMap<RoutePlan, HeaderPolicy[]>();
+
+function headerPolicies(plan: RoutePlan, resolved: readonly { limit: PlannedLimit; spec: LimitSpec }[]): HeaderPolicy[] {
+  const names = policyNames(resolved.map(({ limit, spec }) => ({ name: limit.name, spec })));
+  const policies = resolved.map(({ spec }, i) => ({ name: names[i]!, limit: spec.limit, windowMs: spec.windowMs }));
+  if (plan.limits.every((limit) => isFixed(limit.spec))) fixedPolicies.set(plan, policies);
+  return policies;
 }
 
 function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: number): StackedLimit {
