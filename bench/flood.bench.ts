@@ -83,7 +83,8 @@ export async function floodCost(opts: HttpOptions): Promise<FloodRow[]> {
   };
   try {
     // warm-up: JIT, connections, scripts; and it takes each key over its limit before any measured load
-    for (const route of Object.keys(FLOOD_ROUTES) as FloodRoute[]) await load(route, 1);
+    // (2 s, as the HTTP rows warm up: at 1 s the refusal path was not yet at speed in some runs)
+    for (const route of Object.keys(FLOOD_ROUTES) as FloodRoute[]) await load(route, 2);
     const routes = Object.keys(FLOOD_ROUTES) as FloodRoute[];
     for (let run = 0; run < opts.runs; run++) {
       for (const route of run % 2 === 0 ? routes : [...routes].reverse()) {
