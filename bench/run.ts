@@ -374,7 +374,7 @@ async function main(): Promise<void> {
       'From `bench/expiring-hash.bench.ts` (also `npm run bench:hash`), run here with BENCH_SHAPES=1000,100000 BENCH_LAYOUTS=strings,plain,index,native ' +
         `BENCH_MEMORY_FLAVORS=redis8 BENCH_MEMORY_RUNS=${RUNS}: 100,000 items as 100 per user × 1,000 users and 1 per user × 100,000 users, ` +
         'on Redis 8.0 (Debian trixie), where both modes run: index mode (hash + bucket index, as on Redis 7 and Valkey) and native mode ' +
-        '(hash-field expiry). Redis 7 and Valkey figures: `npm run bench:hash` and the README.',
+        '(hash-field expiry). Redis 7 and Valkey figures: `npm run bench:hash` and docs/benchmarks.md.',
       '',
       demote(memoryTables.trim()),
       '',

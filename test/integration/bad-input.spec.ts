@@ -16,7 +16,7 @@ import {
 import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { limiterModule, uniquePrefix, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
 
-// The rows of the README's "Bad input" tables that need a server: each bad value is refused before
+// The rows of the "Bad input" tables (docs/bad-input.md) that need a server: each bad value is refused before
 // Redis is asked, with a TypeError (wrong type) or a RangeError (a number out of range) whose
 // message names the argument; decorator options fail app.init(), naming Controller.handler too.
 // The pure checks (module options, aclRules) are in test/unit/bad-input.spec.ts.

@@ -5,7 +5,7 @@ import { assertAcquireOptions, assertStackInput, rateLimitSpec } from '../../lib
 import { RedisKeys } from '../../lib/redis/keys.js';
 import { resolveOptions } from '../../lib/redis-limit.options.js';
 
-// The README's "Bad input" rows that need no server: module options (checked when RedisConnection
+// The "Bad input" rows (docs/bad-input.md) that need no server: module options (checked when RedisConnection
 // is built, i.e. at compile()/app.init()), aclRules, and the checks the services share. Each bad
 // value is a TypeError (wrong type) or a RangeError (a number out of range) naming the argument.
 

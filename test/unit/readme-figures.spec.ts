@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LEASE_MS, SWEEP_BUDGET } from '../../lib/expiring-hash/sweeper.js';
 import { resolveOptions } from '../../lib/redis-limit.options.js';
 
-// Figures the README states about the code, read from the README and compared with the code's own
-// constants, so that neither changes without the other (issue 13 #13: both had drifted).
-const readme = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
+// Figures the README and its docs/ pages state about the code, read from them and compared with the
+// code's own constants, so that neither changes without the other (issue 13 #13: both had drifted).
+const docs = readdirSync(join(process.cwd(), 'docs')).filter((file) => file.endsWith('.md')).map((file) => join('docs', file));
+const readme = ['README.md', ...docs].map((file) => readFileSync(join(process.cwd(), file), 'utf8')).join('\n');
 
 /** The one number `pattern` captures in the README (commas allowed); fails when it is not there once. */
 function figure(pattern: RegExp): number {
@@ -14,7 +15,7 @@ function figure(pattern: RegExp): number {
   return Number(found[0]![1]!.replace(/,/g, ''));
 }
 
-describe('README figures agree with the code', () => {
+describe('documented figures agree with the code', () => {
   it("the sweeper's budget per script call, its lease and the registry's shards", () => {
     expect(figure(/removes their\s+expired fields, at most ~?([\d,]+) (?:fields )?per script call/)).toBe(SWEEP_BUDGET);
     expect(figure(/a sweeper that dies holding one delays those hashes by ([\d,]+) s\b/) * 1000).toBe(LEASE_MS);
