@@ -155,10 +155,9 @@ export class RateLimiterService implements OnApplicationShutdown {
     if (permits !== undefined) assertPositiveInteger(permits, 'permits');
     // a grant never holds more than the limit, so the limit stands for "all of it"
     const ask = Math.min(permits ?? spec.limit, spec.limit);
-    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId];
+    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId, ...this.refusals.publishArgs];
     const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
-    // even when no whole permit came back: a bucket may have been given a part of one
-    this.invalidate([redisKey]);
+    this.refusals.forget([redisKey]);
     this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: spec.kind, limit: spec.limit, permits: back }));
     return back;
   }
@@ -178,8 +177,8 @@ export class RateLimiterService implements OnApplicationShutdown {
   async blockLimit(limit: StackedLimit, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertBlockDuration(durationMs);
-    await this.redis.scripts.run('rateLimitBlock', [redisKey], [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs]);
-    this.invalidate([redisKey]);
+    await this.redis.scripts.run('rateLimitBlock', [redisKey], [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs, ...this.refusals.publishArgs]);
+    this.refusals.forget([redisKey]);
     this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: spec.kind, limit: spec.limit, durationMs }));
   }
 
@@ -196,13 +195,9 @@ export class RateLimiterService implements OnApplicationShutdown {
     assertKey(key);
     const redisKey = this.redis.keys.build(counterKind(rateLimitSpec(policy)), key);
     await this.redis.scripts.bounded(this.redis.client.del(redisKey), 'DEL');
-    this.invalidate([redisKey]);
-  }
-
-  /** Tells every process's refusal cache that these counters may grant again. Not awaited: this
-   * process forgets at once, others when the message arrives, which waiting would not hasten. */
-  private invalidate(counters: string[]): void {
-    this.refusals.invalidate(counters).catch(() => undefined);
+    // not awaited: this process forgets at once, others when the message arrives, which waiting
+    // would not hasten (refund and block publish from their scripts instead)
+    this.refusals.invalidate([redisKey]).catch(() => undefined);
   }
 
   /** Leaky bucket: `capacity` units refilled evenly over `leakingDurationMs`; charges `quota`. */
@@ -272,8 +267,9 @@ export class RateLimiterService implements OnApplicationShutdown {
       const { spec, permits } = checked[index]!;
       args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
     }
+    args.push(...this.refusals.publishArgs);
     const back = (await this.redis.scripts.run('rateLimitRefund', group.limits.map(({ index }) => keys[index]!), args)) as number[];
-    this.invalidate(group.limits.map(({ index }) => keys[index]!));
+    this.refusals.forget(group.limits.map(({ index }) => keys[index]!));
     group.limits.forEach((limit, i) => {
       limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + back[i]!);
     });

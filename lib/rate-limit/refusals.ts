@@ -51,9 +51,20 @@ export class Refusals {
     if (sent.epoch !== -1 && sent.epoch === this.channel!.epoch) this.cache!.remember(sent.limits, retryAfterMs, decisions, sent.sentAt);
   }
 
-  /** `counters` may grant again (reset, refund, block): forgotten here at once, elsewhere over pub/sub. */
+  /** `counters` may grant again (reset): forgotten here at once, elsewhere over pub/sub. */
   invalidate(counters: readonly string[]): Promise<void> {
     return this.channel?.publish(counters) ?? Promise.resolve();
+  }
+
+  /** The channel a script publishes its counters on (refund.lua, block.lua), so other processes
+   * hear of it in the same call; [] with the cache off. */
+  get publishArgs(): string[] {
+    return this.channel === undefined ? [] : [this.channel.name];
+  }
+
+  /** What a script published for every other process: this one forgets at once. */
+  forget(counters: readonly string[]): void {
+    for (const counter of counters) this.cache?.invalidate(counter);
   }
 
   close(): void {

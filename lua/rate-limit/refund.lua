@@ -6,6 +6,8 @@
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..]   five per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms),
 --             permits to give back (at most), grant id (from decide.lua's reply)
+-- ARGV[last]  optional, after the limits: a pub/sub channel told each key, so that every process's
+--             refusal cache forgets its refusals (in the same call, not a command of its own)
 -- Returns     per limit, the permits given back (0 when that grant no longer counts or has
 --             been given back already)
 --- @include "../includes/server-time.lua"
@@ -20,5 +22,10 @@ local reply = {}
 for i = 1, #KEYS do
   local at = 2 + (i - 1) * 5
   reply[i] = algorithms[ARGV[at]].refund(KEYS[i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now, ARGV[at + 4])
+end
+-- told even when no whole permit came back: a bucket may have been given part of one
+local channel = ARGV[2 + #KEYS * 5]
+if channel then
+  for i = 1, #KEYS do redis.call('PUBLISH', channel, KEYS[i]) end
 end
 return reply
