@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
-import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 
 /** The command enqueue and reschedule scripts publish a wake-up with. */
@@ -77,13 +76,7 @@ export class WakeUps {
   }
 
   private createSubscriber(command: WakeCommand): Redis | Cluster {
-    // unlike the command client, the subscriber queues its SUBSCRIBE until it is connected
-    const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
-    const client = this.redis.client;
-    const subscriber = this.redis.cluster
-      ? (client as Cluster).duplicate(undefined, { ...override, shardedSubscribers: command === 'SPUBLISH' })
-      : (client as Redis).duplicate(override);
-    subscriber.on('error', (error: Error) => this.redis.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
+    const subscriber = this.redis.subscriberConnection(command === 'SPUBLISH');
     // wake-ups published while it was disconnected (or moving between shards) are lost
     subscriber.on('ready', () => this.listener.resync());
     subscriber.on('subscribersReady', () => this.listener.resync());

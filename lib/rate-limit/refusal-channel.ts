@@ -1,5 +1,4 @@
 import type { Cluster, Redis } from 'ioredis';
-import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { RefusalCache } from './refusal-cache.js';
 
@@ -35,11 +34,8 @@ export class RefusalChannel {
   /** Subscribes if not yet (in the background): refusals count once it is live. */
   open(): void {
     if (this.subscriber !== undefined) return;
-    const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
-    const client = this.redis.client;
-    const subscriber = this.redis.cluster ? (client as Cluster).duplicate(undefined, override) : (client as Redis).duplicate(override);
+    const subscriber = this.redis.subscriberConnection();
     this.subscriber = subscriber;
-    subscriber.on('error', (error: Error) => this.redis.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
     subscriber.on('message', (_channel: string, counter: string) => this.cache.invalidate(counter));
     subscriber.on('close', () => this.lost());
     // ioredis subscribes again on reconnect; the subscription is live once that is confirmed

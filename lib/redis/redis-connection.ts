@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { RedisScriptError } from '../errors.js';
+import type { Cluster, Redis } from 'ioredis';
+import { RedisLimitError, RedisScriptError } from '../errors.js';
 import { RedisLimitEvents } from '../observability/redis-limit-events.js';
 import { assertNoLateIsGlobal, REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
 import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
@@ -122,6 +123,20 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
       this.commands.set(command, known);
     }
     return known;
+  }
+
+  /**
+   * A connection of its own for SUBSCRIBE (DelayQueue wake-ups, refusal-cache invalidations): a
+   * duplicate of the client that, unlike it, queues commands until connected and retries them, and
+   * reports its connection errors as outages. `sharded`: a cluster's sharded subscribers.
+   */
+  subscriberConnection(sharded = false): Redis | Cluster {
+    const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
+    const subscriber = this.cluster
+      ? (this.client as Cluster).duplicate(undefined, { ...override, shardedSubscribers: sharded })
+      : (this.client as Redis).duplicate(override);
+    subscriber.on('error', (error: Error) => this.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
+    return subscriber;
   }
 
   reportFailure(error: Error): void {
