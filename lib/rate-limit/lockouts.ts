@@ -11,6 +11,12 @@ const MAX_LOCKOUTS = 10_000;
  * Per process: another instance's first refusal during a lockout blocks once more (each
  * instance at most once per lockout); a `reset` lifts the block in Redis, not here, so a
  * refusal right after one does not lock out again before this lockout would have ended.
+ *
+ * The lockout's end in Redis is the block call's server time + blockMs, later than this process
+ * knew when it asked: the end kept here is re-taken when the block call returns (never before
+ * Redis's), and a refusal is judged by when its decision was asked, not when it came back. So a
+ * knock that Redis refused as locked out never blocks again, however slow either call was; the
+ * cost is that a counter refusal asked within one round trip of the end starts no lockout.
  */
 export class Lockouts {
   private readonly ends = new Map<string, number>();
@@ -20,12 +26,13 @@ export class Lockouts {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Whether a refusal of `limit` should start a lockout: false while one this process started lasts. */
-  shouldBlock(limit: StackedLimit): boolean {
+  /** Whether a refusal of `limit`, whose decision was asked at `askedAt` (this clock), should start
+   * a lockout: false if one this process started lasted then. */
+  shouldBlock(limit: StackedLimit, askedAt = this.now()): boolean {
     const counter = counterOf(limit);
     const end = this.ends.get(counter);
     if (end === undefined) return true;
-    if (end > this.now()) return false;
+    if (end > askedAt) return false;
     this.ends.delete(counter);
     return true;
   }
@@ -35,7 +42,13 @@ export class Lockouts {
     this.ends.delete(counterOf(limit));
   }
 
-  /** Remembers a lockout of `limit` for `durationMs` from now. */
+  /** The block call of `limit` returned: its lockout ends no sooner than `durationMs` from now. */
+  blocked(limit: StackedLimit, durationMs: number): void {
+    const counter = counterOf(limit);
+    if (this.ends.has(counter)) this.ends.set(counter, Math.max(this.ends.get(counter)!, this.now() + durationMs));
+  }
+
+  /** Remembers a lockout of `limit` for `durationMs` from now (before its block call). */
   started(limit: StackedLimit, durationMs: number): void {
     const counter = counterOf(limit);
     this.ends.delete(counter); // re-inserted last: the map's order is the order of ends

@@ -45,6 +45,8 @@ export interface Decided {
   /** Decided in process memory (failMode 'local'): Redis is not answering, so no lockout starts
    * (lockouts live in Redis) and there are no grants to give back (the local charge stands). */
   local?: boolean;
+  /** When the decision was asked (performance.now()): a refusal asked during a lockout is the lockout's. */
+  askedAt: number;
 }
 
 /**
@@ -73,7 +75,7 @@ export class Outcomes {
     for (let i = 0; i < limits.length; i++) {
       const { countIf, blockMs, at } = limits[i]!;
       const decision = result.decisions[i]!;
-      if (blockMs !== undefined && !decision.allowed && decided.local !== true && this.lockouts.shouldBlock(stack[i]!)) {
+      if (blockMs !== undefined && !decision.allowed && decided.local !== true && this.lockouts.shouldBlock(stack[i]!, decided.askedAt)) {
         // remembered before the call: concurrent refusals block once
         this.lockouts.started(stack[i]!, blockMs);
         (blocks ??= []).push(this.block(decided, i, blockMs));
@@ -88,6 +90,7 @@ export class Outcomes {
   private async block({ route, stack, limits }: Decided, i: number, blockMs: number): Promise<void> {
     try {
       await this.limiter.blockLimit(stack[i]!, blockMs);
+      this.lockouts.blocked(stack[i]!, blockMs);
     } catch (error) {
       this.lockouts.forget(stack[i]!);
       this.log.error(route, `${limits[i]!.at}: could not block the key for blockMs ${blockMs}: ${(error as Error).message}`);

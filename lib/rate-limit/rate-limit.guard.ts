@@ -55,6 +55,7 @@ export class RateLimitGuard implements CanActivate {
 
     let result;
     let local = false;
+    const askedAt = performance.now();
     try {
       result = await decideShadowed(this.limiter, limits.stack, plan.limits);
       this.redis.reportSuccess();
@@ -70,7 +71,7 @@ export class RateLimitGuard implements CanActivate {
     if (!result.allowed) headers['Retry-After'] = retryAfterSeconds(result.retryAfterMs);
     transport.setHeaders(res, headers);
     reportShadowRefusal(this.redis.events, this.shadowLog, plan.route, limits.stack, result);
-    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result, local });
+    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result, local, askedAt });
     if (!result.allowed) await this.throwTooManyRequests(ctx, result);
     return true;
   }

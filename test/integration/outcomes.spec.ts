@@ -1,5 +1,9 @@
 import { RedisLimitEvents, type RateLimitPolicy, type RateLimiterService, type RedisLimitEvent, type StackedLimit } from '../../lib/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Outcomes } from '../../lib/rate-limit/outcome.js';
+import { RouteLog } from '../../lib/rate-limit/route-log.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
+import { until } from '../harness/until.js';
 
 // refund, penalize and block through RateLimiterService, on the Redis clock unless a test needs
 // explicit times (the `now` test hook of the stack-level forms).
@@ -208,5 +212,38 @@ describe('refund, penalize and block: each case', () => {
       expect(error).toBeInstanceOf(type);
       expect((error as Error).message).toMatch(message);
     });
+  });
+});
+
+// A lockout (blockMs) starts once per process: a refusal Redis gave while the lockout lasted
+// never blocks again, even when the block call was slow to run (CI met this on Valkey: the
+// process counted its lockout from before the call, Redis from when it ran, and a knock refused
+// in between started a second lockout).
+describe('lockouts from a guard decision', () => {
+  const ctx = withLimiterApp();
+
+  it('a slow block call: knocks refused until Redis lets the key in block nothing more', async () => {
+    const { limiter } = ctx.app;
+    let blocks = 0;
+    const slowBlocks = {
+      blockLimit: async (limit: StackedLimit, ms: number) => {
+        blocks++;
+        await sleep(150);
+        return limiter.blockLimit(limit, ms);
+      },
+    } as unknown as RateLimiterService;
+    const errors: string[] = [];
+    const outcomes = new Outcomes(slowBlocks, new RouteLog({ error: (message: string) => void errors.push(message) }));
+    const limit: StackedLimit = { key: 'slow-block', scope: 'lockout', policy: { limit: 1, windowMs: 100 } };
+    const knock = async () => {
+      const askedAt = performance.now();
+      const result = await limiter.decide([limit]);
+      const limits = [{ countIf: undefined, blockMs: 300, at: '@RateLimit(#1)' }];
+      await outcomes.after({ ctx: undefined as never, route: 'POST /pin', req: {}, res: undefined, stack: [limit], limits, result, askedAt });
+      return result.allowed;
+    };
+    expect([await knock(), await knock()]).toEqual([true, false]);
+    await until(async () => (await sleep(10), await knock()), 10_000, () => `still locked out after ${blocks} blocks`);
+    expect([blocks, errors]).toEqual([1, []]);
   });
 });
