@@ -25,6 +25,11 @@ export class ExpiringHashKeys {
   registry(shard: number): string {
     return this.keys.build('ehr', String(shard));
   }
+
+  /** The channel a registry shard's wake-ups go on: the shard's hash tag, so its slot. */
+  wakeChannel(shard: number): string {
+    return this.keys.build('ehw', String(shard));
+  }
 }
 
 /** 32-bit FNV-1a over UTF-16 code units: stable across processes and versions. */

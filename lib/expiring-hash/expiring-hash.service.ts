@@ -14,6 +14,10 @@ import { ExpiringHashSweeper } from './sweeper.js';
 const NO_TTL = -1;
 /** The scripts' reply when now + ttlMs passes MAX_EXPIRY_MS by the server's clock (nothing written). */
 const OUT_OF_RANGE = -1;
+/** A registration ahead of a write lists the hash this much after the field's expiry as the
+ * registry's clock reads it: the write's own clock reads a little later, and a sweep that came
+ * before the expiry would only have to come again. */
+const AHEAD_SLACK_MS = 20;
 
 /**
  * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
@@ -24,7 +28,6 @@ const OUT_OF_RANGE = -1;
 export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly keys: ExpiringHashKeys;
   private readonly sweeper: ExpiringHashSweeper;
-  private readonly notifier: ExpiryNotifier;
   private knownMode: ExpiryMode | undefined;
 
   constructor(
@@ -33,8 +36,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   ) {
     const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
-    this.sweeper = new ExpiringHashSweeper(redis, this.keys, sweepIntervalMs);
-    this.notifier = new ExpiryNotifier(redis, this.keys, queues);
+    this.sweeper = new ExpiringHashSweeper(redis, this.keys, new ExpiryNotifier(redis, this.keys, queues), sweepIntervalMs);
   }
 
   /** Sets `field` to `value`, expiring after `ttlMs` (none: never); replaces value and ttl. */
@@ -98,7 +100,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
     if (done === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, register!);
-    if (notifyAt! >= 0) await this.notifier.schedule(key, field, notifyAt!);
+    // a notification moved earlier: a lost registration only delays it to its old time
+    this.register(key, notifyAt!);
     return done === 1;
   }
 
@@ -155,27 +158,14 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
     const mode = await this.mode();
+    // the notification is armed by the write script itself, in the hash's slot; the sweep registry
+    // (another slot) learns of the hash first, so a write that succeeded is always swept and
+    // notified, whatever process dies when
+    if (notify !== '') await this.registerAhead(key, ttlMs);
     const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max, notify])) as number[];
     if (reply[0] === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, reply[4]!);
-    // armed in the write itself; a process that dies before this call loses that one timer
-    if (reply[5]! >= 0) await this.scheduleOrRelease(key, field, reply[5]!);
     return reply;
-  }
-
-  /**
-   * Sets the timer of a notification the write just armed. If that fails the write fails too, and
-   * what it wrote is released first: a caller told "failed" (a guard's 503) must not be left holding
-   * a slot for its whole ttl, nor a field whose notification has no timer.
-   */
-  private async scheduleOrRelease(key: string, field: string, expiry: number): Promise<void> {
-    try {
-      await this.notifier.schedule(key, field, expiry);
-    } catch (error) {
-      // best effort: when Redis is gone altogether, the field's own ttl is all that bounds it
-      await this.run('hashRelease', key, [field, expiry]).catch(() => undefined);
-      throw error;
-    }
   }
 
   private async read(key: string, field: string): Promise<[string | null, number]> {
@@ -192,15 +182,25 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
    */
   private register(key: string, at: number): void {
     if (at < 0) return;
-    const zadd = this.redis.client.zadd(this.keys.registryOf(key), 'LT', at, key);
-    this.redis.scripts.bounded(zadd, 'ZADD').catch((error: unknown) => {
+    this.registry(key, [at, '', '0']).catch((error: unknown) => {
       if (error instanceof RedisLimitError) this.redis.reportFailure(error);
     });
   }
 
+  /** Lists the hash as due when a field written now with `ttlMs` expires (server clock), before the
+   * write: a sweep in between looks once more (registry.lua), so none can forget it. */
+  private async registerAhead(key: string, ttlMs: number): Promise<void> {
+    await this.registry(key, ['', ttlMs + AHEAD_SLACK_MS, '1']);
+  }
+
+  private async registry(key: string, args: (string | number)[]): Promise<void> {
+    const shard = this.keys.shardOf(key);
+    const publish = await this.sweeper.publishCommand();
+    await this.redis.scripts.run('registryAdd', [this.keys.registry(shard)], ['', key, ...args, this.keys.wakeChannel(shard), publish]);
+  }
+
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
     this.sweeper.start();
-    this.notifier.start();
     return this.redis.scripts.run(script, this.keys.hash(key), ['', ...args]);
   }
 }

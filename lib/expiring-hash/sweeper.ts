@@ -1,7 +1,9 @@
 import { Logger } from '@nestjs/common';
+import { WakeUps, type WakeUpListener } from '../delay-queue/wake-ups.js';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
+import type { ExpiryNotifier } from './notifier.js';
 
 /** Hashes one claim leases from a registry shard. */
 const CLAIM_BATCH = 100;
@@ -12,78 +14,200 @@ export const SWEEP_BUDGET = 250;
 const SWEEPS_IN_FLIGHT = 8;
 /** A sweeper that dies (or times out) holding a lease delays those hashes by this much, no more. */
 export const LEASE_MS = 10_000;
+/** A hash registered by a write that may still land after a sweep found nothing there is looked
+ * at once more this much later (far above any command's time in flight). */
+export const RECHECK_MS = 10_000;
+/** With nothing due, each shard is looked at again after 60 to 90 s anyway (spread, so the shards
+ * do not come due together): a wake-up lost without a reconnect costs at most that delay. It is
+ * the whole idle cost: 16 shards, one call per 4.5 s on average. */
+const IDLE_CHECK_MS = 60_000;
+/** After a Redis failure, try the shard again after this long. */
+const RETRY_MS = 1000;
+
+/** Registry wake-ups: the DelayQueue's channel machinery, one channel per registry shard. */
+class RegistryWakeUps extends WakeUps {
+  constructor(
+    redis: RedisConnection,
+    listener: WakeUpListener,
+    private readonly hashKeys: ExpiringHashKeys,
+  ) {
+    super(redis, listener);
+  }
+
+  override channel(shard: string): string {
+    return this.hashKeys.wakeChannel(Number(shard));
+  }
+}
 
 /**
- * Removes expired fields nobody reads. Every instance runs one; they share the work through the
- * registry (sharded sorted sets of "user key -> next due time"): a claim leases due hashes
- * atomically, so no two sweepers work on one hash at once and none is special. Each hash is
- * swept by one bounded script call; a hash with more due fields than the budget is re-listed as
- * due at once.
+ * Removes expired fields nobody reads and delivers expiry notifications. Every instance runs one
+ * loop; they share the work through the registry (sharded sorted sets of "user key -> next due
+ * time"): a claim leases due hashes atomically, so no two sweepers work on one hash at once and
+ * none is special. The loop sleeps until the earliest due time the registry reported for each
+ * shard, and a registration earlier than a shard's earliest wakes it (pub/sub), so an idle
+ * process costs Redis next to nothing. Each hash is swept by one bounded script call; a hash with
+ * more due work than the budget is re-listed as due at once.
  */
-export class ExpiringHashSweeper {
+export class ExpiringHashSweeper implements WakeUpListener {
+  private readonly wakeUps: RegistryWakeUps;
+  /** Per shard: the server time (ms) it next has work; 0: look at once. */
+  private readonly dueAt: number[];
+  /** Per shard: the local time of its last look (passes of one shard are `gapMs` apart). */
+  private readonly lookedAt: number[];
+  private readonly busy = new Set<number>();
+  private readonly passes = new Set<Promise<void>>();
+  /** server clock − local clock, in ms, from the last claim. */
+  private offsetMs = 0;
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private timerAt = Infinity;
   private started = false;
+  /** Subscribed to every shard's wake-ups: looks before that could miss a registration. */
+  private listening = false;
   private stopped = false;
   private readonly logger = new Logger('ExpiringHashSweeper');
 
   constructor(
     private readonly redis: RedisConnection,
     private readonly keys: ExpiringHashKeys,
-    private readonly intervalMs: number,
-  ) {}
+    private readonly notifier: ExpiryNotifier,
+    private readonly gapMs: number,
+  ) {
+    this.wakeUps = new RegistryWakeUps(redis, this, keys);
+    this.dueAt = new Array<number>(keys.shards).fill(0);
+    this.lookedAt = new Array<number>(keys.shards).fill(-Infinity);
+  }
 
-  /** Starts sweeping (idempotent); a no-op when the interval is 0 or after stop(). */
+  /** The channel command registrations publish with. */
+  publishCommand(): ReturnType<WakeUps['publishCommand']> {
+    return this.wakeUps.publishCommand();
+  }
+
+  /** Starts sweeping (idempotent); a no-op when the gap is 0 or after stop(). Every shard is
+   * looked at once its wake-ups are heard. */
   start(): void {
-    if (this.started || this.stopped || this.intervalMs === 0) return;
+    if (this.started || this.stopped || this.gapMs === 0) return;
     this.started = true;
-    this.schedule(0);
+    const shards = Array.from({ length: this.keys.shards }, (_, shard) => this.wakeUps.listen(String(shard)));
+    void Promise.all(shards).then(() => {
+      this.listening = true;
+      this.plan();
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
+    this.wakeUps.close();
+    await Promise.all(this.passes);
   }
 
-  /** One pass over every shard; resolves whether work was left over. */
-  async sweepOnce(): Promise<boolean> {
-    const shards = Array.from({ length: this.keys.shards }, (_, shard) => this.sweepShard(shard));
-    return (await Promise.all(shards)).some(Boolean);
+  hint(shard: string, at: number): void {
+    const k = Number(shard);
+    if (at < this.dueAt[k]!) {
+      this.dueAt[k] = at;
+      this.plan();
+    }
   }
 
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.sweepOnce().then(
-        (more) => {
-          this.redis.reportSuccess();
-          this.schedule(more ? 0 : this.intervalMs);
-        },
-        (error: unknown) => {
-          if (this.stopped) return; // the connection closes under a pass at shutdown
-          if (error instanceof RedisLimitError) this.redis.reportFailure(error);
-          else this.logger.error(`sweep failed: ${(error as Error).message}`);
-          this.schedule(this.intervalMs);
-        },
-      );
-    }, delayMs);
+  resync(): void {
+    this.dueAt.fill(0);
+    this.plan();
+  }
+
+  /** Sets the timer for the first shard that comes due (in local time). */
+  private plan(): void {
+    if (this.stopped || !this.listening) return;
+    let wakeAt = Infinity;
+    for (let k = 0; k < this.dueAt.length; k++) {
+      if (!this.busy.has(k)) wakeAt = Math.min(wakeAt, this.localDue(k));
+    }
+    if (wakeAt >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = wakeAt;
+    if (wakeAt === Infinity) return;
+    this.timer = setTimeout(() => this.wake(), Math.max(0, wakeAt - Date.now()));
     // the sweeper never keeps a process alive on its own
     this.timer.unref();
   }
 
-  private async sweepShard(shard: number): Promise<boolean> {
+  private localDue(shard: number): number {
+    return Math.max(this.dueAt[shard]! - this.offsetMs, this.lookedAt[shard]! + this.gapMs);
+  }
+
+  private wake(): void {
+    this.timerAt = Infinity;
+    const now = Date.now();
+    for (let k = 0; k < this.dueAt.length; k++) {
+      if (!this.busy.has(k) && this.localDue(k) <= now) this.look(k);
+    }
+    this.plan();
+  }
+
+  private look(shard: number): void {
+    this.busy.add(shard);
+    this.dueAt[shard] = Infinity; // wake-ups heard meanwhile lower it
+    this.lookedAt[shard] = Date.now();
+    const pass = this.sweepShard(shard).then(
+      (next) => {
+        this.redis.reportSuccess();
+        const idle = Date.now() + this.offsetMs + IDLE_CHECK_MS * (1 + Math.random() / 2);
+        this.dueAt[shard] = Math.min(this.dueAt[shard]!, next < 0 ? idle : Math.min(next, idle));
+      },
+      (error: unknown) => {
+        if (this.stopped) return; // the connection closes under a pass at shutdown
+        if (error instanceof RedisLimitError) this.redis.reportFailure(error);
+        else this.logger.error(`sweep failed: ${(error as Error).message}`);
+        this.dueAt[shard] = Math.min(this.dueAt[shard]!, Date.now() + this.offsetMs + RETRY_MS);
+      },
+    );
+    const tracked = pass.finally(() => {
+      this.passes.delete(tracked);
+      this.busy.delete(shard);
+      this.plan();
+    });
+    this.passes.add(tracked);
+  }
+
+  /** Claims a shard's due hashes, sweeps them, releases them; resolves when the shard next has work
+   * (server ms, -1: nothing listed). */
+  private async sweepShard(shard: number): Promise<number> {
     const registry = this.keys.registry(shard);
     const scripts = this.redis.scripts;
-    const [lease, ...claimed] = (await scripts.run('registryClaim', [registry], ['', CLAIM_BATCH, LEASE_MS])) as string[];
-    if (claimed.length === 0) return false;
-    const results: number[][] = [];
-    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT) {
-      const batch = claimed.slice(i, i + SWEEPS_IN_FLIGHT);
-      results.push(...(await Promise.all(batch.map((key) => scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET]) as Promise<number[]>))));
+    const [lease, now, rest, ...claimed] = (await scripts.run('registryClaim', [registry], ['', CLAIM_BATCH, LEASE_MS])) as (string | number)[];
+    this.offsetMs = Number(now) - Date.now();
+    if (claimed.length === 0) return Number(rest);
+    const triples: (string | number)[] = [];
+    let more = claimed.length === CLAIM_BATCH * 2;
+    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT * 2) {
+      const batch: Promise<void>[] = [];
+      for (let j = i; j < Math.min(claimed.length, i + SWEEPS_IN_FLIGHT * 2); j += 2) {
+        const key = String(claimed[j]);
+        batch.push(
+          this.sweepHash(key).then(([next, left]) => {
+            if (left) more = true;
+            triples.push(key, next, claimed[j + 1]!);
+          }),
+        );
+      }
+      await Promise.all(batch);
     }
-    const pairs = claimed.flatMap((key, i) => [key, results[i]![0]!]);
-    await scripts.run('registryRelease', [registry], [lease!, ...pairs]);
-    return claimed.length === CLAIM_BATCH || results.some(([, more]) => more === 1);
+    const next = Number(await scripts.run('registryRelease', [registry], ['', lease!, RECHECK_MS, ...triples]));
+    return more ? Number(now) : next;
+  }
+
+  /** Sweeps one hash and delivers its due notifications; resolves when it next has work, and
+   * whether work was left over. */
+  private async sweepHash(key: string): Promise<[number, boolean]> {
+    const [next, left, ...handed] = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET])) as (number | string)[];
+    if (handed.length === 0) return [Number(next), left === 1];
+    try {
+      await this.notifier.deliver(key, handed as string[]);
+    } catch (error) {
+      // still armed: try again soon (the registry must not forget the hash)
+      if (error instanceof RedisLimitError) this.redis.reportFailure(error);
+      else this.logger.error(`expiry notification failed: ${(error as Error).message}`);
+      return [Date.now() + this.offsetMs + RETRY_MS, false];
+    }
+    return [Number(next), left === 1];
   }
 }

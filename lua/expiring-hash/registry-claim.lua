@@ -1,23 +1,31 @@
 -- Lease the hashes that are due for a sweep, so no two sweepers work on one hash at once.
 -- A leased member's score is LEASED + its lease deadline: above every due time, so a
--- registration made meanwhile (ZADD LT) always lowers it and the release can tell.
+-- registration made meanwhile (registry-add.lua) always lowers it and the release can tell.
 -- KEYS[1]  one shard of the sweep registry (zset: user key -> next sweep time in ms)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  at most this many hashes
 -- ARGV[3]  lease in ms: an unreleased lease (its sweeper died) can be claimed again after it
--- Returns  { lease score, user key, ... }
+-- Returns  { lease score, now (ms), the shard's earliest due time left unclaimed (ms, -1: none),
+--          then for each hash: user key, 1 if it was held (registry.lua) else 0 }
 --- @include "../includes/server-time.lua"
+--- @include "registry.lua"
 
-local rcall = redis.call
-local LEASED = 1125899906842624 -- 2^50 ms: no due time comes near it
 local now = now_ms(ARGV[1])
 local limit = tonumber(ARGV[2])
-local claimed = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
-if #claimed < limit then
-  local stale = rcall('ZRANGEBYSCORE', KEYS[1], LEASED, LEASED + now, 'LIMIT', 0, limit - #claimed)
-  for i = 1, #stale do claimed[#claimed + 1] = stale[i] end
+local found = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+if #found < limit * 2 then
+  local stale = rcall('ZRANGEBYSCORE', KEYS[1], LEASED, LEASED + now, 'WITHSCORES', 'LIMIT', 0, limit - #found / 2)
+  for i = 1, #stale do found[#found + 1] = stale[i] end
 end
 local lease = LEASED + now + tonumber(ARGV[3])
-for i = 1, #claimed do rcall('ZADD', KEYS[1], lease, claimed[i]) end
-table.insert(claimed, 1, string.format('%d', lease))
-return claimed
+local reply = { int(lease), int(now), 0 }
+for i = 1, #found, 2 do
+  local score = tonumber(found[i + 1])
+  rcall('ZADD', KEYS[1], lease, found[i])
+  reply[#reply + 1] = found[i]
+  reply[#reply + 1] = (score < LEASED and score ~= math.floor(score)) and 1 or 0
+end
+-- what stays due after this batch: the next sweep of this shard, unless the releases say sooner
+local rest = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. LEASED, 'WITHSCORES', 'LIMIT', 0, 1)
+reply[3] = rest[2] and math.floor(tonumber(rest[2])) or -1
+return reply

@@ -1,18 +1,31 @@
 -- Return leased hashes to the sweep registry with their next sweep time.
 -- KEYS[1]  one shard of the sweep registry
--- ARGV[1]  the lease score registry-claim.lua returned
--- ARGV[2..] pairs: user key, next sweep time in ms (-1: forget the hash)
--- Returns  the number of pairs
-local rcall = redis.call
-local lease = tonumber(ARGV[1])
-for i = 2, #ARGV, 2 do
-  local member, nxt = ARGV[i], tonumber(ARGV[i + 1])
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  the lease score registry-claim.lua returned
+-- ARGV[3]  ms after which a held hash the sweep found without work is looked at once more
+-- ARGV[4..] triples: user key, next sweep time in ms (-1: no work left), 1 if it was held else 0
+-- Returns  the shard's earliest due time after the release (ms; a lease: its deadline), or -1
+--- @include "../includes/server-time.lua"
+--- @include "registry.lua"
+
+local lease = tonumber(ARGV[2])
+local recheck_at
+for i = 4, #ARGV, 3 do
+  local member, nxt, held = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2] == '1'
   local score = tonumber(rcall('ZSCORE', KEYS[1], member))
   if score == lease then
-    if nxt < 0 then rcall('ZREM', KEYS[1], member) else rcall('ZADD', KEYS[1], nxt, member) end
+    if nxt >= 0 then
+      rcall('ZADD', KEYS[1], nxt, member)
+    elseif held then
+      -- a write registered before this sweep may land after it: look once more
+      recheck_at = recheck_at or now_ms(ARGV[1]) + tonumber(ARGV[3])
+      rcall('ZADD', KEYS[1], recheck_at, member)
+    else
+      rcall('ZREM', KEYS[1], member)
+    end
   elseif nxt >= 0 and (not score or nxt < score) then
     -- registered anew while we swept: keep the earlier time
     rcall('ZADD', KEYS[1], nxt, member)
   end
 end
-return (#ARGV - 1) / 2
+return earliest(KEYS[1])

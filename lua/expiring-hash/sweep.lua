@@ -1,26 +1,55 @@
--- Remove a hash's expired fields, in a bounded batch (the background sweep calls this).
+-- Remove a hash's expired fields, in a bounded batch, and hand over its due expiry notifications
+-- (the background sweep calls this).
 -- KEYS[1]  the hash
 -- KEYS[2]  its bucket index
--- KEYS[3]  its armed expiry notifications (unused)
+-- KEYS[3]  its armed expiry notifications (the outbox: written with the field, in this slot)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  budget: at most about this many fields are looked at (indexed hashes)
+-- ARGV[2]  budget: at most about this many fields are looked at (indexed hashes), and at most
+--          this many notifications are handed over
 -- Returns  { when to sweep this hash next (ms), or -1 for never (the hash is gone, or nothing is
 --          due before the key's own expiry takes everything, or the server expires its fields
---          itself); 1 if the budget ran out }
+--          itself, and no notification is armed); 1 if the budget ran out;
+--          then for each due notification: its name ("<expiry>:<field>"), its JSON { q, v } }
+--          A handed-over notification stays armed until notify.lua disarms it once delivered.
 --- @include "hash.lua"
+
+local budget = tonumber(ARGV[2])
+local reply = { -1, 0 }
+local nxt, more = -1, false
+
+local function sooner(t)
+  if t >= 0 and (nxt < 0 or t < nxt) then nxt = t end
+end
+
+-- the outbox first: native mode loses a value at expiry, the outbox kept it
+local armed = rcall('HGETALL', N)
+for i = 1, #armed, 2 do
+  local due = tonumber(string.match(armed[i], '^(%d+):'))
+  if due > now then
+    sooner(due)
+  elseif #reply < 2 + budget * 2 then
+    reply[#reply + 1], reply[#reply + 2] = armed[i], armed[i + 1]
+  else
+    more = true
+  end
+end
 
 if not load_meta() then
   rcall('DEL', B)
-  return { -1, 0 }
+elseif meta.next >= 0 then
+  if now < meta.next then
+    if needs_sweep() then sooner(meta.next) end
+  else
+    local done = true
+    if meta.indexed then done = walk(budget) else scan() end
+    if not drop_if_empty() then
+      if done and rcall('HLEN', H) - 1 == meta.persistent then meta.next, meta.max = -1, -1 end
+      save_meta()
+      if not done then more = true elseif needs_sweep() then sooner(meta.next) end
+    end
+  end
 end
-if meta.next < 0 then return { -1, 0 } end
-if now < meta.next then return { meta.next, 0 } end
-local done = true
-if meta.indexed then done = walk(tonumber(ARGV[2])) else scan() end
-if drop_if_empty() then return { -1, 0 } end
-if done and rcall('HLEN', H) - 1 == meta.persistent then meta.next, meta.max = -1, -1 end
-save_meta()
-if not done then return { now, 1 } end
--- nothing left that the key's own expiry will not take
-if not needs_sweep() then return { -1, 0 } end
-return { meta.next, 0 }
+
+if more then nxt = now end
+reply[1], reply[2] = nxt, more and 1 or 0
+return reply

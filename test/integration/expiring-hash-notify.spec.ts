@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../../lib/index.js';
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
-import { timerQueue } from '../../lib/expiring-hash/notifier.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
@@ -70,14 +69,16 @@ describe.each(EXPIRY_MODES)('expiry notifications, %s mode', (mode) => {
     expect(got.map((g) => g.message)).toEqual([{ key: 'reader', field: 'f', value: 'v' }]);
   });
 
-  it("a write whose expiry timer cannot be queued fails whole, keeping no slot (issue 13 #12)", async () => {
+  it('a write whose hash cannot be listed for its sweep fails whole, writing nothing (issue 13 #12)', async () => {
     const connection = ctx.app.moduleRef.get(RedisConnection);
-    const key = `timer-broken-${mode}`;
-    const [hashKey, , armedKey] = new ExpiringHashKeys(connection.keys, 16).hash(key);
-    const shard = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards).shardOf(key);
-    // the timer queue's scheduled set, made a string: its enqueue fails with WRONGTYPE
-    const [scheduled] = (queues() as unknown as { keys(queue: string): string[] }).keys(timerQueue(shard));
-    await ctx.app.raw.set(scheduled!, 'not a sorted set');
+    const key = `registry-broken-${mode}`;
+    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const [hashKey, , armedKey] = keys.hash(key);
+    // the registry shard, made a string: the registration ahead of the write fails with WRONGTYPE
+    const registry = keys.registryOf(key);
+    const listed = await ctx.app.raw.dump(registry);
+    await ctx.app.raw.del(registry);
+    await ctx.app.raw.set(registry, 'not a sorted set');
     try {
       await hash().set(key, 'kept', 'v', 60_000);
       await expect(hash().setIfBelow(key, 'slot', 'v', 60_000, 2, { notify: 'q' })).rejects.toMatchObject({ code: 'SCRIPT_ERROR' });
@@ -85,7 +86,8 @@ describe.each(EXPIRY_MODES)('expiry notifications, %s mode', (mode) => {
       expect((await ctx.app.raw.hkeys(hashKey!)).sort()).toEqual(['', 'kept']);
       expect(await ctx.app.raw.hlen(armedKey!)).toBe(0);
     } finally {
-      await ctx.app.raw.del(scheduled!);
+      await ctx.app.raw.del(registry);
+      if (listed) await ctx.app.raw.restore(registry, 0, listed);
     }
     expect(await hash().setIfBelow(key, 'slot', 'v', 60_000, 2, { notify: 'q' })).toEqual({ accepted: true, count: 2 });
   });

@@ -66,16 +66,19 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     const [app] = await instances(1, 0);
     const connection = app!.moduleRef.get(RedisConnection);
     const registry = `${app!.prefix}ehr:{0}`;
-    await app!.raw.zadd(registry, ...Array.from({ length: 50 }, (_, i) => ['1', `k${i}`]).flat());
+    await app!.raw.zadd(registry, ...Array.from({ length: 50 }, (_, i) => ['1', `k${i}`]).flat(), '9000000000000', 'later');
     const claims = await Promise.all(
-      [0, 1, 2].map(() => connection.scripts.run('registryClaim', [registry], ['', 20, 30_000]) as Promise<string[]>),
+      [0, 1, 2].map(() => connection.scripts.run('registryClaim', [registry], ['', 20, 30_000]) as Promise<(string | number)[]>),
     );
-    const members = claims.flatMap(([, ...claimed]) => claimed);
+    const members = claims.flatMap(([, , , ...claimed]) => claimed.filter((_, i) => i % 2 === 0));
     expect(members).toHaveLength(50);
     expect(new Set(members).size).toBe(50);
+    // each claim says when the shard next has work: what it left due, then the later member
+    expect(claims.map(([, , rest]) => rest)).toEqual([1, 1, 9_000_000_000_000]);
     // a lease is released to the next due time, or removes the hash when it has none
-    const [lease, first, second] = claims[0]!;
-    await connection.scripts.run('registryRelease', [registry], [lease!, first!, 5000, second!, -1]);
+    const [lease, , , first, , second] = claims[0]!;
+    const earliest = await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, first!, 5000, 0, second!, -1, 0]);
+    expect(earliest).toBe(5000);
     expect(await app!.raw.zscore(registry, first!)).toBe('5000');
     expect(await app!.raw.zscore(registry, second!)).toBeNull();
   });
@@ -87,8 +90,27 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     await app!.raw.zadd(registry, 1, 'k');
     const [lease] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[];
     await app!.raw.zadd(registry, 'LT', 9_000_000_000_000, 'k'); // a set meanwhile: due far ahead, still below the lease
-    await connection.scripts.run('registryRelease', [registry], [lease!, 'k', -1]);
+    await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, 'k', -1, 0]);
     expect(await app!.raw.zscore(registry, 'k')).toBe('9000000000000');
+  });
+
+  it('a registration ahead of a write keeps the hash listed through a sweep that came first', async () => {
+    const [app] = await instances(1, 0);
+    const connection = app!.moduleRef.get(RedisConnection);
+    const registry = `${app!.prefix}ehr:{0}`;
+    const add = (at: number, ahead: '0' | '1') =>
+      connection.scripts.run('registryAdd', [registry], ['', 'k', at, '', ahead, `${app!.prefix}ehw:{0}`, 'PUBLISH']);
+    await add(1, '0');
+    expect(await add(9_000_000_000_000, '1')).toBe(0); // listed earlier already: held, not moved
+    const [lease, , , member, held] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[];
+    expect([member, held]).toEqual(['k', 1]);
+    // the sweep found nothing (the write has not landed): looked at once more, not forgotten
+    await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, 'k', -1, 1]);
+    expect(Number(await app!.raw.zscore(registry, 'k'))).toBeGreaterThan(Date.now());
+    const [lease2, , , , held2] = (await connection.scripts.run('registryClaim', [registry], [Date.now() + 20_000, 10, 30_000])) as string[];
+    expect(held2).toBe(0);
+    await connection.scripts.run('registryRelease', [registry], ['', lease2!, 10_000, 'k', -1, 0]);
+    expect(await app!.raw.zscore(registry, 'k')).toBeNull();
   });
 
 });

@@ -1,0 +1,27 @@
+-- Register a hash with the sweep registry: it has work at `at` or later. Wakes the sweepers when
+-- `at` is earlier than anything the shard held, so they can sleep until the earliest due time.
+-- KEYS[1]  one shard of the sweep registry (zset: user key -> next sweep time in ms)
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  user key
+-- ARGV[3]  when the hash has work (ms), or '' for now + ARGV[4]
+-- ARGV[4]  ms from now (when ARGV[3] is '')
+-- ARGV[5]  '1' when a write follows this call (its expiry notification depends on the registry):
+--          an earlier time already listed is then held, so a sweep in between cannot forget it
+-- ARGV[6]  wake-up channel: told `at` when it becomes the shard's earliest
+-- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the shard's slot)
+-- Returns  1 when `at` became the shard's earliest (a wake-up was published), else 0
+--- @include "../includes/server-time.lua"
+--- @include "registry.lua"
+
+local member = ARGV[2]
+local at = ARGV[3] ~= '' and tonumber(ARGV[3]) or now_ms(ARGV[1]) + tonumber(ARGV[4])
+local score = tonumber(rcall('ZSCORE', KEYS[1], member))
+if score and score <= at then
+  if ARGV[5] == '1' and score == math.floor(score) then rcall('ZADD', KEYS[1], score - 0.5, member) end
+  return 0
+end
+local head = earliest(KEYS[1])
+rcall('ZADD', KEYS[1], at, member)
+if head >= 0 and head <= at then return 0 end
+rcall(ARGV[7], ARGV[6], int(at))
+return 1
