@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import { ChannelSubscription } from '../redis/channel-subscription.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { RefusalCache } from './refusal-cache.js';
 
@@ -15,7 +15,7 @@ import type { RefusalCache } from './refusal-cache.js';
  */
 export class RefusalChannel {
   readonly name: string;
-  private subscriber: Redis | Cluster | undefined;
+  private subscription: ChannelSubscription | undefined;
   private live = false;
   private generation = 0;
 
@@ -33,14 +33,14 @@ export class RefusalChannel {
 
   /** Subscribes if not yet (in the background): refusals count once it is live. */
   open(): void {
-    if (this.subscriber !== undefined) return;
-    const subscriber = this.redis.subscriberConnection();
-    this.subscriber = subscriber;
-    subscriber.on('message', (_channel: string, counter: string) => this.cache.invalidate(counter));
-    subscriber.on('close', () => this.lost());
-    // ioredis subscribes again on reconnect; the subscription is live once that is confirmed
-    subscriber.on('ready', () => void this.subscribe(subscriber));
-    void this.subscribe(subscriber);
+    this.subscription ??= new ChannelSubscription(this.redis, this.name, {
+      message: (counter) => this.cache.invalidate(counter),
+      live: () => {
+        this.generation += 1;
+        this.live = true;
+      },
+      lost: () => this.lost(),
+    });
   }
 
   /** Tells every process (this one included, at once) that `counters` may grant again. */
@@ -51,19 +51,8 @@ export class RefusalChannel {
 
   close(): void {
     this.lost();
-    this.subscriber?.disconnect();
-    this.subscriber = undefined;
-  }
-
-  private async subscribe(subscriber: Redis | Cluster): Promise<void> {
-    try {
-      await subscriber.subscribe(this.name);
-      if (subscriber !== this.subscriber || subscriber.status !== 'ready') return;
-      this.generation += 1;
-      this.live = true;
-    } catch {
-      this.lost();
-    }
+    this.subscription?.close();
+    this.subscription = undefined;
   }
 
   private lost(): void {
