@@ -150,8 +150,11 @@ export class ExpiringHashSweeper implements WakeUpListener {
     const pass = this.sweepShard(shard).then(
       (next) => {
         this.redis.reportSuccess();
-        const idle = Date.now() + this.offsetMs + IDLE_CHECK_MS * (1 + Math.random() / 2);
+        const now = Date.now() + this.offsetMs;
+        const idle = now + IDLE_CHECK_MS * (1 + Math.random() / 2);
         this.dueAt[shard] = Math.min(this.dueAt[shard]!, next < 0 ? idle : Math.min(next, idle));
+        // work left over (a backlog) goes on at once; the gap only batches what comes due later
+        if (next >= 0 && next <= now) this.lookedAt[shard] = -Infinity;
       },
       (error: unknown) => {
         if (this.stopped) return; // the connection closes under a pass at shutdown

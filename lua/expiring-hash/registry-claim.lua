@@ -5,7 +5,8 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  at most this many hashes
 -- ARGV[3]  lease in ms: an unreleased lease (its sweeper died) can be claimed again after it
--- Returns  { lease score, now (ms), the shard's earliest due time left unclaimed (ms, -1: none),
+-- Returns  { lease score, now (ms), the shard's earliest due time left unclaimed (ms, -1: none;
+--          with nothing claimed, the deadline of another sweeper's lease counts too),
 --          then for each hash: user key, 1 if it was held (registry.lua) else 0 }
 --- @include "../includes/server-time.lua"
 --- @include "registry.lua"
@@ -25,7 +26,12 @@ for i = 1, #found, 2 do
   reply[#reply + 1] = found[i]
   reply[#reply + 1] = (score < LEASED and score ~= math.floor(score)) and 1 or 0
 end
--- what stays due after this batch: the next sweep of this shard, unless the releases say sooner
-local rest = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. LEASED, 'WITHSCORES', 'LIMIT', 0, 1)
-reply[3] = rest[2] and math.floor(tonumber(rest[2])) or -1
+if #found == 0 then
+  -- nothing due: the earliest due time, or the deadline of a lease whose sweeper may have died
+  reply[3] = earliest(KEYS[1])
+else
+  -- what stays due after this batch (its releases will say when the batch itself is due)
+  local rest = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. LEASED, 'WITHSCORES', 'LIMIT', 0, 1)
+  reply[3] = rest[2] and math.floor(tonumber(rest[2])) or -1
+end
 return reply

@@ -94,6 +94,17 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     expect(await app!.raw.zscore(registry, 'k')).toBe('9000000000000');
   });
 
+  it("a claim that finds nothing due says when another sweeper's lease runs out", async () => {
+    const [app] = await instances(1, 0);
+    const connection = app!.moduleRef.get(RedisConnection);
+    const registry = `${app!.prefix}ehr:{0}`;
+    await app!.raw.zadd(registry, 1, 'k');
+    const [lease] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[]; // its sweeper dies
+    const [, , rest, ...claimed] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as number[];
+    expect(claimed).toEqual([]);
+    expect(rest).toBe(Number(lease) - 2 ** 50); // not -1: the hash comes back when the lease runs out
+  });
+
   it('a registration ahead of a write keeps the hash listed through a sweep that came first', async () => {
     const [app] = await instances(1, 0);
     const connection = app!.moduleRef.get(RedisConnection);

@@ -15,8 +15,9 @@ export const SOAK = {
   cold: { keys: 40, limit: 3, windowMs: 2000 },
   /** GET /funnel: one funnel; failMode 'closed'. */
   funnel: { capacity: 8, leakingDurationMs: 1000 },
-  /** POST /orders/:owner (@MaxPending) and DELETE /orders/:owner/:slot (paying). */
-  pending: { name: 'soak-unpaid', max: 3, ttlMs: 3000, owners: 12 },
+  /** POST /orders/:owner (@MaxPending) and DELETE /orders/:owner/:slot (paying); a slot that
+   * lapses unpaid is notified on the `notify` queue, which the consumer processes handle. */
+  pending: { name: 'soak-unpaid', max: 3, ttlMs: 3000, owners: 12, notify: 'soak-unpaid-expired' },
   /** GET /login/:acct: a sliding window counting failed answers only (countIf: status >= 400);
    * the handler answers 401 about half the time. */
   login: { limit: 3, windowMs: 1000, accounts: 2 },

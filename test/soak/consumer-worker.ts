@@ -1,13 +1,15 @@
-// A soak consumer: handles the delay messages the web workers enqueue. Each completed handler
-// appends the id to this process' file before returning (a synchronous write: a SIGKILL cannot
-// lose a line already written), so the controller can tell handled-once from handled-twice.
+// A soak consumer: handles the delay messages the web workers enqueue, and the expiry
+// notifications of lapsed MaxPending slots. Each completed handler appends the id (for a
+// notification, "<key>/<field>") to this process' file before returning (a synchronous write: a
+// SIGKILL cannot lose a line already written), so the controller can tell handled-once from
+// handled-twice.
 import 'reflect-metadata';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DelayQueueService, RedisLimitModule } from '../../lib/index.js';
+import { DelayQueueService, RedisLimitModule, type ExpiredField } from '../../lib/index.js';
 import { runWorker, SOAK, type WorkerConfig } from './config.js';
 
 const config = JSON.parse(process.argv[2]!) as WorkerConfig;
@@ -29,8 +31,13 @@ async function main(): Promise<() => Promise<string>> {
     },
     { concurrency: SOAK.queue.concurrency, visibilityTimeoutMs: SOAK.queue.visibilityTimeoutMs },
   );
+  const lapsed = join(config.dir, `${config.name}.lapsed`);
+  appendFileSync(lapsed, '');
+  const notices = app.get(DelayQueueService).consume<ExpiredField>(SOAK.pending.notify, ({ payload }) => {
+    appendFileSync(lapsed, `${payload.key}/${payload.field}\n`);
+  });
   return async () => {
-    await consumer.stop();
+    await Promise.all([consumer.stop(), notices.stop()]);
     await app.close();
     return file;
   };

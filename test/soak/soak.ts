@@ -166,6 +166,18 @@ async function main(): Promise<number> {
     size = await queue.size(SOAK.queue.name);
   }
   log(`queue after the drain: ${JSON.stringify(size)}`);
+  // every unpaid slot lapses within ttlMs of the last reservation; this process sweeps (it called
+  // the service) and so delivers their notifications
+  const lapseBy = now() + SOAK.pending.ttlMs + 20_000;
+  let notices = await queue.size(SOAK.pending.notify);
+  for (;;) {
+    const armed = await admin.keys(`${SOAK.keyPrefix}ehn:*`);
+    const waiting = (await Promise.all(armed.map((key) => admin.hlen(key)))).reduce((a, b) => a + b, 0);
+    notices = await queue.size(SOAK.pending.notify);
+    if ((waiting === 0 && notices.scheduled + notices.inFlight === 0) || now() > lapseBy) break;
+    await sleep(200);
+  }
+  log(`lapse notifications after the drain: ${JSON.stringify(notices)}`);
   await Promise.all(consumers.map(stopWorker));
   sampling = false;
   await sampler;
@@ -246,6 +258,28 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
   row(
     `@MaxPending(${SOAK.pending.max}) on ${SOAK.pending.owners} owners`,
     `${slots.length} slots reserved, ${refusedOrders} refused (429); highest count() sampled ${sampled}; ${pending.length === 0 ? 'never above max' : `${pending.length} violation(s)`}`,
+  );
+
+  // lapsed slots: each notified once (twice only after its consumer was killed); a paid slot may be
+  // notified when it was paid around its expiry, and a slot whose reservation failed under a fault
+  // (a 503 or no answer) may have been written all the same
+  const unpaid = webLogs.flatMap((w) => w.slots.filter((s) => s[4] < 0).map(([owner, slot]) => `${SOAK.pending.name}:${owner}/${slot}`));
+  const paid = webLogs.flatMap((w) => w.slots.filter((s) => s[4] >= 0).map(([owner, slot]) => `${SOAK.pending.name}:${owner}/${slot}`));
+  const known = new Set([...unpaid, ...paid]);
+  const paidSet = new Set(paid);
+  const lapsed = readHandled(dir, 'lapsed');
+  const unlogged = new Set(lapsed.filter((h) => !known.has(h.id)).map((h) => h.id));
+  const failedOrders = answers.filter((a) => a[0] === 'order' && a[3] >= 500).length + webLogs.reduce((n, w) => n + w.clientErrors, 0);
+  const notified = checkDelivery(unpaid, paid, lapsed.filter((h) => known.has(h.id)), crashed);
+  violations.push(...notified.violations);
+  if (unlogged.size > failedOrders) {
+    violations.push({ invariant: 'unknown', detail: `${unlogged.size} lapse notifications of slots never reserved, more than the ${failedOrders} reservations that failed` });
+  }
+  row(
+    '@MaxPending lapse notifications',
+    `${unpaid.length} slots left unpaid, ${notified.lost} of them never notified, ${notified.duplicatesWithoutCrash} notified twice without a crash, ` +
+      `${notified.duplicatesAfterCrash} twice after a consumer was killed; ${paid.length} paid (${lapsed.filter((h) => paidSet.has(h.id)).length} notified, paid about when they lapsed); ` +
+      `${unlogged.size} notified whose reservation failed (of ${failedOrders})`,
   );
 
   // delay messages: each handled at least once; exactly once unless its consumer was killed
@@ -335,13 +369,13 @@ function judgeOutcomes(webLogs: WebLog[], answers: WebLog['answers']): Violation
   return violations;
 }
 
-/** Every consumer's handled ids, with the consumer's name. */
-function readHandled(dir: string): { id: string; consumer: string }[] {
+/** Every consumer's handled ids (or lapse notifications: kind 'lapsed'), with the consumer's name. */
+function readHandled(dir: string, kind = 'handled'): { id: string; consumer: string }[] {
   const out: { id: string; consumer: string }[] = [];
   for (let c = 1; ; c++) {
     let text: string;
     try {
-      text = readFileSync(join(dir, `c${c}.handled`), 'utf8');
+      text = readFileSync(join(dir, `c${c}.${kind}`), 'utf8');
     } catch {
       return out;
     }

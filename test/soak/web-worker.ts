@@ -136,7 +136,7 @@ class SoakController {
   }
 
   @Post('orders/:owner')
-  @MaxPending(SOAK.pending.max, { name: SOAK.pending.name, ttlMs: SOAK.pending.ttlMs, owner: param('owner'), failMode: 'closed' })
+  @MaxPending(SOAK.pending.max, { name: SOAK.pending.name, ttlMs: SOAK.pending.ttlMs, owner: param('owner'), failMode: 'closed', notify: SOAK.pending.notify })
   order(@PendingSlot() slot: string) {
     return { slot };
   }
