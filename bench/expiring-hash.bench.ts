@@ -7,7 +7,10 @@
 // (comma lists, '' for none) pick the servers of each part; BENCH_SHAPES (hash counts, e.g.
 // '1000,100000') and BENCH_LAYOUTS (layout names) narrow the memory part, BENCH_MEMORY_RUNS repeats
 // it (medians, with the range), BENCH_MEMORY_PARTS=0 skips the breakdown of our bytes, and
-// BENCH_JSON names a file for the memory figures.
+// BENCH_JSON names a file for the memory figures. (3) At rest: Redis calls per second from one
+// idle process that has used the service, beside one idle DelayQueue consumer, and how long after
+// its expiry a field leaves memory and its notification goes out (BENCH_IDLE_FLAVORS,
+// BENCH_IDLE_SECONDS, BENCH_IDLE_JSON).
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -16,7 +19,7 @@ import { promisify } from 'node:util';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { ExpiringHashService, RedisLimitModule, type ExpiringHashOptions } from '../lib/index.js';
+import { DelayQueueService, ExpiringHashService, RedisLimitModule, type ExpiredField, type ExpiringHashOptions } from '../lib/index.js';
 import { ExpiringHashKeys } from '../lib/expiring-hash/expiring-hash.keys.js';
 import { RedisConnection } from '../lib/redis/redis-connection.js';
 import { RedisKeys } from '../lib/redis/keys.js';
@@ -38,6 +41,9 @@ const listed = (name: string) => process.env[name]?.split(',').filter(Boolean);
 const SHAPES = [
   { name: '1 hash × 100,000 items', hashes: 1 },
   { name: '1,000 hashes × 100 items', hashes: 1_000 },
+  // 33,333 × 3 holds 100,000 items as 33,332 hashes of 3 and one of 4
+  { name: '33,333 hashes × 3 items', hashes: 33_333 },
+  { name: '50,000 hashes × 2 items', hashes: 50_000 },
   { name: '100,000 hashes × 1 item', hashes: 100_000 },
 ].filter((shape) => listed('BENCH_SHAPES')?.includes(String(shape.hashes)) ?? true);
 const MEMORY_RUNS = Number(process.env['BENCH_MEMORY_RUNS'] ?? 1);
@@ -482,6 +488,123 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
   ];
 }
 
+const IDLE_FLAVORS = (process.env['BENCH_IDLE_FLAVORS'] ?? 'redis7,redis8').split(',').filter(Boolean) as RedisFlavor[];
+const IDLE_SECONDS = Number(process.env['BENCH_IDLE_SECONDS'] ?? 30);
+/** Fields (each in its own hash, beside a field without ttl so only the sweeper removes it) whose
+ * lag from expiry to removal and to notification is measured. */
+const LAG_FIELDS = 200;
+
+interface IdleFigures {
+  /** Script calls and all commands per second from one idle process that used ExpiringHashService. */
+  hashCallsPerSecond: number;
+  hashCommandsPerSecond: number;
+  /** The same from one DelayQueue consumer on an empty queue. */
+  queueCallsPerSecond: number;
+  queueCommandsPerSecond: number;
+  /** ms from expiry until HLEN showed the field gone / until its notification was handled. */
+  removalLagMs: ReturnType<typeof spread>;
+  notifyLagMs: ReturnType<typeof spread>;
+}
+
+/** Script calls and all commands a server served (less INFO, which the bench sends itself). */
+async function served(admin: Redis): Promise<[number, number]> {
+  let scripts = 0;
+  let all = 0;
+  for (const [, name, calls] of (await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (name === 'info') continue;
+    all += Number(calls);
+    if (name!.startsWith('eval')) scripts += Number(calls);
+  }
+  return [scripts, all];
+}
+
+/** Calls per second on `admin`'s server while `idle` runs for IDLE_SECONDS. */
+async function idleRate(admin: Redis): Promise<[number, number]> {
+  const [scripts, all] = await served(admin);
+  const started = performance.now();
+  await sleep(IDLE_SECONDS * 1000);
+  const [scripts2, all2] = await served(admin);
+  const seconds = (performance.now() - started) / 1000;
+  return [(scripts2 - scripts) / seconds, (all2 - all) / seconds];
+}
+
+async function idleRun(flavor: RedisFlavor): Promise<IdleFigures> {
+  const [hashServer, queueServer] = await Promise.all([RedisNode.start({ flavor, own: true }), RedisNode.start({ flavor, own: true })]);
+  const [hashAdmin, queueAdmin] = [new Redis(hashServer.url), new Redis(queueServer.url)];
+  // the module's defaults, as an application instance runs it
+  const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: hashServer.url, keyPrefix: PREFIX }), { logger: false });
+  const queueApp = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: queueServer.url, keyPrefix: PREFIX }), { logger: false });
+  const hash = app.get(ExpiringHashService);
+  const delivered = new Map<string, number>();
+  app.get(DelayQueueService).consume<ExpiredField>('lag-expired', ({ payload }) => void delivered.set(payload.key, Date.now()));
+  const consumer = queueApp.get(DelayQueueService).consume('idle-queue', () => undefined);
+  await hash.setIfBelow('idle-owner', 'slot', 'v', 3_600_000, 3, { notify: 'idle-expired' });
+  await hash.set('idle-owner', 'kept', 'v');
+  await sleep(2000); // start-up: the first look at every registry shard, the consumers' first claims
+  const [[hashCalls, hashCommands], [queueCalls, queueCommands]] = await Promise.all([idleRate(hashAdmin), idleRate(queueAdmin)]);
+
+  // lag: fields expiring over 2 s, each beside a field without ttl (its hash key never expires)
+  const keys = new RedisKeys(PREFIX);
+  const expiries = new Map<string, number>();
+  const start = Date.now() + 1000;
+  await pool(LAG_FIELDS, 32, async (i) => {
+    const owner = `lag-${i}`;
+    await hash.set(owner, 'keep', 'v');
+    const at = start + Math.floor((i * 2000) / LAG_FIELDS);
+    await hash.set(owner, 'f', value(i), at - Date.now(), { notify: 'lag-expired' });
+    expiries.set(owner, at);
+  });
+  const removed = new Map<string, number>();
+  while (removed.size < LAG_FIELDS && Date.now() < start + 30_000) {
+    const owners = [...expiries.keys()].filter((o) => !removed.has(o));
+    const p = hashAdmin.pipeline();
+    for (const owner of owners) p.hlen(keys.build('eh', owner));
+    const lens = (await p.exec())!.map(([, n]) => Number(n));
+    const seen = Date.now();
+    owners.forEach((owner, i) => {
+      if (lens[i]! <= 2) removed.set(owner, seen); // the meta field and 'keep' remain
+    });
+    await sleep(20);
+  }
+  while (delivered.size < LAG_FIELDS && Date.now() < start + 30_000) await sleep(50);
+  const lag = (at: Map<string, number>) => spread(at.size ? [...at].map(([owner, t]) => t - expiries.get(owner)!) : [NaN]);
+  const figures: IdleFigures = {
+    hashCallsPerSecond: hashCalls,
+    hashCommandsPerSecond: hashCommands,
+    queueCallsPerSecond: queueCalls,
+    queueCommandsPerSecond: queueCommands,
+    removalLagMs: lag(removed),
+    notifyLagMs: lag(delivered),
+  };
+  if (removed.size < LAG_FIELDS || delivered.size < LAG_FIELDS) log(`!! ${flavor}: ${removed.size} removed, ${delivered.size} notified of ${LAG_FIELDS}`);
+  await consumer.stop();
+  await Promise.all([app.close(), queueApp.close()]);
+  hashAdmin.disconnect();
+  queueAdmin.disconnect();
+  await Promise.all([hashServer.stop(), queueServer.stop()]);
+  return figures;
+}
+
+function printIdle(byFlavor: Map<RedisFlavor, IdleFigures>): void {
+  console.log(`## At rest
+`);
+  console.log(
+    `One process with the module's defaults that has used ExpiringHashService (a slot with a notification due in an hour, a field ` +
+      `without ttl), beside one DelayQueue consumer on an empty queue, each on its own server; calls counted from INFO commandstats ` +
+      `over ${IDLE_SECONDS} s. Then ${LAG_FIELDS} fields with notifications expiring over 2 s, each in a hash whose key does not expire ` +
+      `(only the sweeper removes them): ms from expiry until HLEN showed the field gone (polled every 20 ms) and until its notification was handled.\n`,
+  );
+  const flavors = [...byFlavor.keys()];
+  const row = (label: string, cell: (f: IdleFigures) => string) => console.log(`| ${label} | ${flavors.map((f) => cell(byFlavor.get(f)!)).join(' | ')} |`);
+  console.log(`| figure | ${flavors.join(' | ')} |`);
+  console.log(`|---|${flavors.map(() => '---:').join('|')}|`);
+  row('ExpiringHash process at rest: script calls/s (all commands/s)', (f) => `${f.hashCallsPerSecond.toFixed(2)} (${f.hashCommandsPerSecond.toFixed(2)})`);
+  row('DelayQueue consumer at rest: script calls/s (all commands/s)', (f) => `${f.queueCallsPerSecond.toFixed(2)} (${f.queueCommandsPerSecond.toFixed(2)})`);
+  row('expiry → field gone from memory, ms: median (max)', (f) => `${f.removalLagMs.median.toFixed(0)} (${f.removalLagMs.max.toFixed(0)})`);
+  row('expiry → notification handled, ms: median (max)', (f) => `${f.notifyLagMs.median.toFixed(0)} (${f.notifyLagMs.max.toFixed(0)})`);
+  console.log('');
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const memoryFlavors = (process.env['BENCH_MEMORY_FLAVORS'] ?? FLAVORS.join(',')).split(',').filter(Boolean) as RedisFlavor[];
@@ -489,6 +612,12 @@ async function main(): Promise<void> {
   await Promise.all(Array.from({ length: MEMORY_RUNS }, async () => { for (const flavor of memoryFlavors) await memoryRun(flavor); }));
   if (results.size) printMemory();
   if (process.env['BENCH_JSON']) writeJson(process.env['BENCH_JSON']);
+  if (IDLE_FLAVORS.length > 0) {
+    const idle = new Map<RedisFlavor, IdleFigures>();
+    for (const flavor of IDLE_FLAVORS) idle.set(flavor, await idleRun(flavor));
+    printIdle(idle);
+    if (process.env['BENCH_IDLE_JSON']) writeFileSync(process.env['BENCH_IDLE_JSON'], JSON.stringify(Object.fromEntries(idle), null, 2));
+  }
   if (DRAIN_FLAVORS.length + BIG_DRAIN_FLAVORS.length > 0) {
     console.log(`## Sweep drain\n`);
     console.log(
