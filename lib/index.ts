@@ -59,3 +59,4 @@ export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEvent
 export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.js';
 export type { ShadowVerdict } from './observability/events.js';
 export type { LimitOperationOptions } from './rate-limit/rate-limiter.service.js';
+export type { AppliedOverride, LimitOverride } from './rate-limit/overrides-policy.js';

@@ -46,6 +46,9 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.redis-up' }
   /** A @MaxPending owner was at its cap: the request got a 429. */
   | { type: 'redis-limit.max-pending.refused'; route: string; owner: string; max: number }
+  /** setOverride changed the limits named `name` in every instance (from this one); `override`
+   * is what now applies, null when removed. */
+  | { type: 'redis-limit.override'; name: string; override: { limit: number; windowMs: number } | null }
   | { type: 'redis-limit.queue.enqueued'; queue: string; id: string; runAt: number; scheduled: boolean }
   | { type: 'redis-limit.queue.delivered'; queue: string; id: string; attempt: number; runAt: number }
   | { type: 'redis-limit.queue.handled'; queue: string; id: string; attempt: number }

@@ -118,6 +118,10 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max });
   }
 
+  override(name: string, override: { limit: number; windowMs: number } | null): void {
+    this.emit({ type: 'redis-limit.override', name, override });
+  }
+
   refusalCacheHit(): void {
     this.counts.refusalCacheHits += 1;
   }

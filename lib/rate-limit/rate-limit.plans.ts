@@ -1,13 +1,14 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import { describeValue } from '../redis/keys.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
+import { overriddenSpec, type LimitOverride } from './overrides-policy.js';
 import { assertPermits, assertPositiveInteger, funnelSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
-import type { StackedLimit } from './rate-limiter.service.js';
+import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
 import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from './transports/rpc.adapter.js';
@@ -33,6 +34,8 @@ export interface PlannedLimit {
   blockMs: number | undefined;
   /** Decided and counted, never refuses. */
   shadow: boolean;
+  /** Another limit of the route has its name and kind: an override's window would merge them. */
+  keepWindow: boolean;
 }
 
 /** Everything the guard needs for one handler, checked once at start-up. */
@@ -40,6 +43,8 @@ export interface RoutePlan {
   route: string;
   limits: PlannedLimit[];
   failMode: FailMode;
+  /** The runtime overrides in force, by name (RateLimiterService.setOverride). */
+  overrides: ReadonlyMap<string, LimitOverride>;
 }
 
 /**
@@ -51,6 +56,8 @@ export interface RoutePlan {
 export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected readonly what = 'rate-limit';
   protected readonly decorators = '@RateLimit / @Funnel';
+
+  @Inject(RateLimiterService) private readonly limiter!: RateLimiterService;
 
   protected declaredOn(target: Function): boolean {
     return ((Reflect.getMetadata(RATE_LIMITS, target) as unknown[] | undefined) ?? []).length > 0;
@@ -69,7 +76,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 
   protected compile(route: RouteRef): RoutePlan | null {
-    const plan = compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow);
+    const plan = this.declared(compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow, this.limiter.limitOverrides.table));
     if (plan !== null && route.kind === 'rpc') {
       if (this.redis.options.tracker === undefined) assertKeyed(plan);
       this.rpcLimited = true;
@@ -89,10 +96,25 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   private defaults(): LimitEntry[] {
     if (this.defaultLimits === undefined) {
       const entries = defaultEntries(this.redis.options.defaultLimits);
-      compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow);
+      this.declared(compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow, this.limiter.limitOverrides.table));
       this.defaultLimits = entries;
     }
     return this.defaultLimits;
+  }
+
+  /** Tells the overrides which names the plan's limits carry, and how they meet an override. */
+  private declared(plan: RoutePlan | null): RoutePlan | null {
+    for (const limit of plan?.limits ?? []) {
+      if (limit.name === undefined) continue;
+      this.limiter.limitOverrides.declare(limit.name, {
+        at: `${plan!.route}: ${limit.at}`,
+        kind: limit.spec.kind,
+        windowMs: typeof limit.spec.windowMs === 'number' ? limit.spec.windowMs : undefined,
+        cost: typeof limit.cost === 'number' ? limit.cost : undefined,
+        keepWindow: limit.keepWindow,
+      });
+    }
+    return plan;
   }
 }
 
@@ -123,9 +145,17 @@ export interface RequestLimits {
  * function's failure rejects with a UserFunctionError, or with the HttpException it threw.
  */
 export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, tracker: KeyResolver): Promise<RequestLimits> {
+  // no override anywhere: not one lookup
+  const overrides = plan.overrides.size === 0 ? undefined : plan.overrides;
+  let overridden = false;
   const resolved = await Promise.all(
     plan.limits.map(async (limit) => {
-      const spec = isFixed(limit.spec) ? limit.spec : await resolveSpec(limit.spec, limit.at, ctx);
+      let spec = isFixed(limit.spec) ? limit.spec : await resolveSpec(limit.spec, limit.at, ctx);
+      const override = overrides === undefined || limit.name === undefined ? undefined : overrides.get(limit.name);
+      if (override !== undefined) {
+        spec = overriddenSpec(spec, override, limit.keepWindow);
+        overridden = true;
+      }
       const key = await resolveKey('key', limit.key ?? tracker, ctx);
       return { limit, spec, key, permits: resolveCost(limit.cost, spec.limit, ctx) };
     }),
@@ -133,17 +163,18 @@ export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, trac
   if (plan.limits.some((limit) => typeof limit.spec.windowMs === 'function')) assertResolvedCounters(resolved);
   return {
     stack: resolved.map(({ limit, spec, key, permits }) => stackFor(limit, spec, key, permits)),
-    policies: fixedPolicies.get(plan) ?? headerPolicies(plan, resolved),
+    policies: (overridden ? undefined : fixedPolicies.get(plan)) ?? headerPolicies(plan, resolved, !overridden),
   };
 }
 
-/** The policies of a plan without tiers are the same for every request: named once. */
+/** The policies of a plan without tiers are the same for every request: named once (an
+ * override's are named per request). */
 const fixedPolicies = new WeakMap<RoutePlan, HeaderPolicy[]>();
 
-function headerPolicies(plan: RoutePlan, resolved: readonly { limit: PlannedLimit; spec: LimitSpec }[]): HeaderPolicy[] {
+function headerPolicies(plan: RoutePlan, resolved: readonly { limit: PlannedLimit; spec: LimitSpec }[], declared: boolean): HeaderPolicy[] {
   const names = policyNames(resolved.map(({ limit, spec }) => ({ name: limit.name, spec })));
   const policies = resolved.map(({ spec }, i) => ({ name: names[i]!, limit: spec.limit, windowMs: spec.windowMs }));
-  if (plan.limits.every((limit) => isFixed(limit.spec))) fixedPolicies.set(plan, policies);
+  if (declared && plan.limits.every((limit) => isFixed(limit.spec))) fixedPolicies.set(plan, policies);
   return policies;
 }
 
@@ -160,6 +191,7 @@ function compile(
   moduleFailMode: FailMode,
   defaults: readonly LimitEntry[],
   moduleShadow: boolean,
+  overrides: ReadonlyMap<string, LimitOverride>,
 ): RoutePlan | null {
   const own: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, handler) ?? [];
   const inherited: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, controller) ?? [];
@@ -175,10 +207,13 @@ function compile(
   try {
     const limits = entries.map((entry, i) => plan(entry, scope, i, moduleShadow));
     assertOwnCounters(limits);
+    for (const limit of limits) {
+      limit.keepWindow = limit.name !== undefined && limits.some((other) => other !== limit && other.name === limit.name && other.spec.kind === limit.spec.kind);
+    }
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     // the strictest mode of the stack decides it: closed, then local, then open
     const failMode = modes.includes('closed') ? 'closed' : modes.includes('local') ? 'local' : 'open';
-    return { route, limits, failMode };
+    return { route, limits, failMode, overrides };
   } catch (error) {
     throw new (error instanceof RangeError ? RangeError : TypeError)(`${route}: ${(error as Error).message}`);
   }
@@ -291,6 +326,7 @@ function plan(entry: LimitEntry, routeScope: string, index: number, moduleShadow
     cost,
     isFunnel: entry.type === 'funnel',
     ...outcome,
+    keepWindow: false,
   };
 }
 

@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { Reply } from '../redis/scripts.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
+import { Overrides } from './overrides.js';
+import { assertOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
 import { Refusals } from './refusals.js';
 import {
   assertAcquireOptions,
@@ -66,17 +68,46 @@ interface CheckedLimit {
 }
 
 @Injectable()
-export class RateLimiterService implements OnApplicationShutdown {
+export class RateLimiterService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly batcher: DecisionBatcher;
   private readonly refusals: Refusals;
+  /** The runtime overrides in force here; route plans read them and declare their names. */
+  readonly limitOverrides: Overrides;
 
   constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
     this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
     this.refusals = new Refusals(redis);
+    // a refusal remembered under the old numbers must not outlive a raised limit
+    this.limitOverrides = new Overrides(redis, () => this.refusals.clear());
+  }
+
+  /** After every route's plan is compiled (their names declared), before the first request. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.limitOverrides.start();
   }
 
   onApplicationShutdown(): void {
     this.refusals.close();
+    this.limitOverrides.close();
+  }
+
+  /**
+   * Every limit this app declares with `name` (@RateLimit, @Funnel, defaultLimits) uses `policy`
+   * from now on, in every app instance on this Redis: at once here, at once where pub/sub is up,
+   * within about a second elsewhere. `windowMs` absent: each limit keeps its own window. null
+   * removes the override. Refuses a name no limit of this app carries, a limit below a declared
+   * cost or quota, and a window for a name a route holds twice (see docs/runtime-overrides.md).
+   * A changed window starts fresh counters; a changed limit keeps them.
+   */
+  async setOverride(name: string, policy: LimitOverride | null): Promise<void> {
+    const override = assertOverride(name, policy);
+    if (override !== null) this.limitOverrides.declared.assertApplies(name, override);
+    await this.limitOverrides.set(name, override);
+  }
+
+  /** The overrides stored in Redis, by name, as they apply in this app (`windowMs`: see setOverride). */
+  async overrides(): Promise<Record<string, AppliedOverride>> {
+    return this.limitOverrides.list();
   }
 
   /** Charges `permits` (default 1) if they fit; never waits. */

@@ -67,6 +67,11 @@ export class Refusals {
     for (const counter of counters) this.cache?.invalidate(counter);
   }
 
+  /** Forgets every remembered refusal here (the limits they were decided by changed). */
+  clear(): void {
+    this.cache?.clear();
+  }
+
   close(): void {
     this.channel?.close();
   }

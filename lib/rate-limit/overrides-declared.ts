@@ -1,0 +1,69 @@
+import { describeValue } from '../redis/keys.js';
+import type { LimitSpec } from './policy.js';
+import type { LimitOverride } from './overrides-policy.js';
+
+/** One limit of the app that carries a name, as an override of that name will meet it. */
+export interface DeclaredLimit {
+  /** Where it is declared, e.g. `QuotesController.get: @RateLimit(#1)`. */
+  at: string;
+  kind: LimitSpec['kind'];
+  /** Undefined for a user tier's window (a function). */
+  windowMs: number | undefined;
+  /** Undefined for a cost function (checked per request, as with tiers). */
+  cost: number | undefined;
+  /** Another limit of the same name and kind sits on the same route: it keeps its window. */
+  keepWindow: boolean;
+}
+
+/**
+ * The names this app's limits carry (decorators and defaultLimits), filled as route plans are
+ * compiled: what setOverride checks an override against, and where overrides() finds the window
+ * of an override that names none.
+ */
+export class DeclaredNames {
+  private readonly byName = new Map<string, Map<string, DeclaredLimit>>();
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  add(name: string, limit: DeclaredLimit): void {
+    let limits = this.byName.get(name);
+    if (limits === undefined) this.byName.set(name, (limits = new Map()));
+    limits.set(limit.at, limit);
+  }
+
+  /**
+   * Throws unless every limit of `name` can take `override`: a name no limit of this app carries
+   * (a typo would change nothing), a limit below a declared cost or quota (never granted), one
+   * window for two limits of a route (one counter charged twice), a bucket that cannot be exact.
+   */
+  assertApplies(name: string, override: LimitOverride): void {
+    const limits = this.byName.get(name);
+    if (limits === undefined) {
+      throw new TypeError(`name: no @RateLimit, @Funnel or defaultLimits entry of this app is named ${describeValue(name)}`);
+    }
+    for (const limit of limits.values()) {
+      if (limit.cost !== undefined && limit.cost > override.limit) {
+        throw new RangeError(`policy.limit (${override.limit}) is below the cost ${limit.cost} of ${limit.at}: it could never be granted`);
+      }
+      if (override.windowMs !== undefined && limit.keepWindow) {
+        throw new RangeError(`policy.windowMs: ${limit.at} has another limit named ${describeValue(name)} of its kind, which one window would make one counter; override the limit only`);
+      }
+      const windowMs = override.windowMs ?? limit.windowMs;
+      if ((limit.kind === 'tb' || limit.kind === 'fn') && windowMs !== undefined && override.limit * windowMs > Number.MAX_SAFE_INTEGER) {
+        throw new RangeError(`policy: limit × window (${override.limit} × ${windowMs}) of ${limit.at} is above 2^53 and cannot be exact`);
+      }
+    }
+  }
+
+  /**
+   * The window an override without one applies with: the declared window, the shortest where
+   * the name's limits differ, 0 where none is a number known here (tiers, or a name this app
+   * does not declare).
+   */
+  windowOf(name: string): number {
+    const windows = [...(this.byName.get(name)?.values() ?? [])].flatMap((limit) => (limit.windowMs === undefined ? [] : [limit.windowMs]));
+    return windows.length === 0 ? 0 : Math.min(...windows);
+  }
+}

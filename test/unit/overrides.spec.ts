@@ -1,0 +1,52 @@
+import { DeclaredNames, type DeclaredLimit } from '../../lib/rate-limit/overrides-declared.js';
+import { assertOverride, decodeOverride, encodeOverride, overriddenSpec } from '../../lib/rate-limit/overrides-policy.js';
+
+const limit = (at: string, more: Partial<DeclaredLimit> = {}): DeclaredLimit => ({ at, kind: 'sw', windowMs: 60_000, cost: 1, keepWindow: false, ...more });
+
+describe('override policies', () => {
+  it('keep only what was given: a missing window stays missing', () => {
+    expect(assertOverride('api', { limit: 5 })).toEqual({ limit: 5 });
+    expect(assertOverride('api', { limit: 5, windowMs: 1000 })).toEqual({ limit: 5, windowMs: 1000 });
+    expect(assertOverride('api', null)).toBeNull();
+  });
+
+  it('decode what they encode, and nothing else', () => {
+    expect(decodeOverride(encodeOverride({ limit: 5 }))).toEqual({ limit: 5 });
+    expect(decodeOverride(encodeOverride({ limit: 5, windowMs: 10 }))).toEqual({ limit: 5, windowMs: 10 });
+    for (const text of ['5', 'null', '{"limit":0}', '{"limit":5,"extra":1}', '{', '{"windowMs":5}']) expect(decodeOverride(text)).toBeUndefined();
+  });
+
+  it('change the limit and window of a spec, never its algorithm; a kept window stays', () => {
+    const spec = { kind: 'tb', algorithm: 'tb', limit: 10, windowMs: 1000 } as const;
+    expect(overriddenSpec(spec, { limit: 3 }, false)).toEqual({ ...spec, limit: 3 });
+    expect(overriddenSpec(spec, { limit: 3, windowMs: 50 }, false)).toEqual({ ...spec, limit: 3, windowMs: 50 });
+    expect(overriddenSpec(spec, { limit: 3, windowMs: 50 }, true)).toEqual({ ...spec, limit: 3 });
+  });
+});
+
+describe('declared names', () => {
+  it('report the shortest declared window, 0 when none is a number', () => {
+    const names = new DeclaredNames();
+    names.add('api', limit('A.a', { windowMs: 60_000 }));
+    names.add('api', limit('B.b', { windowMs: 1_000 }));
+    names.add('tier', limit('C.c', { windowMs: undefined }));
+    expect(names.windowOf('api')).toBe(1_000);
+    expect(names.windowOf('tier')).toBe(0);
+    expect(names.windowOf('unknown')).toBe(0);
+  });
+
+  it('refuse an override some limit of the name could not take', () => {
+    const names = new DeclaredNames();
+    names.add('costly', limit('A.a', { cost: 4 }));
+    names.add('pair', limit('B.b', { keepWindow: true }));
+    names.add('bucket', limit('C.c', { kind: 'tb', windowMs: 2 ** 40 }));
+    expect(() => names.assertApplies('costly', { limit: 4 })).not.toThrow();
+    expect(() => names.assertApplies('costly', { limit: 3 })).toThrow(new RangeError('policy.limit (3) is below the cost 4 of A.a: it could never be granted'));
+    expect(() => names.assertApplies('pair', { limit: 3 })).not.toThrow();
+    expect(() => names.assertApplies('pair', { limit: 3, windowMs: 5 })).toThrow(RangeError);
+    expect(() => names.assertApplies('bucket', { limit: 2 ** 12 })).not.toThrow();
+    expect(() => names.assertApplies('bucket', { limit: 2 ** 13 })).toThrow(/above 2\^53/);
+    expect(() => names.assertApplies('bucket', { limit: 2 ** 14, windowMs: 1000 })).not.toThrow();
+    expect(() => names.assertApplies('missing', { limit: 1 })).toThrow(TypeError);
+  });
+});
