@@ -60,3 +60,4 @@ export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.j
 export type { ShadowVerdict } from './observability/events.js';
 export type { LimitOperationOptions } from './rate-limit/rate-limiter.service.js';
 export type { AppliedOverride, LimitOverride } from './rate-limit/overrides-policy.js';
+export type { NamedLimit } from './rate-limit/overrides-declared.js';

@@ -1,12 +1,28 @@
 import { describeValue } from '../redis/keys.js';
 import type { LimitSpec } from './policy.js';
 import type { LimitOverride } from './overrides-policy.js';
+import type { RateLimitAlgorithm } from './policy.js';
+
+/** A declared limit of a name, as `RateLimiterService.namedLimits()` lists it. */
+export interface NamedLimit {
+  /** Where it is declared, e.g. `QuotesController.get: @RateLimit(#1)`. */
+  at: string;
+  algorithm: RateLimitAlgorithm | 'funnel';
+  /** As declared; absent where a user tier decides it per request. */
+  limit?: number;
+  windowMs?: number;
+}
+
+/** A counter kind's name, as errors and listings say it. */
+export const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
 
 /** One limit of the app that carries a name, as an override of that name will meet it. */
 export interface DeclaredLimit {
   /** Where it is declared, e.g. `QuotesController.get: @RateLimit(#1)`. */
   at: string;
   kind: LimitSpec['kind'];
+  /** Undefined for a user tier's limit (a function). */
+  limit: number | undefined;
   /** Undefined for a user tier's window (a function). */
   windowMs: number | undefined;
   /** Undefined for a cost function (checked per request, as with tiers). */
@@ -55,6 +71,21 @@ export class DeclaredNames {
         throw new RangeError(`policy: limit × window (${override.limit} × ${windowMs}) of ${limit.at} is above 2^53 and cannot be exact`);
       }
     }
+  }
+
+  /** Every name with its declared limits, names in the order first met. */
+  list(): Record<string, NamedLimit[]> {
+    return Object.fromEntries(
+      [...this.byName].map(([name, limits]) => [
+        name,
+        [...limits.values()].map(({ at, kind, limit, windowMs }) => ({
+          at,
+          algorithm: KIND_NAMES[kind],
+          ...(limit === undefined ? {} : { limit }),
+          ...(windowMs === undefined ? {} : { windowMs }),
+        })),
+      ]),
+    );
   }
 
   /**

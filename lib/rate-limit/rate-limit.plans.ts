@@ -5,6 +5,7 @@ import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
+import { KIND_NAMES } from './overrides-declared.js';
 import { overriddenSpec, type LimitOverride } from './overrides-policy.js';
 import { assertPermits, assertPositiveInteger, funnelSpec, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
@@ -109,6 +110,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
       this.limiter.limitOverrides.declare(limit.name, {
         at: `${plan!.route}: ${limit.at}`,
         kind: limit.spec.kind,
+        limit: typeof limit.spec.limit === 'number' ? limit.spec.limit : undefined,
         windowMs: typeof limit.spec.windowMs === 'number' ? limit.spec.windowMs : undefined,
         cost: typeof limit.cost === 'number' ? limit.cost : undefined,
         keepWindow: limit.keepWindow,
@@ -261,8 +263,6 @@ function sharedCounterMessage(limit: PlannedLimit, windowMs: number): string {
   const counter = limit.name === undefined ? `of ${limit.scope}` : `'${limit.name}'`;
   return `two limits share the counter ${counter} (${KIND_NAMES[limit.spec.kind]}, windowMs ${windowMs}); give one a name of its own, or another window or algorithm`;
 }
-
-const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
 
 // A RateLimit header names the policy it describes, so a route's policy names must differ. An
 // unnamed policy is named by its numbers, a tier's as this request resolved them (the header

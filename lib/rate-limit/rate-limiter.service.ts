@@ -7,6 +7,7 @@ import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
 import { Overrides } from './overrides.js';
+import type { NamedLimit } from './overrides-declared.js';
 import { assertOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
 import { Refusals } from './refusals.js';
 import {
@@ -108,6 +109,12 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   /** The overrides stored in Redis, by name, as they apply in this app (`windowMs`: see setOverride). */
   async overrides(): Promise<Record<string, AppliedOverride>> {
     return this.limitOverrides.list();
+  }
+
+  /** The names this app's limits carry (decorators and defaultLimits), each with its limits as
+   * declared: what setOverride can change. Known once the app has started. */
+  namedLimits(): Record<string, NamedLimit[]> {
+    return this.limitOverrides.declared.list();
   }
 
   /** Charges `permits` (default 1) if they fit; never waits. */

@@ -114,6 +114,19 @@ describe('runtime limit overrides', () => {
     expect(await limiter.overrides()).toEqual({});
   });
 
+  it('lists the names this app declares, each with its limits', () => {
+    const named = limiter.namedLimits();
+    expect(Object.keys(named).sort()).toEqual(['costly', 'drip', 'global', 'shared', 'tiered', 'twice']);
+    expect(named['shared']).toEqual([
+      { at: 'NamedController.short: @RateLimit(#1)', algorithm: 'sliding-window', limit: 5, windowMs: 1_000 },
+      { at: 'NamedController.long: @RateLimit(#1)', algorithm: 'sliding-window', limit: 50, windowMs: 60_000 },
+    ]);
+    expect(named['drip']).toEqual([{ at: 'NamedController.drip: @Funnel(#1)', algorithm: 'funnel', limit: 4, windowMs: 60_000 }]);
+    expect(named['tiered']).toEqual([{ at: 'NamedController.tiered: @RateLimit(#1)', algorithm: 'sliding-window' }]);
+    // defaultLimits: once as declared, and on every route they reach
+    expect(named['global']).toContainEqual({ at: 'RedisLimitModule: defaultLimits[0]', algorithm: 'sliding-window', limit: 100, windowMs: 60_000 });
+  });
+
   it('reports the window that applies, emits one event per change and logs it once', async () => {
     const lines = new Lines();
     app.app.useLogger(lines);
