@@ -54,7 +54,8 @@ export class Overrides {
   /** Stores `override` (null: removes it), announces it, and applies it here before resolving. */
   async set(name: string, override: LimitOverride | null): Promise<void> {
     const { client, scripts } = this.redis;
-    await scripts.bounded(override === null ? client.hdel(this.key, name) : client.hset(this.key, name, encodeOverride(override)), 'HSET');
+    if (override === null) await scripts.bounded(client.hdel(this.key, name), 'HDEL');
+    else await scripts.bounded(client.hset(this.key, name, encodeOverride(override)), 'HSET');
     // a change whose announcement failed would reach subscribed processes only on a reconnect:
     // rejecting says so, and setting it again announces it
     await Promise.all([scripts.bounded(client.publish(this.channel, name), 'PUBLISH'), this.read()]);
