@@ -19,7 +19,7 @@ const COMMANDS = [
   // DelayQueue wake-ups: published from scripts, heard by one subscriber connection
   'publish', 'subscribe', 'unsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe',
   // inside the scripts
-  'time', 'del', 'pexpire', 'pexpireat', 'pttl', 'persist',
+  'time', 'del', 'pexpire', 'pexpireat', 'pexpiretime', 'pttl', 'persist',
   'hget', 'hmget', 'hgetall', 'hset', 'hdel', 'hlen', 'hincrby',
   'zadd', 'zrem', 'zscore', 'zcard', 'zcount', 'zrange', 'zrangebyscore', 'zremrangebyscore',
 ];

@@ -7,6 +7,7 @@
 --- @include "hash.lua"
 
 if not load_meta() then return 0 end
+if compact then return compact.expiry > now and 1 or 0 end
 local live = live_count()
 if live == 0 and drop_if_empty() then return 0 end
 save_meta()

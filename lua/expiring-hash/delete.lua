@@ -8,6 +8,17 @@
 --- @include "hash.lua"
 
 if not load_meta() then return 0 end
+if compact then
+  for i = 2, #ARGV do
+    if ARGV[i] == compact.field then
+      rcall('DEL', H)
+      if compact.expiry <= now then return 0 end
+      rcall('HDEL', N, notice(compact.expiry, compact.field))
+      return 1
+    end
+  end
+  return 0
+end
 local removed, seen, gone = 0, {}, {}
 for i = 2, #ARGV do
   local field = ARGV[i]

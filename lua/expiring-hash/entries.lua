@@ -7,6 +7,10 @@
 --- @include "hash.lua"
 
 if not load_meta() then return {} end
+if compact then
+  if compact.expiry <= now then return {} end
+  return { compact.field, compact.value, compact.expiry - now }
+end
 local all = rcall('HGETALL', H)
 local reply, fields, values = {}, {}, {}
 for i = 1, #all, 2 do

@@ -17,8 +17,13 @@ if not load_meta() then return { 0, -1, -1 } end
 local field = ARGV[2]
 local old, value = read(field)
 if value == nil then return { 0, -1, -1 } end
-if native then rcall('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) else write(field, value, expiry) end
-local register = account(field, expiry, old)
+local register = -1
+if compact then
+  rcall('PEXPIREAT', H, expiry)
+else
+  if native then rcall('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) else write(field, value, expiry) end
+  register = account(field, expiry, old)
+end
 local notification, notify_at = armed(field, old), -1
 if notification then
   rcall('HDEL', N, notice(old, field))

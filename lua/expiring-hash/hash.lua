@@ -14,6 +14,10 @@
 -- "<bucket>.<k>" = names (2-byte length + bytes) of fields that expire in that bucket. A chunk
 -- stays near CHUNK bytes so appends and sweeps cost bounded work. A name may be stale (deleted
 -- or re-set since); sweeps check every name against the field itself.
+-- A compact H holds one field with a ttl and nothing else: no meta field, the value as given (both
+-- modes, no field expiry), and H's own expiry is the field's. It costs about what one string key
+-- per item does, where the meta field alone would add a third. set.lua makes one when it creates a
+-- hash, and expands it (into the layout above, in the writer's mode) when a second field comes.
 -- N (KEYS[3]) holds armed expiry notifications: "<expiry>:<field>" -> JSON { q = queue, v = value }.
 -- The expiry in the name makes each arming distinct: deleting or re-setting a live field disarms
 -- its own, never one already due. The value is kept here because native mode loses it at expiry.
@@ -31,6 +35,8 @@ local NOTIFY_GRACE_MS = 86400000
 
 local now = now_ms(ARGV[1])
 local meta, native, meta_before
+-- while H is compact: { field, value, expiry } (meta is then unset)
+local compact
 local b_created = false -- B gained a bucket: its expiry must follow H's
 
 -- next and max are written relative to base ('' for none): the meta field is in every hash,
@@ -57,10 +63,15 @@ local function parse_meta(raw)
     persistent = tonumber(persistent), indexed = indexed == '1' }
 end
 
--- Reads the meta field; returns false when H does not exist.
+-- Reads the meta field (or the one field of a compact H); returns false when H does not exist.
 local function load_meta()
   local raw = rcall('HGET', H, '')
-  if not raw then return false end
+  if not raw then
+    local only = rcall('HGETALL', H)
+    if #only == 0 then return false end
+    compact = { field = only[1], value = only[2], expiry = rcall('PEXPIRETIME', H) }
+    return true
+  end
   meta = parse_meta(raw)
   native = meta.mode == 'n'
   meta_before = raw
@@ -81,6 +92,7 @@ end
 
 -- Writes the meta field back if it changed, and H's (and B's) own expiry if that changed.
 local function save_meta()
+  if compact then return end
   local raw = meta_string()
   if raw == meta_before and not b_created then return end
   local before_expiry = -2
@@ -98,7 +110,7 @@ end
 
 -- Removes H and B once no user field is left (N stays: it may hold notifications now due).
 local function drop_if_empty()
-  if rcall('HLEN', H) > 1 then return false end
+  if compact or rcall('HLEN', H) > 1 then return false end
   rcall('DEL', H, B)
   meta_before = false
   return true
@@ -134,6 +146,10 @@ end
 
 -- A live field's expiry (-1: none) and value, or nil.
 local function read(field)
+  if compact then
+    if field ~= compact.field or compact.expiry <= now then return nil end
+    return compact.expiry, compact.value
+  end
   local raw = rcall('HGET', H, field)
   if not raw then return nil end
   local expiry, value
@@ -149,6 +165,11 @@ local function read(field)
 end
 
 local function write(field, value, expiry)
+  if compact then
+    -- the one field, its expiry unchanged (update.lua)
+    rcall('HSET', H, field, value)
+    return
+  end
   if not native then
     rcall('HSET', H, field, encode(expiry, value))
     return
@@ -335,6 +356,28 @@ local function account(field, expiry, old)
   end
   if needs_sweep() and (lowered or not needed) then return meta.next end
   return -1
+end
+
+-- A new compact H of one field with a ttl.
+local function write_compact(field, value, expiry)
+  rcall('HSET', H, field, value)
+  rcall('PEXPIREAT', H, expiry)
+end
+
+-- Turns a compact H into the full layout, in `mode` ('i' or 'n'), before a second field comes.
+local function expand(mode)
+  local one = compact
+  compact = nil
+  new_meta(mode)
+  if one.expiry > now then
+    write(one.field, one.value, one.expiry)
+    account(one.field, one.expiry, nil)
+  else
+    rcall('HDEL', H, one.field)
+  end
+  -- written now: the caller counts fields with HLEN; H's own expiry is already the field's
+  meta_before = meta_string()
+  rcall('HSET', H, '', meta_before)
 end
 
 -- ms until the earliest and the latest expiry of a live field (0 when none has a ttl).

@@ -21,6 +21,35 @@ local field, value, ttl, cap = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARG
 local expiry = ttl >= 0 and now + ttl or -1
 if expiry > MAX_EXPIRY then return { -1, -1, 0, 0, -1, -1 } end
 local existed = load_meta()
+local notify_at = -1
+
+-- the write that leaves H compact: a new H of one field with a ttl, or the one field again
+local function compact_write()
+  write_compact(field, value, expiry)
+  if ARGV[7] ~= '' then
+    arm(field, expiry, ARGV[7], value)
+    notify_at = expiry
+  end
+  return { 1, cap > 0 and 1 or -1, ttl, ttl, -1, notify_at }
+end
+
+if compact then
+  if compact.expiry <= now then
+    -- its one field has expired (its notification, if any, stays armed: it is due)
+    rcall('DEL', H)
+    compact, existed = nil, false
+  elseif field == compact.field and expiry >= 0 then
+    rcall('HDEL', N, notice(compact.expiry, field))
+    return compact_write()
+  elseif field ~= compact.field and cap == 1 then
+    -- full: refused without touching H
+    local left = compact.expiry - now
+    return { 0, 1, left, left, -1, -1 }
+  else
+    expand(ARGV[2])
+  end
+end
+if not existed and expiry >= 0 then return compact_write() end
 if not existed then new_meta(ARGV[2]) end
 local old = existed and read(field) or nil
 
@@ -39,7 +68,6 @@ end
 write(field, value, expiry)
 -- a live field's notification is replaced (one that is already due stays armed)
 if old and old >= 0 then rcall('HDEL', N, notice(old, field)) end
-local notify_at = -1
 if ARGV[7] ~= '' and expiry >= 0 then
   arm(field, expiry, ARGV[7], value)
   notify_at = expiry

@@ -36,6 +36,8 @@ end
 
 if not load_meta() then
   rcall('DEL', B)
+elseif compact then
+  -- nothing to sweep: the key expires with its one field
 elseif meta.next >= 0 then
   if now < meta.next then
     if needs_sweep() then sooner(meta.next) end

@@ -124,6 +124,34 @@ describe.each(EXPIRY_MODES)('ExpiringHashService, %s mode', (mode) => {
     expect(pttl).toBeGreaterThan(19_000);
   });
 
+  it('a hash of one field with a ttl is compact: the value as given, no meta field, the key expires with it', async () => {
+    const key = fresh();
+    const raw = ctx.app.raw;
+    const stored = `${ctx.app.prefix}eh:{${key}}`;
+    await hash().setIfBelow(key, 'only', 'value', 60_000, 3);
+    expect(await raw.hgetall(stored)).toEqual({ only: 'value' });
+    const pttl = await raw.pttl(stored);
+    expect(pttl).toBeGreaterThan(59_000);
+    expect(Math.abs((await hash().ttl(key, 'only')) - pttl)).toBeLessThan(1000);
+    // the one field again (value and ttl): still compact
+    await hash().setIfBelow(key, 'only', 'value 2', 90_000, 3);
+    expect(await raw.hgetall(stored)).toEqual({ only: 'value 2' });
+    expect(await raw.pttl(stored)).toBeGreaterThan(89_000);
+    // refused at a cap of 1 without touching it
+    expect(await hash().setIfBelow(key, 'other', 'v', 60_000, 1)).toEqual({ accepted: false, count: 1 });
+    expect(await raw.hlen(stored)).toBe(1);
+    // a second field: the full layout, the first field kept with its ttl
+    expect(await hash().setIfBelow(key, 'other', 'v', 30_000, 3)).toEqual({ accepted: true, count: 2 });
+    expect((await raw.hkeys(stored)).sort()).toEqual(['', 'only', 'other']);
+    expect(await hash().get(key, 'only')).toBe('value 2');
+    expect(await hash().ttl(key, 'only')).toBeGreaterThan(89_000);
+    expect(await raw.pttl(stored)).toBeGreaterThan(89_000);
+    expect(await hash().entries(key)).toHaveLength(2);
+    // compact again only when created anew
+    expect(await hash().delete(key, 'only', 'other')).toBe(2);
+    expect(await raw.exists(stored)).toBe(0);
+  });
+
   it('an abandoned hash vanishes by itself, with nothing sweeping or reading it', async () => {
     const key = fresh();
     await hash().set(key, 'a', '1', 40);
@@ -171,7 +199,7 @@ describe.each(EXPIRY_MODES)('ExpiringHashService, %s mode', (mode) => {
       await expect(write()).rejects.toThrow(RangeError);
       await expect(write()).rejects.toThrow(/^ttlMs must be at most \d+/);
     }
-    expect((await ctx.app.raw.hkeys(`${ctx.app.prefix}eh:{${key}}`)).sort()).toEqual(['', 'kept']);
+    expect((await ctx.app.raw.hkeys(`${ctx.app.prefix}eh:{${key}}`)).sort()).toEqual(['kept']); // compact: one field with a ttl, no meta field
     expect(await hash().ttl(key, 'kept')).toBeGreaterThan(59_000);
     // the cap still counts what is there: nothing slipped in beside it
     expect(await hash().setIfBelow(key, 'g', 'v', 60_000, 1)).toEqual({ accepted: false, count: 1 });
