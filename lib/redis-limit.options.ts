@@ -81,9 +81,11 @@ export interface ExpiringHashOptions {
   /** 'native' uses the server's field expiry (HPEXPIRE, Redis >= 7.4), 'index' the library's own;
    * 'auto' picks native when the server has HPEXPIRE (asked once with COMMAND INFO). Default 'auto'. */
   mode?: 'auto' | 'native' | 'index';
-  /** ms between sweeps that remove expired fields nobody reads; 0 turns this process's sweeper
-   * off (others still sweep). The sweeper starts on the process's first ExpiringHashService call.
-   * Default 1000. */
+  /** The least gap, ms, between two sweeps of one registry shard by this process (a sweep removes
+   * expired fields nobody reads and delivers their notifications). The sweeper sleeps until the
+   * earliest due field it knows of and is woken over pub/sub by an earlier write, so at rest it
+   * costs about one call per 4.5 s. 0 turns this process's sweeper off (others still sweep and
+   * notify). It starts on the process's first ExpiringHashService call. Default 1000. */
   sweepIntervalMs?: number;
   /** The sweep registry is split over this many keys (cluster slots). Every process must use the
    * same number. Default 16. */
