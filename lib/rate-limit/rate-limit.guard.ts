@@ -57,7 +57,7 @@ export class RateLimitGuard implements CanActivate {
     let local = false;
     const askedAt = performance.now();
     try {
-      result = await decideShadowed(this.limiter, limits.stack, plan.limits);
+      result = await decideShadowed({ decide: (stack) => this.limiter.decide(stack, { route: plan.route }) }, limits.stack, plan.limits);
       this.redis.reportSuccess();
     } catch (error) {
       if (applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable) === 'open') return true;

@@ -54,6 +54,8 @@ export interface DecideOptions {
   peek?: boolean;
   /** Test hook: decide at this time (ms) instead of the Redis server's clock. */
   now?: number;
+  /** Who decides (a guard: its route, `Class.method`): told in the decision event. */
+  route?: string;
 }
 
 /** Options of refundLimit, penalizeLimit and blockLimit. */
@@ -257,7 +259,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     const cached = options.peek || options.now !== undefined ? undefined : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
     if (cached !== undefined && 'hit' in cached) {
       const result: StackDecision = { allowed: false, ...cached.hit };
-      this.redis.events.decision(false, () => ({ ...decisionEvent(result, checked, limits), cached: true }));
+      this.redis.events.decision(false, () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
       return result;
     }
     const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
@@ -267,7 +269,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
         : await this.decideAcrossSlots(groups, checked, keys, options);
     if (cached !== undefined && !result.allowed) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
     // a peek decides nothing: not counted, not announced
-    if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits));
+    if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits, options.route));
     return result;
   }
 
@@ -349,9 +351,10 @@ function clock(options: LimitOperationOptions): string {
   return options.now === undefined ? '' : String(options.now);
 }
 
-function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: readonly StackedLimit[]): RedisLimitEvent {
+function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: readonly StackedLimit[], route: string | undefined): RedisLimitEvent {
   return {
     type: 'redis-limit.decision',
+    ...(route === undefined ? {} : { route }),
     allowed: result.allowed,
     retryAfterMs: result.retryAfterMs,
     limits: checked.map(({ key, spec }, i) => ({
