@@ -61,3 +61,5 @@ export type { ShadowVerdict } from './observability/events.js';
 export type { LimitOperationOptions } from './rate-limit/rate-limiter.service.js';
 export type { AppliedOverride, LimitOverride } from './rate-limit/overrides-policy.js';
 export type { NamedLimit } from './rate-limit/overrides-declared.js';
+export { RedisLimitDashboardModule } from './dashboard/dashboard.module.js';
+export type { RedisLimitDashboardOptions } from './dashboard/dashboard.options.js';

@@ -1,0 +1,117 @@
+import { applyDecorators, BadRequestException, Body, Controller, Get, Header, HttpCode, Inject, Post, Query, Req, UseGuards, type Type } from '@nestjs/common';
+import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
+import type { DeadPage } from '../delay-queue/delay-queue.types.js';
+import { SkipRateLimit } from '../rate-limit/rate-limit.decorator.js';
+import { RateLimiterService } from '../rate-limit/rate-limiter.service.js';
+import { DashboardGuard } from './dashboard.guard.js';
+import { DashboardOverviewReader, type DashboardOverview } from './dashboard-overview.js';
+import { CONTENT_SECURITY_POLICY, PAGE_FILES, pageWithBase, readPageFiles, type PageFile } from './dashboard-files.js';
+import { DecisionSeries, type DecisionSeriesPage } from './decision-series.js';
+
+/** Never cached, never sniffed as another type: every answer is about now, and some are payloads. */
+const Fresh = () => applyDecorators(Header('X-Content-Type-Options', 'nosniff'), Header('Cache-Control', 'no-store'));
+/** A page file, with the policy that keeps the page to its own script and style. */
+const Served = (file: PageFile) =>
+  applyDecorators(Header('Content-Type', PAGE_FILES[file]), Header('Content-Security-Policy', CONTENT_SECURITY_POLICY), Fresh());
+
+/** Dead messages per page of the dashboard's list. */
+const DEAD_PAGE_SIZE = 50;
+
+interface QueueAction {
+  queue?: unknown;
+  ids?: unknown;
+}
+
+/**
+ * The dashboard's routes under `path`: the page and its two files, JSON reads, and the actions
+ * (POST). The app's own limits never apply here: an operator must not be locked out mid-incident.
+ */
+export function dashboardController(path: string): Type {
+  const files = readPageFiles();
+
+  @Controller(path)
+  @UseGuards(DashboardGuard)
+  @SkipRateLimit()
+  class RedisLimitDashboardController {
+    constructor(
+      @Inject(DashboardOverviewReader) private readonly overview: DashboardOverviewReader,
+      @Inject(DecisionSeries) private readonly series: DecisionSeries,
+      @Inject(DelayQueueService) private readonly queue: DelayQueueService,
+      @Inject(RateLimiterService) private readonly limiter: RateLimiterService,
+    ) {}
+
+    @Get()
+    @Served('index.html')
+    page(@Req() req: { originalUrl?: string; url: string }): string {
+      const pathname = (req.originalUrl ?? req.url).split('?')[0]!;
+      return pageWithBase(files['index.html'], pathname.endsWith('/') ? pathname : `${pathname}/`);
+    }
+
+    @Get('dashboard.css')
+    @Served('dashboard.css')
+    css(): string {
+      return files['dashboard.css'];
+    }
+
+    @Get('dashboard.js')
+    @Served('dashboard.js')
+    js(): string {
+      return files['dashboard.js'];
+    }
+
+    @Get('api/overview')
+    @Fresh()
+    readOverview(): Promise<DashboardOverview> {
+      return this.overview.read();
+    }
+
+    @Get('api/decisions')
+    @Fresh()
+    decisions(): Promise<DecisionSeriesPage> {
+      return this.series.lastHour();
+    }
+
+    /** `?queue=&cursor=`: a page of the queue's dead messages, oldest first. */
+    @Get('api/dead')
+    @Fresh()
+    dead(@Query('queue') queue: unknown, @Query('cursor') cursor: unknown): Promise<DeadPage> {
+      return badInputIs400(() => this.queue.dead(queue as string, { limit: DEAD_PAGE_SIZE, cursor: (cursor || undefined) as string | undefined }));
+    }
+
+    /** `{ queue, ids? }`: those dead messages back to scheduled, due now; all when ids is absent. */
+    @Post('api/dead/retry')
+    @Fresh()
+    @HttpCode(200)
+    async retry(@Body() body: QueueAction = {}): Promise<{ retried: number }> {
+      return { retried: await badInputIs400(() => this.queue.retryDead(body.queue as string, body.ids as string[] | undefined)) };
+    }
+
+    /** `{ queue, ids? }`: those dead messages deleted; all when ids is absent. */
+    @Post('api/dead/purge')
+    @Fresh()
+    @HttpCode(200)
+    async purge(@Body() body: QueueAction = {}): Promise<{ purged: number }> {
+      return { purged: await badInputIs400(() => this.queue.purgeDead(body.queue as string, body.ids as string[] | undefined)) };
+    }
+
+    /** `{ name, policy: { limit, windowMs? } | null }`: RateLimiterService.setOverride. */
+    @Post('api/overrides')
+    @Fresh()
+    @HttpCode(200)
+    async override(@Body() body: { name?: unknown; policy?: unknown } = {}): Promise<{ name: unknown }> {
+      await badInputIs400(() => this.limiter.setOverride(body.name as string, body.policy as null));
+      return { name: body.name };
+    }
+  }
+  return RedisLimitDashboardController;
+}
+
+/** The library names a bad argument in a TypeError or RangeError: the caller's mistake, 400. */
+async function badInputIs400<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) throw new BadRequestException(error.message);
+    throw error;
+  }
+}

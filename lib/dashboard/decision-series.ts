@@ -1,0 +1,140 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { LimitVerdict, RedisLimitEvent } from '../observability/events.js';
+import { RedisLimitEvents } from '../observability/redis-limit-events.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+
+const MINUTE_MS = 60_000;
+/** The chart's span: the last hour, minute by minute. */
+export const SERIES_MINUTES = 60;
+const FLUSH_MS = 5_000;
+// a few minutes past the hour, so the oldest minute shown is whole whatever the clock skew
+const KEY_TTL_MS = (SERIES_MINUTES + 5) * MINUTE_MS;
+// what one flush may add to a minute's hash: routes are finite, but scopes of direct service calls need not be
+const MAX_LABELS = 200;
+const OTHER = '(other)';
+
+export interface RouteSeries {
+  route: string;
+  /** One count per minute, oldest first, aligned with `DecisionSeriesPage.minutes`. */
+  allowed: number[];
+  refused: number[];
+}
+
+export interface DecisionSeriesPage {
+  /** The start (ms since the epoch) of each minute of the last hour, oldest first. */
+  minutes: number[];
+  routes: RouteSeries[];
+}
+
+type Counts = Map<string, { allowed: number; refused: number }>;
+
+/**
+ * Rate-limit decisions per route (the guard's `Class.method`) and minute, kept in Redis so every app instance adds to one
+ * picture. Decisions are counted in process memory as they are made and written every few
+ * seconds in one pipelined call: one HINCRBY per route and minute seen, never a command per
+ * request. Each minute is a hash that expires a little after the hour it is shown for; all of
+ * them share one hash tag, so the pipeline and the hour's read go to one cluster node.
+ */
+@Injectable()
+export class DecisionSeries implements OnModuleInit, OnApplicationShutdown {
+  private pending = new Map<number, Counts>();
+  private stopListening: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private failedOnce = false;
+  private readonly logger = new Logger('RedisLimitDashboard');
+
+  constructor(
+    @Inject(RedisConnection) private readonly redis: RedisConnection,
+    @Inject(RedisLimitEvents) private readonly events: RedisLimitEvents,
+  ) {}
+
+  onModuleInit(): void {
+    this.stopListening = this.events.on((event) => this.record(event));
+    this.timer = setInterval(() => void this.flush(), FLUSH_MS);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopListening?.();
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  record(event: RedisLimitEvent, now = Date.now()): void {
+    if (event.type !== 'redis-limit.decision') return;
+    const minute = now - (now % MINUTE_MS);
+    let counts = this.pending.get(minute);
+    if (counts === undefined) this.pending.set(minute, (counts = new Map()));
+    let label = event.route ?? scopeLabel(event.limits);
+    if (!counts.has(label) && counts.size >= MAX_LABELS) label = OTHER;
+    let count = counts.get(label);
+    if (count === undefined) counts.set(label, (count = { allowed: 0, refused: 0 }));
+    count[event.allowed ? 'allowed' : 'refused'] += 1;
+  }
+
+  /** Writes what was counted since the last flush (a failed write is dropped, logged once: the
+   * chart is a picture, not an audit). Flushes run one at a time. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.write());
+    return this.flushing;
+  }
+
+  private async write(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const pending = this.pending;
+    this.pending = new Map();
+    const pipeline = this.redis.client.pipeline();
+    for (const [minute, counts] of pending) {
+      const key = this.key(minute);
+      for (const [label, { allowed, refused }] of counts) {
+        if (allowed > 0) pipeline.hincrby(key, `a:${label}`, allowed);
+        if (refused > 0) pipeline.hincrby(key, `r:${label}`, refused);
+      }
+      pipeline.pexpire(key, KEY_TTL_MS);
+    }
+    try {
+      const results = (await pipeline.exec()) ?? [];
+      const failed = results.find(([error]) => error !== null)?.[0];
+      if (failed) throw failed;
+    } catch (error) {
+      if (this.failedOnce) return;
+      this.failedOnce = true;
+      this.logger.warn(`could not write the decisions chart to Redis (logged once): ${(error as Error).message}`);
+    }
+  }
+
+  /** The last hour, every instance's decisions together, routes by most decisions first. */
+  async lastHour(now = Date.now()): Promise<DecisionSeriesPage> {
+    const current = now - (now % MINUTE_MS);
+    const minutes = Array.from({ length: SERIES_MINUTES }, (_, i) => current - (SERIES_MINUTES - 1 - i) * MINUTE_MS);
+    const pipeline = this.redis.client.pipeline();
+    for (const minute of minutes) pipeline.hgetall(this.key(minute));
+    const results = (await pipeline.exec()) ?? [];
+    const routes = new Map<string, RouteSeries>();
+    results.forEach(([error, hash], i) => {
+      if (error) throw error;
+      for (const [field, value] of Object.entries(hash as Record<string, string>)) {
+        const route = field.slice(2);
+        let series = routes.get(route);
+        if (series === undefined) routes.set(route, (series = { route, allowed: new Array(SERIES_MINUTES).fill(0), refused: new Array(SERIES_MINUTES).fill(0) }));
+        series[field.startsWith('r:') ? 'refused' : 'allowed'][i]! += Number(value);
+      }
+    });
+    const total = (s: RouteSeries) => s.allowed.reduce((a, b) => a + b, 0) + s.refused.reduce((a, b) => a + b, 0);
+    return { minutes, routes: [...routes.values()].sort((a, b) => total(b) - total(a) || a.route.localeCompare(b.route)) };
+  }
+
+  private key(minute: number): string {
+    return this.redis.keys.build('dashboard-decisions', 'dashboard', String(minute));
+  }
+}
+
+/**
+ * Where a decision the guard did not make belongs (a direct RateLimiterService call, a queue's
+ * rate limit): under the first limit's scope, a shared name or a route, else '(direct calls)'.
+ */
+export function scopeLabel(limits: readonly LimitVerdict[]): string {
+  const scope = limits.find((limit) => limit.scope !== undefined)?.scope;
+  return scope === undefined ? '(direct calls)' : `scope: ${scope}`;
+}
