@@ -1,0 +1,173 @@
+import type { Browser, Page } from 'puppeteer-core';
+import { RedisLimitDashboardModule } from '../../lib/index.js';
+import type { HttpPlatform } from '../harness/platform-app.js';
+import { TestRedis } from '../harness/redis-server.js';
+import { until } from '../harness/until.js';
+import { launchChromium } from './browser.js';
+import { ADMIN_KEY, dashboardApp, JOBS, type DashboardApp } from './dashboard-app.js';
+
+// The dashboard in a real headless Chromium, on both HTTP platforms: what it shows of a seeded
+// app, and what its buttons do to the queue and the limits.
+
+let redis: TestRedis;
+let browser: Browser;
+beforeAll(async () => {
+  [redis, browser] = await Promise.all([TestRedis.start(), launchChromium()]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await redis?.stop();
+});
+
+const XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">';
+
+/** A message of JOBS that dies at its first attempt. */
+async function dead(target: DashboardApp, id: string, payload: unknown): Promise<void> {
+  target.jobs.failing.add(id);
+  await target.queue.enqueue(JOBS, payload, { id });
+}
+
+/** A page that sends the admin key with every request, as an operator's proxy would. */
+async function adminPage(): Promise<Page> {
+  const page = await browser.newPage();
+  await page.setExtraHTTPHeaders({ 'x-admin-key': ADMIN_KEY });
+  return page;
+}
+
+/** Loads the page (or reloads it) and waits until it has drawn what the JSON said. */
+async function open(page: Page, target: DashboardApp): Promise<void> {
+  const response = await page.goto(`${target.origin}/redis-limit`);
+  expect(response?.status()).toBe(200);
+  await page.waitForSelector('body[data-loaded]');
+}
+
+const text = (page: Page, selector: string) => page.$eval(selector, (node) => node.textContent ?? '');
+
+describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (platform) => {
+  let target: DashboardApp;
+  let page: Page;
+  beforeAll(async () => {
+    target = await dashboardApp(platform, redis);
+    await dead(target, 'to-retry', { order: 41 });
+    await dead(target, 'to-purge', { order: 42 });
+    await dead(target, 'hostile', { html: XSS });
+    await target.queue.enqueue(JOBS, { order: 43 }, { id: 'later', delayMs: 3_600_000 });
+    await until(async () => (await target.queue.size(JOBS)).dead === 3, 5000, async () => JSON.stringify(await target.queue.size(JOBS)));
+    page = await adminPage();
+    await open(page, target);
+  });
+  afterAll(async () => {
+    await page?.close();
+    await target?.close();
+  });
+
+  it('shows the queue with its scheduled, in-flight and dead counts, and Redis health', async () => {
+    const cells = await page.$$eval(`#queues tr[data-queue="${JOBS}"] td`, (tds) => tds.map((td) => td.textContent));
+    expect(cells.slice(0, 4)).toEqual([JOBS, '1', '0', '3']);
+    expect(await text(page, '#redis-health')).toMatch(/^(redis|valkey) \d+\.\d+\.\d+, standalone, PING [\d.]+ ms$/);
+  });
+
+  it('lists dead messages with payload, attempts and error, and renders a payload holding <script> as text', async () => {
+    await page.click(`#queues tr[data-queue="${JOBS}"] button`);
+    await page.waitForSelector('#dead tr[data-id="hostile"]');
+    const row = await page.$$eval('#dead tr[data-id="to-retry"] td', (tds) => tds.map((td) => td.textContent));
+    expect(row.slice(0, 4)).toEqual(['to-retry', JSON.stringify({ order: 41 }, null, 1), '1', 'Error: job to-retry failed <b>on purpose</b>']);
+    expect(await text(page, '#dead tr[data-id="hostile"] pre')).toContain('<script>window.__pwned = 1</script>');
+    expect(await page.$$('#dead script, #dead img, #dead b')).toHaveLength(0);
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it('retries a dead message (it then runs) and purges another', async () => {
+    target.jobs.failing.delete('to-retry');
+    await page.click('#dead tr[data-id="to-retry"] button.retry');
+    await until(() => target.jobs.ran.has('to-retry'), 5000, () => 'to-retry never ran');
+    // the page redraws after each action: wait for that before the next click
+    await until(async () => (await page.$('#dead tr[data-id="to-retry"]')) === null, 5000, () => 'to-retry still listed');
+    await page.click('#dead tr[data-id="to-purge"] button.purge');
+    await until(async () => (await page.$('#dead tr[data-id="to-purge"]')) === null, 5000, () => 'to-purge still listed');
+    const left = (await target.queue.dead(JOBS)).messages.map((m) => m.id);
+    expect(left).toEqual(['hostile']);
+    await page.click('#refresh');
+    await until(async () => (await text(page, `#queues tr[data-queue="${JOBS}"] td.dead-count`)) === '1', 5000, () => 'dead count not 1');
+  });
+
+  it('charts decisions and refusals per route after traffic, and sets an override the next request obeys', async () => {
+    const hello = () => fetch(`${target.origin}/hello`);
+    const statuses = [];
+    for (let i = 0; i < 5; i++) statuses.push((await hello()).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    await target.flushDecisions();
+    await page.click('#refresh');
+    await page.waitForSelector('#charts .route[data-route="HelloController.hello"] rect.refused');
+    expect(await text(page, '#charts .route[data-route="HelloController.hello"] .route-totals')).toBe('3 / 2');
+
+    await page.type('#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
+    await page.click('#limits tr[data-name="greetings"] button.set-override');
+    await until(async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '10 / 60000 ms', 5000, () => 'override not shown');
+    const next = await hello();
+    expect(next.status).toBe(200);
+    expect(next.headers.get('x-ratelimit-limit')).toBe('10');
+
+    await page.click('#limits tr[data-name="greetings"] button.remove-override');
+    await until(async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '—', 5000, () => 'override not removed');
+    expect((await hello()).status).toBe(429);
+  });
+
+  it('refuses every request canActivate refuses: the page, its files and its JSON', async () => {
+    const stranger = await browser.newPage();
+    try {
+      expect((await stranger.goto(`${target.origin}/redis-limit`))?.status()).toBe(403);
+    } finally {
+      await stranger.close();
+    }
+    for (const path of ['dashboard.js', 'api/overview', 'api/decisions', `api/dead?queue=${JOBS}`]) {
+      expect((await fetch(`${target.origin}/redis-limit/${path}`)).status).toBe(403);
+    }
+  });
+
+  it('takes actions from its own page only: another origin, another site or a form body is refused', async () => {
+    const retry = (headers: Record<string, string>) =>
+      fetch(`${target.origin}/redis-limit/api/dead/retry`, { method: 'POST', headers: { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ queue: JOBS }) });
+    expect((await retry({ origin: 'http://evil.example' })).status).toBe(403);
+    expect((await retry({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await retry({ 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await target.queue.size(JOBS)).dead).toBe(1);
+  });
+});
+
+describe('a read-only dashboard', () => {
+  let target: DashboardApp;
+  beforeAll(async () => {
+    target = await dashboardApp('express', redis, { readOnly: true });
+    await dead(target, 'stays', { order: 1 });
+    await until(async () => (await target.queue.size(JOBS)).dead === 1, 5000, () => 'not dead');
+  });
+  afterAll(() => target?.close());
+
+  it('shows no buttons that act and refuses every action with 403', async () => {
+    const page = await adminPage();
+    try {
+      await open(page, target);
+      await page.click(`#queues tr[data-queue="${JOBS}"] button`);
+      await page.waitForSelector('#dead tr[data-id="stays"]');
+      expect(await page.$$('#dead button, #limits button, #limits input')).toHaveLength(0);
+      expect(await page.$eval('#dead-actions', (node) => (node as unknown as { hidden: boolean }).hidden)).toBe(true);
+      const answers = await page.evaluate(async (queue) => {
+        const post = (path: string, body: unknown) =>
+          fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.status);
+        return [await post('api/dead/retry', { queue }), await post('api/dead/purge', { queue }), await post('api/overrides', { name: 'greetings', policy: { limit: 9 } })];
+      }, JOBS);
+      expect(answers).toEqual([403, 403, 403]);
+      expect((await target.queue.size(JOBS)).dead).toBe(1);
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('RedisLimitDashboardModule.register', () => {
+  it('throws a TypeError naming canActivate when it is missing', () => {
+    expect(() => RedisLimitDashboardModule.register({} as never)).toThrow(/^canActivate must be a function/);
+    expect(() => RedisLimitDashboardModule.register({ canActivate: () => true, path: '/:id' })).toThrow(TypeError);
+  });
+});
