@@ -1,11 +1,12 @@
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
-import { RedisLimitModule, type FailMode, type HeadersMode, type RateLimitOptions, type RedisLimitModuleOptions } from '../../lib/index.js';
+import { RedisLimitDashboardModule, RedisLimitModule, type FailMode, type HeadersMode, type RateLimitOptions, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { AppController } from './app.controller.js';
 import { CompletionsModule } from './completions/completions.module.js';
 import { sampleGraphQLModule } from './graphql/sample-graphql.module.js';
 import { LiveModule } from './live/live.module.js';
 import { LoginModule } from './login/login.module.js';
+import { AdminKeyGuard } from './orders/admin-key.guard.js';
 import { OrdersModule } from './orders/orders.module.js';
 import type { Platform } from './platform.js';
 import { QuotesModule } from './quotes/quotes.module.js';
@@ -39,7 +40,7 @@ export interface SampleAppOptions {
  * The sample application: an app-wide default limit with a health check exempt, quotes (per-IP
  * and per-API-key limits, also over GraphQL and WebSocket), SMS (one per phone per 30 min),
  * orders (at most 3 unpaid per user), login (failed attempts only, then a lockout) and
- * completions (a token budget: reserve, then settle).
+ * completions (a token budget: reserve, then settle), and the dashboard at /redis-limit.
  */
 @Module({})
 export class AppModule {
@@ -55,6 +56,8 @@ export class AppModule {
         LiveModule,
         LoginModule,
         CompletionsModule,
+        // the dashboard at /redis-limit, for whoever has the admin key; its buttons act
+        RedisLimitDashboardModule.register({ canActivate: (ctx) => new AdminKeyGuard().canActivate(ctx), readOnly: false }),
       ],
       controllers: [AppController],
     };

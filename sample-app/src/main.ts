@@ -80,4 +80,6 @@ Try (every route: 100 requests per minute per IP unless it says otherwise; /heal
   for i in 1 2 3 4; do curl -s -w ' %{http_code}\\n' -X POST ${base}/orders -H 'x-user-id: alice' -H 'content-type: application/json' -d '{"item":"book"}'; done
   curl -s ${base}/orders -H 'x-user-id: alice'
   curl -i -X POST ${base}/orders/<id>/pay -H 'x-user-id: alice'
+
+  # the dashboard: open http://${base}/redis-limit in a browser (any user name; password: the admin key, ADMIN_KEY or demo-admin-key)
 `);
