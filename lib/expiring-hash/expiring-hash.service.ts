@@ -8,6 +8,7 @@ import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, t
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { detectExpiryMode } from './expiry-mode.js';
+import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
 
@@ -28,6 +29,7 @@ const AHEAD_SLACK_MS = 20;
 export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly keys: ExpiringHashKeys;
   private readonly sweeper: ExpiringHashSweeper;
+  private readonly legacyTimers: LegacyTimers | undefined;
   private knownMode: ExpiryMode | undefined;
 
   constructor(
@@ -37,6 +39,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
     this.sweeper = new ExpiringHashSweeper(redis, this.keys, new ExpiryNotifier(redis, this.keys, queues), sweepIntervalMs);
+    // a process that does not sweep delivers no notification, 0.1's included
+    if (sweepIntervalMs > 0) this.legacyTimers = new LegacyTimers(queues, redis, sweepShards, (key, at) => this.registry(key, [at, '', '0']));
   }
 
   /** Sets `field` to `value`, expiring after `ttlMs` (none: never); replaces value and ttl. */
@@ -152,8 +156,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   }
 
   /** Before the connection closes: a sweep pass in flight finishes first. */
-  beforeApplicationShutdown(): Promise<void> {
-    return this.sweeper.stop();
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([this.legacyTimers?.stop(), this.sweeper.stop()]);
   }
 
   private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
@@ -201,6 +205,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
     this.sweeper.start();
+    this.legacyTimers?.start();
     return this.redis.scripts.run(script, this.keys.hash(key), ['', ...args]);
   }
 }

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../../lib/index.js';
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
+import { legacyTimerQueue } from '../../lib/expiring-hash/legacy-timers.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { EXPIRY_MODES } from '../harness/expiring-hash.js';
-import { withLimiterApp } from '../harness/limiter-app.js';
+import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
+import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 
 describe.each(EXPIRY_MODES)('expiry notifications, %s mode', (mode) => {
   const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 100 } });
@@ -90,5 +91,37 @@ describe.each(EXPIRY_MODES)('expiry notifications, %s mode', (mode) => {
       if (listed) await ctx.app.raw.restore(registry, 0, listed);
     }
     expect(await hash().setIfBelow(key, 'slot', 'v', 60_000, 2, { notify: 'q' })).toEqual({ accepted: true, count: 2 });
+  });
+
+  // 0.1 found a notification by a timer message on an internal queue, 0.2 through the sweep
+  // registry (which never listed a 0.1 hash in native mode): a lapse armed before the upgrade is
+  // still notified, once, and the old queue is emptied and left.
+  it('delivers a notification armed by 0.1 through its timer queue, once, and drains the queue', async () => {
+    const app = await limiterModule(ctx.redis, { expiringHash: { mode, sweepIntervalMs: 100 } });
+    try {
+      const connection = app.moduleRef.get(RedisConnection);
+      const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+      const key = `from-0.1-${mode}`;
+      const expiry = Date.now() + 300;
+      const queue = `expired-legacy-${mode}`;
+      // what 0.1 left: the arming in the hash's outbox, the timer due at the expiry
+      await app.raw.hset(keys.hash(key)[2]!, `${expiry}:order-1`, JSON.stringify({ q: queue, v: 'unpaid' }));
+      const timers = legacyTimerQueue(keys.shardOf(key));
+      await app.moduleRef.get(DelayQueueService).enqueue(timers, { k: key, f: 'order-1', e: expiry }, { runAt: expiry });
+      const got: ExpiredField[] = [];
+      const consumer = app.moduleRef.get(DelayQueueService).consume<ExpiredField>(queue, ({ payload }) => void got.push(payload));
+      await app.moduleRef.get(ExpiringHashService).get('someone', 'else'); // the first call starts the sweeper
+      await eventually(async () => got.length > 0);
+      await eventually(async () => {
+        const { scheduled, inFlight } = await app.moduleRef.get(DelayQueueService).size(timers);
+        return scheduled + inFlight === 0;
+      });
+      await sleep(500);
+      await consumer.stop();
+      expect(got).toEqual([{ key, field: 'order-1', value: 'unpaid' }]);
+      expect(await app.raw.hlen(keys.hash(key)[2]!)).toBe(0);
+    } finally {
+      await app.close();
+    }
   });
 });
