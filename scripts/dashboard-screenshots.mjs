@@ -1,0 +1,66 @@
+// `node scripts/dashboard-screenshots.mjs`: the sample app on an embedded redis-server, seeded
+// with traffic, dead messages and an override, photographed by headless Chromium into docs/.
+// Needs Debian's chromium (or CHROMIUM_PATH). The chart's earlier minutes are recorded with
+// past timestamps: an hour of traffic would take an hour.
+import 'reflect-metadata';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NestFactory } from '@nestjs/core';
+import puppeteer from 'puppeteer-core';
+
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', 'sample-app/tsconfig.json'], { stdio: 'inherit' });
+const { AppModule, setUpSampleApp } = await import('../dist-sample/sample-app/src/app.module.js');
+const { RedisNode } = await import('../dist-sample/test/harness/redis-server.js');
+const { DelayQueueService, RateLimiterService } = await import('../dist-sample/lib/index.js');
+const { DecisionSeries } = await import('../dist-sample/lib/dashboard/decision-series.js');
+const { UNPAID_ORDER_EXPIRED } = await import('../dist-sample/sample-app/src/orders/unpaid-orders.js');
+const { DEMO_ADMIN_KEY } = await import('../dist-sample/sample-app/src/orders/admin-key.guard.js');
+
+const redis = await RedisNode.start();
+const app = setUpSampleApp(await NestFactory.create(AppModule.register({ redis: redis.url }), { logger: ['error'] }));
+await app.listen(0, '127.0.0.1');
+const base = `http://127.0.0.1:${app.getHttpServer().address().port}`;
+const browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+try {
+  const queue = app.get(DelayQueueService);
+  // lapse notices the canceller cannot parse: they die after two attempts
+  await queue.enqueue(UNPAID_ORDER_EXPIRED, { key: 'unpaid-orders:alice', field: 'o-1041', value: '{not json' }, { id: 'o-1041' });
+  await queue.enqueue(UNPAID_ORDER_EXPIRED, { key: 'unpaid-orders:bob', field: 'o-1042', value: '<script>alert("hi")</script>' }, { id: 'o-1042' });
+  for (const phone of ['+15555550100', '+15555550101', '+15555550102']) {
+    await queue.enqueue('sms-reminders', { phone, text: 'Your table is ready' }, { delayMs: 600_000 });
+  }
+  for (let i = 0; i < 8; i++) await fetch(`${base}/quotes/ACME`);
+  for (let i = 0; i < 7; i++) {
+    await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account: 'bob', password: 'guess' }) });
+  }
+  await fetch(`${base}/quotes?symbols=ACME,GLOBEX`);
+  const series = app.get(DecisionSeries);
+  const now = Date.now();
+  for (let minute = 1; minute < 45; minute++) {
+    const wave = Math.round(12 + 10 * Math.sin(minute / 6));
+    for (let i = 0; i < wave; i++) series.record({ type: 'redis-limit.decision', allowed: i < wave - (minute % 9 === 0 ? 6 : 1), retryAfterMs: 0, limits: [], route: 'QuotesController.quote' }, now - minute * 60_000);
+    for (let i = 0; i < minute % 4; i++) series.record({ type: 'redis-limit.decision', allowed: i > 1, retryAfterMs: 0, limits: [], route: 'LoginController.login' }, now - minute * 60_000);
+  }
+  await series.flush();
+  // an incident: failed logins allowed 10 per window instead of 5, in every instance
+  await app.get(RateLimiterService).setOverride('login', { limit: 10 });
+  while ((await queue.size(UNPAID_ORDER_EXPIRED)).dead < 2) await sleep(50);
+
+  const page = await browser.newPage();
+  await page.authenticate({ username: 'admin', password: DEMO_ADMIN_KEY });
+  await page.setViewport({ width: 1180, height: 900, deviceScaleFactor: 1 });
+  await page.goto(`${base}/redis-limit`);
+  await page.waitForSelector('body[data-loaded]');
+  await page.click(`#queues tr[data-queue="${UNPAID_ORDER_EXPIRED}"] button`);
+  await page.waitForSelector('#dead tr[data-id="o-1042"]');
+  // the whole page in one frame (fullPage sometimes stops at the first screen's height)
+  await page.setViewport({ width: 1180, height: await page.evaluate(() => document.documentElement.scrollHeight), deviceScaleFactor: 1 });
+  await page.screenshot({ path: 'docs/dashboard.png' });
+  console.log('wrote docs/dashboard.png');
+} finally {
+  await browser.close();
+  await app.close();
+  await redis.stop();
+}
