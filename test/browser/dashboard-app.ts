@@ -58,7 +58,11 @@ export async function dashboardApp(platform: HttpPlatform, redis: TestRedis, { r
   const moduleRef = await Test.createTestingModule({
     imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix(`dash-${platform}`) }), HelloModule, dashboard],
   }).compile();
-  const app = moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { logger: false });
+  const app = moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+    logger: false,
+    // Chromium keeps idle connections open: close() must not wait for them
+    forceCloseConnections: true,
+  });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return {
