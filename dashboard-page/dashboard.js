@@ -52,9 +52,10 @@ const ago = (ms) => (ms < 60_000 ? `${Math.round(ms / 1000)} s ago` : ms < 3_600
 const policy = (p) => (p.limit === undefined ? 'per request' : `${p.limit} / ${p.windowMs === undefined ? '?' : `${p.windowMs} ms`}`);
 
 function showHealth({ redis, readOnly: ro }) {
-  $('redis-health').textContent = redis.error
-    ? `Redis (${redis.mode}): ${redis.error}`
-    : `${redis.server} ${redis.version}, ${redis.mode}, PING ${redis.pingMs} ms`;
+  const figures = [redis.version === undefined ? 'Redis' : `${redis.server} ${redis.version}`, redis.mode];
+  if (redis.pingMs !== undefined) figures.push(`PING ${redis.pingMs} ms`);
+  if (redis.error !== undefined) figures.push(redis.error);
+  $('redis-health').textContent = figures.join(', ');
   $('mode-note').textContent = ro ? 'read-only' : '';
 }
 

@@ -8,7 +8,7 @@ export interface RedisHealth {
   version?: string;
   /** One PING's round trip from this app instance, in ms. */
   pingMs?: number;
-  /** Why the numbers above are missing. */
+  /** Why some of the figures above are missing (e.g. an ACL without `ping`). */
   error?: string;
 }
 
@@ -16,16 +16,26 @@ export interface RedisHealth {
 export async function redisHealth(redis: RedisConnection): Promise<RedisHealth> {
   const client = redis.client as Redis | Cluster;
   const mode = redis.cluster ? 'cluster' : (client as Redis).options.sentinels ? 'sentinel' : 'standalone';
-  try {
-    const started = performance.now();
-    await client.ping();
-    const pingMs = Math.round((performance.now() - started) * 100) / 100;
-    const node = redis.cluster ? (client as Cluster).nodes('master')[0]! : (client as Redis);
-    const info = await node.info('server');
-    const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
-    const valkey = field('valkey_version');
-    return { mode, server: valkey === undefined ? 'redis' : 'valkey', version: valkey ?? field('redis_version'), pingMs };
-  } catch (error) {
-    return { mode, error: (error as Error).message };
-  }
+  const [ping, info] = await Promise.allSettled([pingMs(client), serverInfo(redis)]);
+  const errors = [ping, info].flatMap((result) => (result.status === 'rejected' ? [(result.reason as Error).message] : []));
+  return {
+    mode,
+    ...(info.status === 'fulfilled' ? info.value : {}),
+    ...(ping.status === 'fulfilled' ? { pingMs: ping.value } : {}),
+    ...(errors.length === 0 ? {} : { error: errors.join('; ') }),
+  };
+}
+
+async function pingMs(client: Redis | Cluster): Promise<number> {
+  const started = performance.now();
+  await client.ping();
+  return Math.round((performance.now() - started) * 100) / 100;
+}
+
+async function serverInfo(redis: RedisConnection): Promise<{ server: string; version: string | undefined }> {
+  const node = redis.cluster ? (redis.client as Cluster).nodes('master')[0]! : (redis.client as Redis);
+  const info = await node.info('server');
+  const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+  const valkey = field('valkey_version');
+  return { server: valkey === undefined ? 'redis' : 'valkey', version: valkey ?? field('redis_version') };
 }
