@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { LimitVerdict, RedisLimitEvent } from '../observability/events.js';
 import { RedisLimitEvents } from '../observability/redis-limit-events.js';
 import { RedisConnection } from '../redis/redis-connection.js';
@@ -36,7 +36,7 @@ type Counts = Map<string, { allowed: number; refused: number }>;
  * them share one hash tag, so the pipeline and the hour's read go to one cluster node.
  */
 @Injectable()
-export class DecisionSeries implements OnModuleInit, OnApplicationShutdown {
+export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
   private pending = new Map<number, Counts>();
   private stopListening: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -55,7 +55,8 @@ export class DecisionSeries implements OnModuleInit, OnApplicationShutdown {
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** The last counts go out before any module's shutdown hook: the connection is still open. */
+  async beforeApplicationShutdown(): Promise<void> {
     this.stopListening?.();
     clearInterval(this.timer);
     await this.flush();

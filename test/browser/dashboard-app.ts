@@ -53,10 +53,10 @@ export interface DashboardApp {
 }
 
 /** An app with a limited route, a queue and the dashboard at /redis-limit, listening on loopback. */
-export async function dashboardApp(platform: HttpPlatform, redis: TestRedis, { readOnly = false } = {}): Promise<DashboardApp> {
+export async function dashboardApp(platform: HttpPlatform, redis: TestRedis, { readOnly = false, keyPrefix = uniquePrefix(`dash-${platform}`) } = {}): Promise<DashboardApp> {
   const dashboard: DynamicModule = RedisLimitDashboardModule.register({ canActivate: adminOnly, readOnly });
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix(`dash-${platform}`) }), HelloModule, dashboard],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix }), HelloModule, dashboard],
   }).compile();
   const app = moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
     logger: false,

@@ -1,5 +1,7 @@
 import type { Browser, Page } from 'puppeteer-core';
+import type { DecisionSeriesPage } from '../../lib/dashboard/decision-series.js';
 import { RedisLimitDashboardModule } from '../../lib/index.js';
+import { uniquePrefix } from '../harness/limiter-app.js';
 import type { HttpPlatform } from '../harness/platform-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
@@ -161,6 +163,25 @@ describe('a read-only dashboard', () => {
       expect((await target.queue.size(JOBS)).dead).toBe(1);
     } finally {
       await page.close();
+    }
+  });
+});
+
+describe('the chart of two instances', () => {
+  it('adds both to one picture, and an instance writes its last counts as it closes', async () => {
+    const keyPrefix = uniquePrefix('dash-two');
+    const [one, two] = await Promise.all([dashboardApp('express', redis, { keyPrefix }), dashboardApp('fastify', redis, { keyPrefix })]);
+    try {
+      for (let i = 0; i < 2; i++) await fetch(`${two.origin}/hello`);
+      await two.close();
+      await fetch(`${one.origin}/hello`);
+      await one.flushDecisions();
+      const answer = await fetch(`${one.origin}/redis-limit/api/decisions`, { headers: { 'x-admin-key': ADMIN_KEY } });
+      const { routes } = (await answer.json()) as DecisionSeriesPage;
+      const hello = routes.find((r) => r.route === 'HelloController.hello')!;
+      expect(hello.allowed.reduce((a, b) => a + b, 0)).toBe(3);
+    } finally {
+      await one.close();
     }
   });
 });
