@@ -16,6 +16,8 @@ const COMMANDS = [
   'select',
   // Redis Cluster clients: the ready check, the slot map, and redirects while a slot migrates
   'cluster|info', 'cluster|slots', 'asking',
+  // the dashboard's Redis health (latency)
+  'ping',
   // DelayQueue wake-ups: published from scripts, heard by one subscriber connection
   'publish', 'subscribe', 'unsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe',
   // inside the scripts

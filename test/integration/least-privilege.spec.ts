@@ -15,6 +15,8 @@ import {
   type ExpiredField,
   type RedisLimitModuleOptions,
 } from '../../lib/index.js';
+import { redisHealth } from '../../lib/dashboard/redis-health.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { eventually, EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { freePort, RedisNode } from '../harness/redis-server.js';
 
@@ -83,6 +85,8 @@ async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPr
     expect(await queues.queues()).toContain('doomed');
     expect(await queues.purgeDead('doomed', ['d1'])).toBe(0);
     expect(await queues.purgeDead('doomed')).toBe(0);
+    // the dashboard's health line: INFO and a PING's latency
+    expect(await redisHealth(moduleRef.get(RedisConnection))).toEqual(expect.not.objectContaining({ error: expect.anything() }));
     await sleep(200); // a sweep round or two
     await Promise.all(consumers.map((c) => c.stop()));
   } finally {
