@@ -188,7 +188,7 @@ describe('the chart of two instances', () => {
 
 describe('RedisLimitDashboardModule.register', () => {
   it('throws a TypeError naming canActivate when it is missing', () => {
-    expect(() => RedisLimitDashboardModule.register({} as never)).toThrow(/^canActivate must be a function/);
+    expect(() => RedisLimitDashboardModule.register({} as never)).toThrow(/^RedisLimitDashboardModule\.register: canActivate must be a function/);
     expect(() => RedisLimitDashboardModule.register({ canActivate: () => true, path: '/:id' })).toThrow(TypeError);
   });
 });
