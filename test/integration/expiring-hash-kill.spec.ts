@@ -50,8 +50,9 @@ describe('expiry notifications when the writing process dies', () => {
         if (event === 'ok') succeeded.add(`${owner}/${field}`);
       }
     });
+    // 'close', not 'exit': what the writer printed before the kill may still be in the pipe
     return new Promise<{ tried: Set<string>; succeeded: Set<string>; signal: string | null }>((resolve) =>
-      child.once('exit', (_code, signal) => resolve({ tried, succeeded, signal })),
+      child.once('close', (_code, signal) => resolve({ tried, succeeded, signal })),
     );
   }
 

@@ -39,12 +39,12 @@ describe('resolveDashboardOptions', () => {
 
   it.each([
     [undefined, /^RedisLimitDashboardModule.register options must be an object/],
-    [{}, /^canActivate must be a function/],
-    [{ canActivate: true }, /^canActivate must be a function/],
-    [{ canActivate, path: 'redis-limit' }, /^path must be a URL path/],
-    [{ canActivate, path: '/:id' }, /^path must be a URL path/],
-    [{ canActivate, path: '/a//b' }, /^path must be a URL path/],
-    [{ canActivate, readOnly: 'no' }, /^readOnly must be a boolean/],
+    [{}, /^RedisLimitDashboardModule\.register: canActivate must be a function/],
+    [{ canActivate: true }, /^RedisLimitDashboardModule\.register: canActivate must be a function/],
+    [{ canActivate, path: 'redis-limit' }, /^RedisLimitDashboardModule\.register: path must be a URL path/],
+    [{ canActivate, path: '/:id' }, /^RedisLimitDashboardModule\.register: path must be a URL path/],
+    [{ canActivate, path: '/a//b' }, /^RedisLimitDashboardModule\.register: path must be a URL path/],
+    [{ canActivate, readOnly: 'no' }, /^RedisLimitDashboardModule\.register: readOnly must be a boolean/],
   ])('refuses %p with a TypeError naming the option', (options, message) => {
     expect(() => resolveDashboardOptions(options)).toThrow(TypeError);
     expect(() => resolveDashboardOptions(options)).toThrow(message);

@@ -4,6 +4,7 @@
 // delivery is another process's job) and sends `writes` setIfBelow calls over `owners` owners, each
 // with `{ notify: queue }`, as fast as they resolve (up to 20 in flight). Prints one line per call
 // as it starts ({ event: 'try', field }) and as it resolves ({ event: 'ok', field, accepted }).
+import { writeSync } from 'node:fs';
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 
@@ -15,7 +16,18 @@ const app = await NestFactory.createApplicationContext(
   { logger },
 );
 const hash = app.get(ExpiringHashService);
-const say = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+// written straight to fd 1: a line process.stdout still held when the kill came would be lost,
+// and the parent would take a write that was sent for one never tried
+function say(line) {
+  const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+  for (let at = 0; at < bytes.length; ) {
+    try {
+      at += writeSync(1, bytes, at);
+    } catch (error) {
+      if (error.code !== 'EAGAIN') throw error; // a full pipe that is not blocking: try again
+    }
+  }
+}
 
 let next = 0;
 async function lane() {
