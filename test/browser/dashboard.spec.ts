@@ -5,7 +5,7 @@ import { uniquePrefix } from '../harness/limiter-app.js';
 import type { HttpPlatform } from '../harness/platform-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
-import { launchChromium } from './browser.js';
+import { LAUNCH_TIMEOUT_MS, launchChromium } from './browser.js';
 import { ADMIN_KEY, dashboardApp, JOBS, type DashboardApp } from './dashboard-app.js';
 
 // The dashboard in a real headless Chromium, on both HTTP platforms: what it shows of a seeded
@@ -15,7 +15,7 @@ let redis: TestRedis;
 let browser: Browser;
 beforeAll(async () => {
   [redis, browser] = await Promise.all([TestRedis.start(), launchChromium()]);
-});
+}, LAUNCH_TIMEOUT_MS);
 afterAll(async () => {
   await browser?.close();
   await redis?.stop();

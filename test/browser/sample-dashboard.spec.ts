@@ -1,7 +1,7 @@
 import { DEMO_ADMIN_KEY } from '../../sample-app/src/orders/admin-key.guard.js';
 import { bootSample, type SampleApp } from '../e2e/sample-app.js';
 import { TestRedis } from '../harness/redis-server.js';
-import { launchChromium } from './browser.js';
+import { LAUNCH_TIMEOUT_MS, launchChromium } from './browser.js';
 
 // The sample app mounts the dashboard at /redis-limit behind its admin key: a browser is asked
 // for it (HTTP Basic, the key as password), a script sends x-admin-key.
@@ -38,5 +38,5 @@ describe('the sample app dashboard', () => {
     } finally {
       await browser.close();
     }
-  });
+  }, LAUNCH_TIMEOUT_MS);
 });

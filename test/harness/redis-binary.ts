@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
+import { isDebianRoot, onPath, systemBinary } from './system-package.js';
 
 /** Which server a test runs against: the system's Redis 7, or Redis 8 / Valkey 8 from Debian trixie. */
 export type RedisFlavor = 'redis7' | 'redis8' | 'valkey8';
@@ -10,40 +10,9 @@ const INSTALL_HINT =
   'redis-server was not found on PATH. Install it first: `apt-get install redis-server` (Debian/Ubuntu), ' +
   '`brew install redis` (macOS), or point the tests at a server you run with REDIS_URL=redis://host:port.';
 
-function onPath(name: string): string | undefined {
-  const dirs = (process.env['PATH'] ?? '').split(delimiter).concat(['/usr/sbin', '/usr/bin', '/usr/local/bin']);
-  for (const dir of dirs) {
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
-}
-
-const isDebianRoot = () => process.platform === 'linux' && process.getuid?.() === 0 && onPath('apt-get') !== undefined;
-
-/**
- * The system redis-server. Where it is missing on Debian as root, installs it with apt (the
- * way a bare CI machine gets it); anywhere else, stops with how to install it.
- */
+/** The system redis-server, installed with apt where it is missing on Debian as root. */
 function systemRedisServer(): string {
-  const found = onPath('redis-server');
-  if (found) return found;
-  if (!isDebianRoot()) throw new Error(INSTALL_HINT);
-  const apt = (...args: string[]) =>
-    execFileSync('apt-get', ['-o', 'DPkg::Lock::Timeout=300', '-qq', ...args], {
-      stdio: 'inherit',
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-  apt('update');
-  apt('install', '-y', 'redis-server');
-  const installed = onPath('redis-server');
-  if (!installed) throw new Error(`apt-get installed redis-server but it is still not on PATH. ${INSTALL_HINT}`);
-  return installed;
+  return systemBinary('redis-server', 'redis-server', INSTALL_HINT);
 }
 
 /** Redis 8.0 / Valkey 8.1 unpacked from Debian trixie into .cache/ (scripts/fetch-trixie-servers.sh). */
