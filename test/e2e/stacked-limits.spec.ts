@@ -11,8 +11,23 @@ describe.each(PLATFORMS)('stacked limits with a custom key on %s', (platform) =>
     remaining: r.headers['x-ratelimit-remaining'],
   });
 
+  /**
+   * Four requests in a row from a fresh API key, made again (with another key) while they took
+   * long enough to stretch past the 1 s burst window: a loaded CI machine did that once on the
+   * cluster, and the fourth was rightly granted.
+   */
+  async function burstOfFour(): Promise<{ key: string; burst: Awaited<ReturnType<typeof history>>[] }> {
+    for (let attempt = 1; ; attempt++) {
+      const key = `alice-${attempt}`;
+      const started = performance.now();
+      const burst = await inSequence(4, () => history(key));
+      if (performance.now() - started < 700 || attempt === 5) return { key, burst };
+    }
+  }
+
   it('is all or nothing: a request the burst limit refuses is not charged to the minute limit', async () => {
-    const burst = await inSequence(4, () => history('alice'));
+    await history('warm-up'); // scripts loaded on every master, routes compiled
+    const { key, burst } = await burstOfFour();
     expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 429]);
     expect(burst[0]!.body).toMatchObject({ symbol: 'ACME', closes: expect.any(Array) });
     // headers describe the limit with the fewest left: the burst one
@@ -22,7 +37,7 @@ describe.each(PLATFORMS)('stacked limits with a custom key on %s', (platform) =>
 
     await sleep(1_100); // every burst grant has aged out
     // 3 of 5 used this minute (not 4): the minute limit is now the tightest, with 1 left
-    const after = await inSequence(3, () => history('alice'));
+    const after = await inSequence(3, () => history(key));
     expect(after.map((r) => r.status)).toEqual([200, 200, 429]);
     expect(legacy(after[0]!)).toEqual({ limit: '5', remaining: '1' });
     expect(legacy(after[1]!)).toEqual({ limit: '5', remaining: '0' });
