@@ -16,6 +16,7 @@ import type {
   QueueSize,
   RescheduleOptions,
 } from './delay-queue.types.js';
+import { queueKeys } from './queue-keys.js';
 import { QueueRegistry } from './queue-registry.js';
 import { WakeUps } from './wake-ups.js';
 
@@ -191,8 +192,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   }
 
   private keys(queue: string): string[] {
-    const keys = this.redis.keys;
-    return [keys.build('dqs', queue), keys.build('dqf', queue), keys.build('dqd', queue), keys.build('dqm', queue)];
+    return queueKeys(this.redis.keys, queue);
   }
 
   private run(script: ScriptName, queue: string, args: (string | number)[]) {
