@@ -11,7 +11,7 @@ export type {
 } from './redis-limit.options.js';
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
-export type { FunnelPolicy, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
+export type { FunnelPolicy, LimitKind, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
 export { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 export type {
   ExpiringEntry,

@@ -1,9 +1,11 @@
+import type { LimitKind } from '../rate-limit/policy.js';
+
 /** One limit's verdict inside a `redis-limit.decision` event. */
 export interface LimitVerdict {
   key: string;
   scope?: string;
-  /** 'fw' | 'sw' | 'tb' (rate limits) or 'fn' (funnels). */
-  kind: string;
+  /** The limit's algorithm, or `'funnel'`. */
+  kind: LimitKind;
   limit: number;
   allowed: boolean;
   remaining: number;
@@ -27,11 +29,11 @@ export type RedisLimitEvent =
   /** A rate-limit stack was decided (RateLimiterService and the guards). */
   | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[]; /** refused from the refusal cache, without asking Redis */ cached?: true; /** the guard's route (`Class.method`); absent for direct service calls */ route?: string }
   /** `refund` gave `permits` of a grant back (0: nothing left to give). */
-  | { type: 'redis-limit.refund'; key: string; scope?: string; kind: string; limit: number; permits: number }
+  | { type: 'redis-limit.refund'; key: string; scope?: string; kind: LimitKind; limit: number; permits: number }
   /** `penalize` charged `permits`; `remaining` is what the key has left after it. */
-  | { type: 'redis-limit.penalize'; key: string; scope?: string; kind: string; limit: number; permits: number; remaining: number }
+  | { type: 'redis-limit.penalize'; key: string; scope?: string; kind: LimitKind; limit: number; permits: number; remaining: number }
   /** `block` refused the key for `durationMs`. */
-  | { type: 'redis-limit.block'; key: string; scope?: string; kind: string; limit: number; durationMs: number }
+  | { type: 'redis-limit.block'; key: string; scope?: string; kind: LimitKind; limit: number; durationMs: number }
   /** A route's shadow limits refused and the request went on (shadow mode: `limits` are the
    * refusing ones, `retryAfterMs` what the refusal would have said). */
   | { type: 'redis-limit.shadow-refused'; route: string; retryAfterMs: number; limits: ShadowVerdict[] }

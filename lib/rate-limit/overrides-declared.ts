@@ -1,7 +1,6 @@
 import { describeValue } from '../redis/keys.js';
-import type { LimitSpec } from './policy.js';
 import type { LimitOverride } from './overrides-policy.js';
-import type { RateLimitAlgorithm } from './policy.js';
+import { KIND_NAMES, type LimitSpec, type RateLimitAlgorithm } from './policy.js';
 
 /** A declared limit of a name, as `RateLimiterService.namedLimits()` lists it. */
 export interface NamedLimit {
@@ -12,9 +11,6 @@ export interface NamedLimit {
   limit?: number;
   windowMs?: number;
 }
-
-/** A counter kind's name, as errors and listings say it. */
-export const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
 
 /** One limit of the app that carries a name, as an override of that name will meet it. */
 export interface DeclaredLimit {

@@ -35,6 +35,12 @@ export interface RateLimitDecision {
   grantId?: string;
 }
 
+/** A counter kind's name, as events, errors and listings say it. */
+export const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
+
+/** What kind of limit a counter belongs to: its algorithm, or a funnel. */
+export type LimitKind = (typeof KIND_NAMES)[keyof typeof KIND_NAMES];
+
 /** What a script needs to know about one limit, already checked. */
 export interface LimitSpec {
   /** Key namespace: one per algorithm, and funnels apart from token buckets. */

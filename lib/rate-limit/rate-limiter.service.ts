@@ -21,6 +21,7 @@ import {
   assertStackInput,
   counterKind,
   funnelSpec,
+  KIND_NAMES,
   rateLimitSpec,
   type FunnelPolicy,
   type LimitSpec,
@@ -198,7 +199,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId, ...this.refusals.publishArgs];
     const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
     this.refusals.forget([redisKey]);
-    this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: spec.kind, limit: spec.limit, permits: back }));
+    this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits: back }));
     return back;
   }
 
@@ -209,7 +210,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, permits];
     const [allowed, remaining, retryAfterMs, resetMs] = (await this.redis.scripts.run('rateLimitPenalize', [redisKey], args)) as number[];
     const decision: RateLimitDecision = { allowed: allowed === 1, limit: spec.limit, remaining: Math.max(0, remaining!), retryAfterMs: retryAfterMs!, resetMs: resetMs! };
-    this.redis.events.penalize(permits, () => ({ type: 'redis-limit.penalize', key, ...scope, kind: spec.kind, limit: spec.limit, permits, remaining: decision.remaining }));
+    this.redis.events.penalize(permits, () => ({ type: 'redis-limit.penalize', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits, remaining: decision.remaining }));
     return decision;
   }
 
@@ -219,7 +220,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     assertBlockDuration(durationMs);
     await this.redis.scripts.run('rateLimitBlock', [redisKey], [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs, ...this.refusals.publishArgs]);
     this.refusals.forget([redisKey]);
-    this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: spec.kind, limit: spec.limit, durationMs }));
+    this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, durationMs }));
   }
 
   /** One limit's checked key and spec, for the single-limit operations. */
@@ -360,7 +361,7 @@ function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: r
     limits: checked.map(({ key, spec }, i) => ({
       key,
       ...(limits[i]!.scope === undefined ? {} : { scope: limits[i]!.scope }),
-      kind: spec.kind,
+      kind: KIND_NAMES[spec.kind],
       limit: spec.limit,
       allowed: result.decisions[i]!.allowed,
       remaining: result.decisions[i]!.remaining,

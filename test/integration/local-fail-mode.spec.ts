@@ -148,7 +148,7 @@ describe("failMode 'local' while Redis is down", () => {
       route: expect.stringContaining('LocalController.fixed'),
       allowed: true,
       retryAfterMs: 0,
-      limits: [{ key: expect.any(String), scope: expect.any(String), kind: 'fw', limit: LOCAL, allowed: true, remaining: LOCAL - 1 }],
+      limits: [{ key: expect.any(String), scope: expect.any(String), kind: 'fixed-window', limit: LOCAL, allowed: true, remaining: LOCAL - 1 }],
     });
     expect(events.filter((e) => e.type === 'redis-limit.fail-mode' && e.failMode === 'local')).toHaveLength(counters.failMode.local);
     expect(events.filter((e) => e.type === 'redis-limit.redis-down')).toHaveLength(1);

@@ -155,9 +155,9 @@ describe('refund, penalize and block: each case', () => {
     await limiter.blockLimit({ key, scope: 'login', policy }, 1_000);
     stop();
     expect(seen.filter((e) => e.type !== 'redis-limit.decision')).toEqual([
-      { type: 'redis-limit.refund', key, kind: 'fw', limit: 5, permits: 2 },
-      { type: 'redis-limit.penalize', key, kind: 'fw', limit: 5, permits: 3, remaining: 2 },
-      { type: 'redis-limit.block', key, scope: 'login', kind: 'fw', limit: 5, durationMs: 1_000 },
+      { type: 'redis-limit.refund', key, kind: 'fixed-window', limit: 5, permits: 2 },
+      { type: 'redis-limit.penalize', key, kind: 'fixed-window', limit: 5, permits: 3, remaining: 2 },
+      { type: 'redis-limit.block', key, scope: 'login', kind: 'fixed-window', limit: 5, durationMs: 1_000 },
     ]);
     const after = events.counters().outcomes;
     expect(after).toEqual({ refundedPermits: before.refundedPermits + 2, penalizedPermits: before.penalizedPermits + 3, blocks: before.blocks + 1 });

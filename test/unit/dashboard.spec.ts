@@ -59,8 +59,8 @@ describe('the page', () => {
 
 describe('DecisionSeries labels', () => {
   it('names a decision by its route, else by its first scope', () => {
-    expect(scopeLabel([{ key: 'k', scope: 'login', kind: 'sw', limit: 5, allowed: true, remaining: 4 }])).toBe('scope: login');
-    expect(scopeLabel([{ key: 'k', kind: 'sw', limit: 5, allowed: true, remaining: 4 }])).toBe('(direct calls)');
+    expect(scopeLabel([{ key: 'k', scope: 'login', kind: 'sliding-window', limit: 5, allowed: true, remaining: 4 }])).toBe('scope: login');
+    expect(scopeLabel([{ key: 'k', kind: 'sliding-window', limit: 5, allowed: true, remaining: 4 }])).toBe('(direct calls)');
   });
 
   it('counts at most 200 labels a minute; the rest go under (other)', async () => {

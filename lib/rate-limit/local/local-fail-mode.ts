@@ -1,6 +1,6 @@
 import type { LimitVerdict } from '../../observability/events.js';
 import type { RedisConnection } from '../../redis/redis-connection.js';
-import { rateLimitSpec } from '../policy.js';
+import { KIND_NAMES, rateLimitSpec } from '../policy.js';
 import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
 import { LocalLimiter } from './local-limiter.js';
 
@@ -25,6 +25,6 @@ export function decideLocally(redis: RedisConnection, route: string, stack: read
 }
 
 function verdict({ key, scope, policy, funnel }: StackedLimit, { limit, allowed, remaining }: StackDecision['decisions'][number]): LimitVerdict {
-  const kind = funnel === undefined ? rateLimitSpec(policy!).kind : 'fn';
+  const kind = KIND_NAMES[funnel === undefined ? rateLimitSpec(policy!).kind : 'fn'];
   return { key, ...(scope === undefined ? {} : { scope }), kind, limit, allowed, remaining };
 }
