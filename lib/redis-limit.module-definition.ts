@@ -1,6 +1,7 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { RedisLimitModuleOptions } from './redis-limit.options.js';
 
+/** Nest's builder output for RedisLimitModule; `REDIS_LIMIT_OPTIONS` injects the raw options. */
 export const {
   ConfigurableModuleClass,
   MODULE_OPTIONS_TOKEN: REDIS_LIMIT_OPTIONS,
@@ -18,7 +19,10 @@ export const {
  */
 export type RedisLimitFactoryOptions = Omit<RedisLimitModuleOptions, 'isGlobal'> & { isGlobal?: never };
 
-/** forRootAsync's argument: `isGlobal` beside `useFactory`, never in what it returns. */
+/**
+ * forRootAsync's argument: `imports`, `inject` and one of `useFactory`, `useClass` or
+ * `useExisting`; `isGlobal` (default true) beside them, never in what the factory returns.
+ */
 export type RedisLimitModuleAsyncOptions = Omit<typeof ASYNC_OPTIONS_TYPE, 'useFactory'> & {
   useFactory?: (...args: any[]) => RedisLimitFactoryOptions | Promise<RedisLimitFactoryOptions>;
 };

@@ -1,6 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { ConfigurableModuleClass, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
+import { ConfigurableModuleClass, type OPTIONS_TYPE, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
@@ -34,7 +34,8 @@ const PROVIDERS = [
 /**
  * `RedisLimitModule.forRoot(options)` / `forRootAsync({ useFactory, inject, imports })`.
  * Global unless `isGlobal: false`. Creates (or adopts) the Redis client, registers the scripts,
- * checks every decorator at start-up and closes what it opened on shutdown.
+ * checks every decorator at start-up and closes what it opened on shutdown. Provides
+ * RateLimiterService, ExpiringHashService, DelayQueueService, RedisLimitEvents and the guards.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -44,7 +45,43 @@ const PROVIDERS = [
   exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {
-  /** forRoot with options from providers; `isGlobal` goes here, not in what the factory returns. */
+  /**
+   * The module with `options` (every one optional; see RedisLimitModuleOptions for defaults).
+   * An unreachable Redis does not stop the app: `app.init()` waits at most 2 s for it, then
+   * guards apply `failMode`.
+   * @param options - module options, `isGlobal` (default true) among them
+   * @returns the module to put in `imports`
+   * @throws TypeError / RangeError naming the option (`RedisLimitModule: keyPrefix ...`) when the
+   * module is created (`NestFactory.create`, `compile()`), not by this call; a bad
+   * `defaultLimits` entry fails `app.init()` naming `defaultLimits[i]`. See docs/bad-input.md.
+   * @example
+   * ```ts
+   * @Module({
+   *   imports: [RedisLimitModule.forRoot({ redis: process.env.REDIS_URL, keyPrefix: 'api:', failMode: 'open' })],
+   * })
+   * export class AppModule {}
+   * ```
+   */
+  static override forRoot(options: typeof OPTIONS_TYPE): DynamicModule {
+    return super.forRoot(options);
+  }
+
+  /**
+   * forRoot with options from providers (e.g. ConfigService): `useFactory` (with `inject` and
+   * `imports`), `useClass` or `useExisting`. `isGlobal` goes here, beside `useFactory`, not in
+   * what the factory returns: Nest settles it before any factory runs.
+   * @returns the module to put in `imports`
+   * @throws TypeError / RangeError naming the option, as forRoot, once the factory has run;
+   * TypeError when what it returns holds `isGlobal` or is not an object.
+   * @example
+   * ```ts
+   * RedisLimitModule.forRootAsync({
+   *   imports: [ConfigModule],
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => ({ redis: config.get<string>('REDIS_URL') }),
+   * })
+   * ```
+   */
   static override forRootAsync(options: RedisLimitModuleAsyncOptions): DynamicModule {
     return super.forRootAsync(options);
   }

@@ -20,6 +20,9 @@ import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
  * a module-wide 'local' means 'closed' there.
  */
 export type FailMode = 'closed' | 'open' | 'local';
+/** Which rate-limit headers guarded responses carry: 'legacy' X-RateLimit-Limit / -Remaining /
+ * -Reset (seconds, rounded up), 'draft' RateLimit-Policy and RateLimit (IETF httpapi draft),
+ * 'both', or false for none (Retry-After is sent with every 429 regardless). */
 export type HeadersMode = 'legacy' | 'draft' | 'both' | false;
 
 /** Resolves the key a limit counts against, e.g. a user id or an API key header. */
@@ -33,62 +36,117 @@ export interface ClusterConfig {
   cluster: { nodes: ClusterNode[]; options?: ClusterOptions };
 }
 
+/**
+ * Options of `RedisLimitModule.forRoot` (and what a `forRootAsync` factory returns, `isGlobal`
+ * aside). Every time is in ms. They are checked when the module is created (`NestFactory.create`,
+ * `Test.createTestingModule(...).compile()`): a bad value is a TypeError (wrong type) or
+ * RangeError (number out of range) whose message starts `RedisLimitModule: <option>`; see
+ * docs/bad-input.md. `undefined` always means the default.
+ */
 export interface RedisLimitModuleOptions {
-  /** A redis:// URL, ioredis options, a cluster to connect to, or a client you own, of ioredis 5
-   * or 6 (never closed by the module). Default: ioredis defaults (localhost:6379). */
+  /** A redis:// URL (its database number is honoured), ioredis options (Sentinel too), a cluster
+   * to connect to, or a client you own, of ioredis 5 or 6 (never closed by the module). An
+   * unreachable server is no error: the app starts and guards apply `failMode`.
+   * @default ioredis' defaults (localhost:6379)
+   * @throws TypeError `redis` when a number, boolean, null, array or `''`; `redis.cluster.nodes`
+   * when not a non-empty array. */
   redis?: string | RedisOptions | ClusterConfig | Redis | Cluster;
-  /** Prefix of every key the library writes; must not contain `{` or `}`. Default 'rl:'. */
+  /** Prefix of every key the library writes; `''` is no prefix.
+   * @default 'rl:'
+   * @throws TypeError when not a string, or it holds `{`, `}` or a lone surrogate. */
   keyPrefix?: string;
   /** What guards do when Redis fails or times out: 'closed' answers 503, 'open' lets the request
-   * through, 'local' enforces the same limits in process memory (see FailMode). Default 'closed'. */
+   * through, 'local' enforces the same limits in process memory (see FailMode). A warning is
+   * logged once per outage.
+   * @default 'closed'
+   * @throws TypeError when not 'closed', 'open' or 'local'. */
   failMode?: FailMode;
   /** failMode 'local': each limit is divided by this in every process, rounded up (at least 1),
-   * e.g. the number of app instances. A positive integer. Default 1. */
+   * e.g. the number of app instances.
+   * @default 1
+   * @throws TypeError / RangeError when not a positive integer. */
   localDivisor?: number;
-  /** Upper bound in ms on every Redis call the library makes. Default 500. */
+  /** Upper bound in ms on every Redis call the library makes; a late answer is a RedisTimeoutError
+   * (guards: `failMode`).
+   * @default 500
+   * @throws TypeError / RangeError when not an integer from 1 to 2,147,483,647. */
   commandTimeoutMs?: number;
-  /** Rate-limit headers on guarded responses. Default 'legacy' (X-RateLimit-*). */
+  /** Rate-limit headers on guarded responses: 'legacy' (X-RateLimit-Limit, -Remaining, -Reset),
+   * 'draft' (RateLimit-Policy, RateLimit), 'both', or false. Retry-After is sent with every 429.
+   * @default 'legacy'
+   * @throws TypeError when anything else. */
   headers?: HeadersMode;
-  /** The default key of guards: the client IP unless you say otherwise. */
+  /** The default key of guards (limits without a `key`, @MaxPending without an `owner`).
+   * @default each transport's: the client IP (HTTP, GraphQL), the socket's address (WebSocket);
+   * microservice handlers have none and need a `key`
+   * @throws TypeError when not a function. */
   tracker?: KeyResolver;
   /** The default tracker counts an IPv6 client by its first `ipv6Subnet` bits (one client owns a
-   * whole prefix); an integer from 1 to 128, or false for the whole address. Default 56. */
+   * whole prefix); false counts each address. IPv4-mapped IPv6 counts as the IPv4 address.
+   * @default 56
+   * @throws TypeError / RangeError when not an integer from 1 to 128 or false. */
   ipv6Subnet?: number | false;
-  /** ExpiringHashService: how fields expire and how the background sweep runs. */
+  /** ExpiringHashService: how fields expire and how the background sweep runs.
+   * @throws TypeError / RangeError `expiringHash.<option>`, see ExpiringHashOptions. */
   expiringHash?: ExpiringHashOptions;
-  /** DelayQueueService: how much of each queue's dead set is kept. */
+  /** DelayQueueService: how much of each queue's dead set is kept.
+   * @throws TypeError / RangeError `delayQueue.<option>`: not an object, an unknown option,
+   * `deadRetentionMs` not an integer >= 1, `maxDead` not an integer >= 0. */
   delayQueue?: DelayQueueOptions;
   /** Limits on every handler of the app, as if declared at class level on its class: a class or
    * handler limit of the same name (unnamed: any unnamed one) replaces a default, @SkipRateLimit()
-   * skips them. Unnamed defaults count per route, named ones across the app. Checked by
-   * app.init(). Default none. */
+   * skips them. Unnamed defaults count per route, named ones across the app.
+   * @default none
+   * @throws TypeError / RangeError `defaultLimits[i].<option>` from `app.init()` (not at module
+   * creation): an element that would be a bad @RateLimit, or two unnamed ones on one counter.
+   * @example
+   * ```ts
+   * RedisLimitModule.forRoot({ defaultLimits: [{ limit: 100, windowMs: 60_000 }] })
+   * ``` */
   defaultLimits?: RateLimitOptions[];
   /** true: no rate limit or funnel applies to this request (health checks, internal callers);
-   * @MaxPending still does. Asked only on routes that have limits. Default: never skip. */
+   * @MaxPending still does. Asked only on routes that have limits.
+   * @default never skip
+   * @throws TypeError when not a function. */
   skipIf?: SkipIf;
   /** true: every limit in shadow mode (decided, counted, headers and events, never refused), for
-   * trying limits in production; a limit's own `shadow: false` still refuses. Default false. */
+   * trying limits in production; a limit's own `shadow: false` still refuses.
+   * @default false
+   * @throws TypeError when not a boolean. */
   shadow?: boolean;
   /** Remembers refusals in the process until their retryAfterMs, so a flood from one key costs
    * Redis nothing (see RefusalCache); `maxEntries` bounds it (stacks remembered, least recently
-   * used dropped first; default 10_000). false: every decision asks Redis. Default true. */
+   * used dropped first; default 10_000). false: every decision asks Redis.
+   * @default true
+   * @throws TypeError when not a boolean or `{ maxEntries? }` (an unknown option too);
+   * TypeError / RangeError `refusalCache.maxEntries` when not a positive integer. */
   refusalCache?: boolean | { maxEntries?: number };
-  /** Registers the module globally. Default true. */
+  /** Registers the module globally. In `forRootAsync` it goes beside `useFactory`, never in what
+   * the factory returns (that fails start-up with a TypeError).
+   * @default true */
   isGlobal?: boolean;
 }
 
+/** `RedisLimitModuleOptions.expiringHash`: ExpiringHashService's expiry and sweep. */
 export interface ExpiringHashOptions {
-  /** 'native' uses the server's field expiry (HPEXPIRE, Redis >= 7.4), 'index' the library's own;
-   * 'auto' picks native when the server has HPEXPIRE (asked once with COMMAND INFO). Default 'auto'. */
+  /** 'native' uses the server's field expiry (HPEXPIRE: Redis >= 7.4, Valkey >= 9), 'index' the
+   * library's own; 'auto' picks native when the server has HPEXPIRE (asked once with COMMAND INFO).
+   * @default 'auto'
+   * @throws TypeError `expiringHash.mode` when anything else. */
   mode?: 'auto' | 'native' | 'index';
   /** The least gap, ms, between two sweeps of one registry shard by this process (a sweep removes
    * expired fields nobody reads and delivers their notifications). The sweeper sleeps until the
    * earliest due field it knows of and is woken over pub/sub by an earlier write, so at rest it
    * costs about one call per 4.5 s. 0 turns this process's sweeper off (others still sweep and
-   * notify). It starts on the process's first ExpiringHashService call. Default 1000. */
+   * notify). It starts on the process's first ExpiringHashService call.
+   * @default 1000
+   * @throws TypeError / RangeError `expiringHash.sweepIntervalMs` when not an integer from 0 to
+   * 2,147,483,647. */
   sweepIntervalMs?: number;
   /** The sweep registry is split over this many keys (cluster slots). Every process must use the
-   * same number. Default 16. */
+   * same number.
+   * @default 16
+   * @throws TypeError / RangeError `expiringHash.sweepShards` when not an integer from 1 to 16,384. */
   sweepShards?: number;
 }
 
