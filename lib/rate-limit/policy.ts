@@ -1,31 +1,48 @@
 import { describeValue, numberError } from '../redis/keys.js';
 
+/**
+ * 'sliding-window': exact, no more than `limit` grants in any `windowMs` span; 'fixed-window':
+ * windows aligned to multiples of `windowMs` since the epoch (Redis clock); 'token-bucket':
+ * `limit` tokens refilled continuously at `limit / windowMs`, exact fractions.
+ */
 export type RateLimitAlgorithm = 'fixed-window' | 'sliding-window' | 'token-bucket';
 
+/**
+ * A rate limit as RateLimiterService takes it: `limit` permits per `windowMs` ms. Extra
+ * properties are ignored, so one constant can serve a decorator and a service call. A counter is
+ * its key, algorithm and `windowMs`: a changed `limit` keeps counting.
+ */
 export interface RateLimitPolicy {
   /** Permits per window (token-bucket: bucket size). A positive integer. */
   limit: number;
-  /** Window length in ms (token-bucket: time to refill from empty). A positive integer. */
+  /** Window length in ms (token-bucket: time to refill from empty). A positive integer; for a
+   * token bucket, limit × windowMs at most 2^53. */
   windowMs: number;
-  /** Default 'sliding-window'. */
+  /** How permits are counted.
+   * @default 'sliding-window' */
   algorithm?: RateLimitAlgorithm;
 }
 
+/** A leaky bucket (funnel): `capacity` units, refilled evenly over `leakingDurationMs`. */
 export interface FunnelPolicy {
   /** Units the funnel holds. A positive integer. */
   capacity: number;
-  /** Time in ms for an empty funnel to be full again; it refills evenly. A positive integer. */
+  /** Time in ms for an empty funnel to be full again; it refills evenly. A positive integer;
+   * capacity × leakingDurationMs at most 2^53. */
   leakingDurationMs: number;
 }
 
+/** One limit's verdict. A refusal is a result, not an error. */
 export interface RateLimitDecision {
+  /** Whether the permits were granted (and charged). */
   allowed: boolean;
+  /** The limit decided against (a funnel: its capacity). */
   limit: number;
   /** Permits left right after this decision (>= 0). */
   remaining: number;
   /** 0 when allowed; else ms until the requested permits could be granted. */
   retryAfterMs: number;
-  /** ms until the key is back to its full limit. */
+  /** ms until the key is back to its full limit (a never-used key peeks as 0). */
   resetMs: number;
   /**
    * Names what this decision charged, for `refund`: set when it charged something (an allowed

@@ -29,17 +29,24 @@ import {
   type RateLimitPolicy,
 } from './policy.js';
 
-/** One limit of a stack decided together: a rate-limit policy or a funnel, on a key. */
+/** One limit of a stack decided together: a rate-limit policy or a funnel (not both), on a key. */
 export interface StackedLimit {
+  /** What is counted, e.g. a user id: any non-empty string (escaped into the Redis key). */
   key: string;
-  /** Separates counters that share a key, e.g. a route or a shared limit's name. */
+  /** Separates counters that share a key, e.g. a route or a shared limit's name; a non-empty
+   * string.
+   * @default none: the key's own counter under this policy */
   scope?: string;
+  /** A rate limit; give this or `funnel`. */
   policy?: RateLimitPolicy;
+  /** A leaky bucket; give this or `policy`. */
   funnel?: FunnelPolicy;
-  /** Permits (funnel: quota) to charge. Default 1. */
+  /** Permits (funnel: quota) to charge: a positive integer no larger than the limit (capacity).
+   * @default 1 */
   permits?: number;
 }
 
+/** `decide`'s verdict on a stack: all granted and charged, or none charged. */
 export interface StackDecision {
   /** True when every limit granted; nothing is charged otherwise. */
   allowed: boolean;
@@ -50,18 +57,23 @@ export interface StackDecision {
   decisions: RateLimitDecision[];
 }
 
+/** `decide`'s options. */
 export interface DecideOptions {
-  /** Inspect without charging (permits are taken as 1). */
+  /** Inspect without charging (permits are taken as 1); not counted, no event.
+   * @default false */
   peek?: boolean;
-  /** Test hook: decide at this time (ms) instead of the Redis server's clock. */
+  /** Test hook: decide at this time (ms since the epoch) instead of the Redis server's clock.
+   * @default the Redis server's clock */
   now?: number;
-  /** Who decides (a guard: its route, `Class.method`): told in the decision event. */
+  /** Who decides (a guard: its route, `Class.method`): told in the decision event.
+   * @default none */
   route?: string;
 }
 
 /** Options of refundLimit, penalizeLimit and blockLimit. */
 export interface LimitOperationOptions {
-  /** Test hook: act at this time (ms) instead of the Redis server's clock. */
+  /** Test hook: act at this time (ms since the epoch) instead of the Redis server's clock.
+   * @default the Redis server's clock */
   now?: number;
 }
 
@@ -71,6 +83,25 @@ interface CheckedLimit {
   permits: number;
 }
 
+/**
+ * Rate limits from code: consume, peek, wait, refund, penalize, block and reset a key's counter,
+ * and stacks of limits decided all or nothing. Refusals are results (`allowed: false`), never
+ * errors; methods reject only on bad input (TypeError / RangeError naming the argument, before
+ * Redis is asked) or when Redis fails (RedisLimitError). Time is the Redis server's clock.
+ * See docs/rate-limiter-service.md.
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class SmsService {
+ *   constructor(private readonly limiter: RateLimiterService) {}
+ *
+ *   async send(userId: string): Promise<void> {
+ *     const { allowed, retryAfterMs } = await this.limiter.consume(`user:${userId}`, { limit: 5, windowMs: 60_000 });
+ *     if (!allowed) throw new HttpException(`retry in ${retryAfterMs} ms`, 429);
+ *   }
+ * }
+ * ```
+ */
 @Injectable()
 export class RateLimiterService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly batcher: DecisionBatcher;
@@ -99,9 +130,23 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * Every limit this app declares with `name` (@RateLimit, @Funnel, defaultLimits) uses `policy`
    * from now on, in every app instance on this Redis: at once here, at once where pub/sub is up,
    * within about a second elsewhere. `windowMs` absent: each limit keeps its own window. null
-   * removes the override. Refuses a name no limit of this app carries, a limit below a declared
-   * cost or quota, and a window for a name a route holds twice (see docs/runtime-overrides.md).
-   * A changed window starts fresh counters; a changed limit keeps them.
+   * removes the override. A changed window starts fresh counters; a changed limit keeps them.
+   * Names are known once the app has started (see docs/runtime-overrides.md).
+   * @param name - the `name` of the limits to change
+   * @param policy - `{ limit, windowMs? }` (positive integers, ms), or null to remove the override
+   * @throws TypeError `name` when not a non-empty string, holds a lone surrogate, or no limit of
+   * this app carries it; TypeError `policy` when not an object or null, or with another option.
+   * @throws TypeError / RangeError `policy.limit` / `policy.windowMs` when not a positive integer;
+   * RangeError when the limit is below a declared cost or quota, a window is given for a name a
+   * route holds twice, or a bucket's limit × window is above 2^53.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await limiter.setOverride('login', { limit: 3 });                   // each 'login' limit keeps its window
+   * await limiter.setOverride('login', { limit: 10, windowMs: 60_000 }); // a fresh counter per minute
+   * await limiter.setOverride('login', null);                           // back to the declared limits
+   * ```
    */
   async setOverride(name: string, policy: LimitOverride | null): Promise<void> {
     const override = assertOverride(name, policy);
@@ -109,24 +154,53 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     await this.limitOverrides.set(name, override);
   }
 
-  /** The overrides stored in Redis, by name, as they apply in this app (`windowMs`: see setOverride). */
+  /**
+   * The overrides stored in Redis, by name, as they apply in this app: `windowMs` is the override's
+   * own, else the declared window (the shortest where a name's limits differ; 0 when none is known).
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async overrides(): Promise<Record<string, AppliedOverride>> {
     return this.limitOverrides.list();
   }
 
   /** The names this app's limits carry (decorators and defaultLimits), each with its limits as
-   * declared: what setOverride can change. Known once the app has started. */
+   * declared: what setOverride can change. Known once the app has started; never asks Redis. */
   namedLimits(): Record<string, NamedLimit[]> {
     return this.limitOverrides.declared.list();
   }
 
-  /** Charges `permits` (default 1) if they fit; never waits. */
+  /**
+   * Charges `permits` if they fit; never waits. A refusal charges nothing.
+   * @param key - what is counted, e.g. `user:42`: any non-empty string
+   * @param policy - `{ limit, windowMs, algorithm? }`: limit permits per windowMs ms (default
+   * algorithm 'sliding-window'); extra properties are ignored
+   * @param permits - permits to charge, a positive integer no larger than `policy.limit` (default 1)
+   * @returns the verdict: `allowed`, `remaining` (whole permits), `retryAfterMs` (0 when allowed),
+   * `resetMs`, and `grantId` (for `refund`) when allowed
+   * @throws TypeError `key` / `policy` / `policy.algorithm`; TypeError / RangeError `policy.limit`,
+   * `policy.windowMs`, `permits` when not a positive integer; RangeError when `permits` exceeds
+   * the limit (never a wait) or a token bucket's limit × windowMs is above 2^53.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const decision = await limiter.consume('user:42', { limit: 10, windowMs: 1000, algorithm: 'token-bucket' });
+   * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
+   * ```
+   */
   async consume(key: string, policy: RateLimitPolicy, permits = 1): Promise<RateLimitDecision> {
     const { decisions } = await this.decide([{ key, policy, permits }]);
     return decisions[0]!;
   }
 
-  /** Whether one permit would be granted now, and what is left; charges nothing. */
+  /**
+   * Whether one permit would be granted now, and what is left; charges nothing. A key never used
+   * peeks as `{ allowed: true, remaining: limit, resetMs: 0 }`.
+   * @throws TypeError / RangeError for a bad `key` or `policy`, as `consume`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async peek(key: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
     const { decisions } = await this.decide([{ key, policy }], { peek: true });
     return decisions[0]!;
@@ -135,6 +209,12 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   /**
    * Waits until `permits` are granted, sleeping `retryAfterMs` between tries (timers, never a
    * spin). With `timeoutMs`, resolves false as soon as the next chance would come too late.
+   * @param opts - `permits` (default 1) and `timeoutMs` (ms, default: wait as long as it takes)
+   * @returns true once granted (and charged); false when `timeoutMs` would pass first
+   * @throws TypeError `opts` when not an object; RangeError `opts.timeoutMs` when not a finite
+   * number >= 0; the errors of `consume` for `key`, `policy` and `opts.permits` (named `permits`).
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
   async acquire(
     key: string,
@@ -160,6 +240,18 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * funnel gives back whole tokens, and no more than a bucket without the grant would hold: less
    * when it came within the grant's tokens of full meanwhile (a refund right after the grant, with
    * nothing charged between, gets all of it). One round trip.
+   * @param grantId - `decision.grantId` of an allowed decision on this key and policy
+   * @param permits - at most this many (a positive integer); default: all the grant has left
+   * @returns how many permits came back
+   * @throws TypeError `grantId` when not a non-empty string; TypeError / RangeError `permits` when
+   * not a positive integer; the errors of `consume` for `key` and `policy`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const { allowed, grantId } = await limiter.consume('user:42', policy, 5);
+   * if (allowed) await limiter.refund('user:42', policy, grantId!, 2); // resolves to 2
+   * ```
    */
   async refund(key: string, policy: RateLimitPolicy, grantId: string, permits?: number): Promise<number> {
     return this.refundLimit({ key, policy }, grantId, permits);
@@ -169,6 +261,17 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * Charges `permits` whether or not they fit, even past the limit (e.g. a failed login costing
    * 5). The decision is the verdict on one more permit right after: `remaining` floors at 0 and
    * `retryAfterMs` is the wait until one permit fits again. One round trip.
+   * @param permits - a positive integer, which may exceed the limit
+   * @throws TypeError / RangeError `permits` when not a positive integer; RangeError when a token
+   * bucket's (permits + limit) × windowMs is above 2^53; the errors of `consume` for `key` and
+   * `policy`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * // a failed login costs 5 of the 10 attempts a quarter of an hour
+   * await limiter.penalize(`login:${email}`, { limit: 10, windowMs: 900_000 }, 5);
+   * ```
    */
   async penalize(key: string, policy: RateLimitPolicy, permits: number): Promise<RateLimitDecision> {
     return this.penalizeLimit({ key, policy }, permits);
@@ -180,6 +283,15 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * with `retryAfterMs` the time left (or the counter's own wait if longer), peeks say not
    * allowed, and a stack holding it is refused whole. A longer block in force stays; `reset`
    * lifts a block with the rest.
+   * @param durationMs - how long to refuse, ms: a positive integer
+   * @throws TypeError / RangeError `durationMs` when not a positive integer; the errors of
+   * `consume` for `key` and `policy`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await limiter.block('ip:203.0.113.9', { limit: 100, windowMs: 60_000 }, 600_000); // 10 minutes
+   * ```
    */
   async block(key: string, policy: RateLimitPolicy, durationMs: number): Promise<void> {
     return this.blockLimit({ key, policy }, durationMs);
@@ -189,6 +301,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * `refund` for one limit of a stack (its `key`, `scope` and `policy` or `funnel`, as decided;
    * its `permits` are ignored): gives back up to `permits` (default: all the grant has left) of
    * the grant `grantId` names, each permit at most once; resolves to how many came back.
+   * @throws TypeError `limit` when not an object or with both `policy` and `funnel`; otherwise as
+   * `refund` (a funnel's errors named `funnel.…`), `options.now` as in `decide`.
    */
   async refundLimit(limit: StackedLimit, grantId: string, permits?: number, options: LimitOperationOptions = {}): Promise<number> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
@@ -203,7 +317,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     return back;
   }
 
-  /** `penalize` for one limit of a stack (its `permits` are ignored: `permits` is the charge). */
+  /** `penalize` for one limit of a stack (its `permits` are ignored: `permits` is the charge).
+   * @throws as `penalize`, and TypeError `limit` as `refundLimit`. */
   async penalizeLimit(limit: StackedLimit, permits: number, options: LimitOperationOptions = {}): Promise<RateLimitDecision> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertPenalty(permits, spec);
@@ -214,7 +329,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     return decision;
   }
 
-  /** `block` for one limit of a stack (its `permits` are ignored). */
+  /** `block` for one limit of a stack (its `permits` are ignored).
+   * @throws as `block`, and TypeError `limit` as `refundLimit`. */
   async blockLimit(limit: StackedLimit, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertBlockDuration(durationMs);
@@ -231,7 +347,18 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     return { key, spec, redisKey, scope: limit.scope === undefined ? {} : { scope: limit.scope } };
   }
 
-  /** Forgets everything `key` has used under `policy`'s algorithm and window, and any block. */
+  /**
+   * Forgets everything `key` has used under `policy`'s algorithm and window, and any block; every
+   * app instance forgets its remembered refusals of it too. `policy.limit` must be valid but
+   * picks no counter: one reset serves every limit on that algorithm and window.
+   * @throws TypeError / RangeError for a bad `key` or `policy`, as `consume`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await limiter.reset('user:42', { limit: 10, windowMs: 1000 });
+   * ```
+   */
   async reset(key: string, policy: RateLimitPolicy): Promise<void> {
     assertKey(key);
     const redisKey = this.redis.keys.build(counterKind(rateLimitSpec(policy)), key);
@@ -241,7 +368,22 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     this.refusals.invalidate([redisKey]).catch(() => undefined);
   }
 
-  /** Leaky bucket: `capacity` units refilled evenly over `leakingDurationMs`; charges `quota`. */
+  /**
+   * Leaky bucket: `capacity` units refilled evenly (exact fractions) so an empty funnel is full
+   * again after `leakingDurationMs`; charges `quota` if it fits, never waits.
+   * @param funnel - `{ capacity, leakingDurationMs }`: positive integers (units, ms)
+   * @param quota - units to take, a positive integer no larger than `capacity` (default 1)
+   * @throws TypeError `key` / `funnel`; TypeError / RangeError `funnel.capacity`,
+   * `funnel.leakingDurationMs`, `quota` when not a positive integer; RangeError when `quota`
+   * exceeds the capacity or capacity × leakingDurationMs is above 2^53.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * // one SMS per number each 30 minutes
+   * const { allowed } = await limiter.funnel('+15550100', { capacity: 1, leakingDurationMs: 1_800_000 });
+   * ```
+   */
   async funnel(key: string, funnel: FunnelPolicy, quota = 1): Promise<RateLimitDecision> {
     const { decisions } = await this.decide([{ key, funnel, permits: quota }]);
     return decisions[0]!;
@@ -251,6 +393,23 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * Decides a stack of limits: all grant and all are charged, or none is. One atomic Redis call
    * when the stack's keys share a cluster slot (always off a cluster); otherwise one call per
    * slot, and what those charged is given back if another refuses (see decideAcrossSlots).
+   * A refusal remembered by the refusal cache answers without Redis.
+   * @param limits - the stack: each `{ key, scope?, policy | funnel, permits? }`
+   * @returns `allowed`, the stack's `retryAfterMs` (the longest wait) and one decision per limit,
+   * in order (`grantId` on each when the stack is allowed)
+   * @throws TypeError `limits` when not an array, `limits[i]` when not an object or with both
+   * `policy` and `funnel`; each limit's errors as `consume` / `funnel`, named `limits[i].…` (with
+   * one limit, unprefixed); TypeError `limits[i].scope` when not a non-empty string; TypeError
+   * `options` / `options.peek`, TypeError / RangeError `options.now`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const { allowed, retryAfterMs } = await limiter.decide([
+   *   { key: 'user:42', scope: 'per-second', policy: { limit: 10, windowMs: 1000 } },
+   *   { key: 'user:42', scope: 'per-hour', policy: { limit: 1000, windowMs: 3_600_000 } },
+   * ]);
+   * ```
    */
   async decide(limits: readonly StackedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
     assertStackInput(limits, options);
