@@ -6,7 +6,16 @@ const logger = new Logger('PendingSlot');
 
 /**
  * The id of the slot @MaxPending reserved for this request (a UUID), e.g. to use as an order's
- * id: deleting that field of `${name}:${owner}` frees the slot.
+ * id: deleting that field of `${name}:${owner}` frees the slot. On a route without @MaxPending
+ * the request gets a 500 (logged with `Controller.handler`).
+ * @example
+ * ```ts
+ * @Post('orders')
+ * @MaxPending(3, { name: 'unpaid-orders', ttlMs: 1_800_000 })
+ * create(@PendingSlot() orderId: string) {
+ *   return { orderId };
+ * }
+ * ```
  */
 export const PendingSlot = createParamDecorator((_data: unknown, ctx: ExecutionContext): string => {
   const transport = transportOf(ctx);

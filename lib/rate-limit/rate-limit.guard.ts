@@ -19,7 +19,18 @@ const decided = new WeakSet<object>();
 /**
  * Applies a handler's @RateLimit and @Funnel declarations and the module's defaultLimits in one
  * atomic decision. Attached by the decorators and, with defaultLimits, by the module; works as an
- * APP_GUARD too. Whichever runs first decides for all. Subclasses may override the protected hooks.
+ * APP_GUARD too. Whichever runs first decides for all. Subclasses may override the protected hooks
+ * (take extra providers by property injection and keep the inherited constructor).
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class UserRateLimitGuard extends RateLimitGuard {
+ *   protected override getTracker(ctx: ExecutionContext): string {
+ *     return ctx.switchToHttp().getRequest().user?.id ?? 'anonymous';
+ *   }
+ * }
+ * // providers: [{ provide: APP_GUARD, useClass: UserRateLimitGuard }]
+ * ```
  */
 @Injectable()
 export class RateLimitGuard implements CanActivate {
@@ -35,6 +46,14 @@ export class RateLimitGuard implements CanActivate {
     @Inject(RedisConnection) private readonly redis: RedisConnection,
   ) {}
 
+  /**
+   * Decides the request's limits: true when granted, skipped, or Redis failed under failMode
+   * 'open'. Sets the configured headers (and Retry-After on a refusal) first.
+   * @throws whatever throwTooManyRequests throws on a refusal (default RateLimitException, 429);
+   * a 503 of the transport under failMode 'closed' when Redis fails; an HttpException a `key`,
+   * `cost`, `limit`, `windowMs` or `skipIf` function threw; else a 500 for a resolver that threw
+   * or gave a bad value (logged at most once a minute per route).
+   */
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const transport = transportOf(ctx);
     if (transport === undefined) return true; // a context type of no transport it knows (http, graphql, ws, rpc)
@@ -76,24 +95,28 @@ export class RateLimitGuard implements CanActivate {
     return true;
   }
 
-  /** The key of limits without a `key` of their own. Default: the module's `tracker`, else the
-   * transport's (HTTP: the client IP). */
+  /** The key of limits without a `key` of their own: a non-empty string (anything else is a 500).
+   * Default: the module's `tracker`, else the transport's (HTTP: the client IP, IPv6 masked to
+   * `ipv6Subnet`). */
   protected getTracker(ctx: ExecutionContext): string | Promise<string> {
     return defaultKey(ctx, this.redis.options);
   }
 
-  /** The request (what a decision is remembered by) and the response (what takes the headers). */
+  /** The request (what a decision is remembered by, so it is decided once) and the response
+   * (what takes the headers). Default: the transport's (HTTP: Express or Fastify request and reply). */
   protected getRequestResponse(ctx: ExecutionContext): { req: object; res: unknown } {
     return requireTransport(ctx).getRequestResponse(ctx);
   }
 
-  /** true: no limit applies to this request. Default: the module's `skipIf`, else false. */
+  /** true: no limit applies to this request. Default: the module's `skipIf`, else false. A
+   * result that is not a boolean is a 500; an HttpException thrown answers as itself. */
   protected shouldSkip(ctx: ExecutionContext): boolean | Promise<boolean> {
     return this.redis.options.skipIf?.(ctx) ?? false;
   }
 
   /** Answers a refused request (its headers, Retry-After included, are already set); must throw.
-   * Default: RateLimitException, 429 `{ statusCode, message, retryAfterMs }`. */
+   * Default: RateLimitException, 429 `{ statusCode, message, retryAfterMs }` (GraphQL:
+   * GraphQLLimitError; WebSocket: WsException; microservices: RpcException). */
   protected throwTooManyRequests(ctx: ExecutionContext, result: StackDecision): never | Promise<never> {
     throw requireTransport(ctx).tooManyRequests(result.retryAfterMs);
   }

@@ -3,7 +3,9 @@ import { describeValue } from '../redis/keys.js';
 import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from './policy.js';
 import { resolvePositiveInteger, UserFunctionError } from './user-functions.js';
 
-/** A `limit` or `windowMs` that depends on the request, e.g. on the user's plan (user tiers). */
+/** A `limit` or `windowMs` that depends on the request, e.g. on the user's plan (user tiers):
+ * resolved per request to a positive integer; anything else, or a throw that is not an
+ * HttpException, is a 500 (logged). */
 export type TierResolver = (ctx: ExecutionContext) => number | Promise<number>;
 
 /** A limit's spec whose `limit` and `windowMs` may be functions, resolved per request. */
