@@ -12,6 +12,29 @@ import { DecisionSeries } from './decision-series.js';
  */
 @Module({})
 export class RedisLimitDashboardModule {
+  /**
+   * The dashboard at `options.path`, behind `options.canActivate`. The app's own limits never
+   * apply to its routes.
+   * @param options - `canActivate` (required), `path` (default '/redis-limit'), `readOnly`
+   * (default true)
+   * @returns the module to put in `imports`, beside RedisLimitModule
+   * @throws TypeError naming the option, from this call (before the app starts): options not an
+   * object, `canActivate` not a function, `path` not a literal URL path (letters, digits,
+   * `- . _ ~ /`, no `//`), `readOnly` not a boolean.
+   * @example
+   * ```ts
+   * @Module({
+   *   imports: [
+   *     RedisLimitModule.forRoot({ redis: process.env.REDIS_URL }),
+   *     RedisLimitDashboardModule.register({
+   *       canActivate: (ctx) => ctx.switchToHttp().getRequest().headers['x-admin-key'] === process.env.ADMIN_KEY,
+   *       readOnly: false,
+   *     }),
+   *   ],
+   * })
+   * export class AppModule {}
+   * ```
+   */
   static register(options: RedisLimitDashboardOptions): DynamicModule {
     const resolved = resolveDashboardOptions(options);
     return {

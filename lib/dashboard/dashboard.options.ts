@@ -3,12 +3,16 @@ import { describeValue } from '../redis/keys.js';
 
 /** RedisLimitDashboardModule.register's options. */
 export interface RedisLimitDashboardOptions {
-  /** Where the page and its JSON endpoints are served. Default '/redis-limit'. */
+  /** Where the page and its JSON endpoints are served: a literal URL path (letters, digits,
+   * `- . _ ~ /`, no `//`); a trailing '/' is dropped, the app's global prefix applies.
+   * @default '/redis-limit' */
   path?: string;
   /** Who may look: called for every request (page, files, JSON, actions); false answers 403, and
-   * an HttpException it throws (e.g. 401) answers as itself. Required: no dashboard is open to all. */
+   * an HttpException it throws (e.g. 401) answers as itself. Required: no dashboard is open to all.
+   * @default none: required */
   canActivate: (ctx: ExecutionContext) => boolean | Promise<boolean>;
-  /** true: the page shows and refuses (403) every action: retry, purge, overrides. Default true. */
+  /** true: the page shows, and refuses (403) every action: retry, purge, overrides.
+   * @default true */
   readOnly?: boolean;
 }
 

@@ -13,7 +13,21 @@ type QueueCounts = RedisLimitCounters['queues'][string];
  * Where the module reports what it does: counters, always (cheap enough for every request), and
  * events for listeners registered with `on()` and for @nestjs/event-emitter's EventEmitter2 when
  * the app has one. Payloads are built only when someone listens. A listener that throws is
- * logged once and never breaks the request or the consumer that emitted.
+ * logged once and never breaks the request or the consumer that emitted. Inject it; see
+ * docs/events-and-metrics.md.
+ * @example
+ * ```ts
+ * @Controller('metrics')
+ * export class MetricsController {
+ *   constructor(private readonly events: RedisLimitEvents) {}
+ *
+ *   @Get()
+ *   @Header('Content-Type', 'text/plain; version=0.0.4')
+ *   metrics(): string {
+ *     return this.events.prometheus();
+ *   }
+ * }
+ * ```
  */
 @Injectable()
 export class RedisLimitEvents implements OnApplicationBootstrap {
@@ -49,19 +63,33 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     }
   }
 
-  /** Calls `listener` with every event; returns the function that stops it. */
+  /**
+   * Calls `listener` with every event, synchronously where it happens (keep it quick).
+   * @returns the function that stops it
+   * @throws TypeError when `listener` is not a function.
+   * @example
+   * ```ts
+   * const off = events.on((event) => {
+   *   if (event.type === 'redis-limit.decision' && !event.allowed) logger.warn(`refused ${event.route ?? ''}`);
+   * });
+   * ```
+   */
   on(listener: RedisLimitListener): () => void {
     if (typeof listener !== 'function') throw new TypeError('listener must be a function (event) => void');
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
   }
 
-  /** A copy of the counters. */
+  /** A copy of the counters since start-up (monotonic, but `redisUp` and `queueSizes` gauges). */
   counters(): RedisLimitCounters {
     return structuredClone(this.counts);
   }
 
-  /** The counters in Prometheus' text format, for an app's `/metrics` route. */
+  /**
+   * The counters in Prometheus' text format, for an app's `/metrics` route.
+   * @param prefix - the metric names' prefix (default 'nest_redis_limit')
+   * @throws TypeError when `prefix` is not a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
+   */
   prometheus(prefix = 'nest_redis_limit'): string {
     if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) throw new TypeError(`prefix must be a Prometheus metric name, got ${JSON.stringify(prefix)}`);
     return prometheusText(this.counts, prefix);
