@@ -116,8 +116,8 @@ async function main(): Promise<void> {
             report.acks.push({ sent, replied, n: args.length / 2 }); // (id, attempt) pairs
           } else {
             const r = reply as Reply[];
-            const index = report.claims.push({ sent, replied, n: (r.length - 2) / 4 }) - 1;
-            for (let k = 2; k < r.length; k += 4) claimById.set(String(r[k]), index);
+            const index = report.claims.push({ sent, replied, n: (r.length - 2) / 5 }) - 1;
+            for (let k = 2; k < r.length; k += 5) claimById.set(String(r[k]), index);
           }
         },
         (error: Error) => report.errors.push(`${name}: ${error.message}`),

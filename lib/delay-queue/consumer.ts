@@ -7,7 +7,7 @@ import { retryDelayMs } from './backoff.js';
 import type { ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
-import { RateAdmission } from './rate-admission.js';
+import { RateAdmission, type Admission } from './rate-admission.js';
 
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
 const MAX_BATCH = 200;
@@ -22,6 +22,8 @@ const DEAD_TRIM_BATCH = 1000;
 /** With messages due but the queue at its global concurrency, look again after this long: a
  * handler of another process may have finished (one of ours wakes us at once). */
 const GLOBAL_POLL_MS = 50;
+/** A claimed message: claim.lua's reply holds five fields per message. */
+const CLAIM_FIELDS = 5;
 
 export interface ConsumerDeps {
   redis: RedisConnection;
@@ -138,8 +140,7 @@ export class Consumer implements DelayQueueConsumer {
         // leases run from the claim's execution, which is after this: a safe local bound for them
         const leasedUntil = Date.now() + options.visibilityTimeoutMs;
         const asked = Math.min(room, MAX_BATCH);
-        const args = ['', asked, options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH];
-        if (options.globalConcurrency !== undefined) args.push(options.globalConcurrency);
+        const args = ['', asked, options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH, options.globalConcurrency ?? '', this.admission ? 1 : ''];
         const claim = redis.scripts.send('queueClaim', keys, args);
         let reply: (string | number)[];
         try {
@@ -151,7 +152,7 @@ export class Consumer implements DelayQueueConsumer {
         }
         const [now, next] = reply as [number, number];
         this.offsetMs = now - Date.now();
-        const claimed = (reply.length - 2) / 4;
+        const claimed = (reply.length - 2) / CLAIM_FIELDS;
         // due messages left unclaimed with room to spare: the queue is at its global concurrency
         const capped = claimed < asked && next >= 0 && next <= now;
         await this.handle(reply, leasedUntil);
@@ -175,24 +176,33 @@ export class Consumer implements DelayQueueConsumer {
   /** Starts the handlers of a claim's messages, once the rate limit (if any) admits them. */
   private async handle(reply: (string | number)[], leasedUntil: number): Promise<void> {
     const fresh: DelayedMessage[] = [];
-    for (let i = 2; i < reply.length; i += 4) {
+    const tokens: number[] = [];
+    for (let i = 2; i < reply.length; i += CLAIM_FIELDS) {
       const id = String(reply[i]);
       const attempt = Number(reply[i + 3]);
+      const token = Number(reply[i + 4]);
       const held = this.leases.get(id);
       if (held) {
         // its lease ran out (a renewal came late) and our own claim took it back: the handler
-        // still running here settles the new attempt, rather than a second one beside it
-        held.attempt = attempt;
-        held.leasedUntil = leasedUntil;
+        // still running here settles the new claim, rather than a second one beside it
+        Object.assign(held, { token, attempt, leasedUntil });
         continue;
       }
       fresh.push({ id, queue: this.deps.queue, payload: JSON.parse(String(reply[i + 1])) as unknown, runAt: Number(reply[i + 2]), attempt });
+      tokens.push(token);
     }
-    // refused by Redis, admission leaves the leases to run out: the messages come back then
-    const verdicts = this.admission && fresh.length > 0 ? await this.admission.admit(fresh) : undefined;
-    fresh.forEach((message, i) => {
+    const start = (verdicts: Admission[] | undefined) => this.settle(fresh, tokens, verdicts, leasedUntil);
+    if (!this.admission || fresh.length === 0) return start(undefined);
+    // refused by Redis, admission leaves the leases to run out: the messages come back then, and
+    // those claims count as no attempt
+    start(await this.admission.admit(fresh, tokens, (late) => (this.stopped ? undefined : start(late))));
+  }
+
+  /** Runs, defers or fails each claimed message as admission decided (all start without it). */
+  private settle(messages: DelayedMessage[], tokens: number[], verdicts: Admission[] | undefined, leasedUntil: number): void {
+    messages.forEach((message, i) => {
       const verdict = verdicts?.[i] ?? { kind: 'start' };
-      const lease = { id: message.id, attempt: message.attempt, leasedUntil };
+      const lease = { id: message.id, token: tokens[i]!, attempt: message.attempt, leasedUntil };
       if (verdict.kind === 'start') this.run(message, lease);
       else if (verdict.kind === 'deferred') this.hint(verdict.dueAt); // the claim's reply plans the wake-up: keep this for it
       else if (verdict.kind === 'broken') {
@@ -241,19 +251,19 @@ export class Consumer implements DelayQueueConsumer {
     if (this.acks.length === 0) return;
     const batch = this.acks;
     this.acks = [];
-    const attempts = batch.map((lease) => lease.attempt);
-    const args = batch.flatMap((lease, i) => [lease.id, attempts[i]!]);
+    const tokens = batch.map((lease) => lease.token);
+    const args = batch.flatMap((lease, i) => [lease.id, tokens[i]!]);
     this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, args).then(
-      () => this.acked(batch, attempts),
+      () => this.acked(batch, tokens),
       (error: unknown) => this.ackFailed(batch, error as Error),
     );
     await this.flushing;
   }
 
-  /** Acknowledged, or refused to a stale attempt; one claimed again by this consumer meanwhile
-   * (our claim ran before the ack) is acknowledged again, as the attempt it now is. */
-  private acked(batch: Lease[], attempts: number[]): void {
-    const again = batch.filter((lease, i) => lease.attempt !== attempts[i] && this.leases.get(lease.id) === lease);
+  /** Acknowledged, or refused to a stale claim; one claimed again by this consumer meanwhile
+   * (our claim ran before the ack) is acknowledged again, as the claim it now is. */
+  private acked(batch: Lease[], tokens: number[]): void {
+    const again = batch.filter((lease, i) => lease.token !== tokens[i] && this.leases.get(lease.id) === lease);
     for (const lease of batch) if (!again.includes(lease)) this.leases.release(lease);
     again.forEach((lease) => this.ack(lease));
   }
@@ -284,14 +294,15 @@ export class Consumer implements DelayQueueConsumer {
     try {
       let dueAgain: number;
       let attempt: number;
+      let token: number;
       do {
-        attempt = lease.attempt;
+        ({ attempt, token } = lease);
         const backoff = attempt >= options.maxAttempts ? -1 : retryDelayMs(attempt, options);
-        const args = ['', id, backoff, text, attempt, dead.deadRetentionMs, dead.maxDead, DEAD_TRIM_BATCH];
+        const args = ['', id, backoff, text, token, dead.deadRetentionMs, dead.maxDead, DEAD_TRIM_BATCH];
         dueAgain = Number(await redis.scripts.run('queueFail', keys, args));
-        // -2: that attempt no longer holds the message; unless our own claim took it back
-        // meanwhile (then this failure is the new attempt's), nothing to record or report
-      } while (dueAgain === -2 && lease.attempt !== attempt && this.leases.get(id) === lease);
+        // -2: that claim no longer holds the message; unless our own claim took it back
+        // meanwhile (then this failure is the new claim's), nothing to record or report
+      } while (dueAgain === -2 && lease.token !== token && this.leases.get(id) === lease);
       if (dueAgain >= 0) this.planWake(dueAgain);
       if (dueAgain === -1) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
       else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });

@@ -6,8 +6,11 @@ import type { RedisConnection } from '../redis/redis-connection.js';
 /** A message a consumer holds, from its claim until its outcome is recorded. */
 export interface Lease {
   readonly id: string;
-  /** The delivery that holds it: acks, failures and renewals name it, and Redis refuses them
-   * once a later claim has counted another. */
+  /** The claim that holds it (the message's claim count then): acks, failures and renewals name
+   * it, and Redis refuses them once a later claim has counted another. */
+  token: number;
+  /** The attempt handlers see: claims less those that were no attempt (a rate limit deferred
+   * the message, or its admission never came). */
   attempt: number;
   /** Local ms by which the lease surely runs out (from the last claim or renewal that set it). */
   leasedUntil: number;
@@ -23,7 +26,7 @@ export interface LeaseRenewerDeps {
 /**
  * Keeps the leases of one consumer's messages alive while it lives: every third of the visibility
  * timeout, one script call renews all it holds, so a handler slower than the timeout is never
- * handed to another consumer. Sleeps while it holds nothing. A lease Redis says this attempt no
+ * handed to another consumer. Sleeps while it holds nothing. A lease Redis says this claim no
  * longer holds (a renewal came too late: the event loop was blocked, or Redis unreachable) is
  * dropped; its handler's outcome will be refused.
  */
@@ -71,15 +74,15 @@ export class LeaseRenewer {
       this.timer = undefined;
       return;
     }
-    const attempts = leases.map((lease) => lease.attempt);
+    const tokens = leases.map((lease) => lease.token);
     const sentAt = Date.now();
     try {
-      const args = leases.flatMap((lease, i) => [lease.id, attempts[i]!]);
+      const args = leases.flatMap((lease, i) => [lease.id, tokens[i]!]);
       const lost = new Set((await redis.scripts.run('queueRenew', keys, ['', visibilityTimeoutMs, ...args])) as string[]);
       let dropped = 0;
       leases.forEach((lease, i) => {
         // released meanwhile (its outcome came first), or claimed again, which set its lease
-        if (this.held.get(lease.id) !== lease || lease.attempt !== attempts[i]) return;
+        if (this.held.get(lease.id) !== lease || lease.token !== tokens[i]) return;
         if (lost.has(lease.id)) {
           this.held.delete(lease.id);
           dropped += 1;

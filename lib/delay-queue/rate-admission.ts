@@ -9,7 +9,7 @@ export type Admission =
   | { kind: 'start' }
   /** Over its key's limit: back in the queue, due at `dueAt` (server ms), not an attempt. */
   | { kind: 'deferred'; dueAt: number }
-  /** That attempt no longer holds the message (its lease ran out and was handed on). */
+  /** That claim no longer holds the message (its lease ran out and was handed on). */
   | { kind: 'lost' }
   /** The key function threw or returned no key: the message fails as its handler would. */
   | { kind: 'broken'; error: Error };
@@ -36,7 +36,13 @@ export class RateAdmission {
     this.paceKind = `dqp.${counterKind(rateLimit.spec)}`;
   }
 
-  async admit(messages: DelayedMessage[]): Promise<Admission[]> {
+  /**
+   * Admits `messages`, each claimed with the lease token at the same index. A call that fails
+   * leaves them pending: their leases run out and the claim that hands them on counts no attempt
+   * (lua/delay-queue/claim.lua). A call that timed out but ran after all passes its verdicts to
+   * `late`, so admitted messages still start.
+   */
+  async admit(messages: DelayedMessage[], tokens: number[], late: (verdicts: Admission[]) => void): Promise<Admission[]> {
     const verdicts: (Admission | undefined)[] = messages.map(() => undefined);
     const counters: string[] = [];
     const args: (string | number)[] = [];
@@ -47,19 +53,26 @@ export class RateAdmission {
         return;
       }
       counters.push(...counter);
-      args.push(message.id, message.attempt);
+      args.push(message.id, tokens[i]!);
     });
-    if (counters.length > 0) {
-      const { algorithm, limit, windowMs } = this.rateLimit.spec;
-      const reply = (await this.redis.scripts.run('queueAdmit', [...this.queueKeys, ...counters], ['', algorithm, limit, windowMs, ...args])) as number[];
+    if (counters.length === 0) return verdicts as Admission[];
+    const { algorithm, limit, windowMs } = this.rateLimit.spec;
+    const sent = this.redis.scripts.send('queueAdmit', [...this.queueKeys, ...counters], ['', algorithm, limit, windowMs, ...args]);
+    const decide = (reply: unknown) => {
       let next = 0;
-      verdicts.forEach((verdict, i) => {
-        if (verdict !== undefined) return;
-        const code = Number(reply[next++]);
-        verdicts[i] = code === 1 ? { kind: 'start' } : code === -2 ? { kind: 'lost' } : { kind: 'deferred', dueAt: code };
+      return verdicts.map((verdict): Admission => {
+        if (verdict !== undefined) return verdict;
+        const code = Number((reply as number[])[next++]);
+        return code === 1 ? { kind: 'start' } : code === -2 ? { kind: 'lost' } : { kind: 'deferred', dueAt: code };
       });
+    };
+    try {
+      return decide(await this.redis.scripts.bounded(sent, 'queueAdmit'));
+    } catch (error) {
+      // nothing is decided yet: every verdict (broken keys too) waits for the reply, if it comes
+      sent.then((reply) => late(decide(reply)), () => undefined).catch(() => undefined);
+      throw error;
     }
-    return verdicts as Admission[];
   }
 
   /** The counter and pace keys of a message's rate key, or why it has none. */

@@ -3,10 +3,11 @@
 -- KEYS[2]  in flight
 -- KEYS[3]  dead (unused)
 -- KEYS[4]  data
--- ARGV[1..] pairs: an id, then the attempt that handled it (1 on first delivery)
--- Returns  how many were acknowledged; an attempt that no longer holds its message (the lease ran
---          out and a claim handed it on) changes nothing
+-- ARGV[1..] pairs: an id, then the lease token of the claim that handled it
+-- Returns  how many were acknowledged; a claim that no longer holds its message (the lease ran
+--          out and a later claim handed it on) changes nothing
 --- @include "lease.lua"
+--- @include "message-fields.lua"
 
 local rcall = redis.call
 local acked = 0
@@ -14,7 +15,7 @@ for i = 1, #ARGV, 2 do
   local id = ARGV[i]
   if holds_lease(KEYS[2], KEYS[4], id, ARGV[i + 1]) then
     rcall('ZREM', KEYS[2], id)
-    rcall('HDEL', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+    rcall('HDEL', KEYS[4], message_fields(id))
     acked = acked + 1
   end
 end

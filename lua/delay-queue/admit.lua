@@ -1,13 +1,14 @@
 -- Admit claimed messages past a consumer's rate limit: each is charged to its key's counter and
 -- its handler may start, or, over the limit, it goes back to the scheduled set, due when its key
--- allows, and the claim that took it is not counted as an attempt (it never dies of waiting).
+-- allows, and the claim that took it is counted as no attempt ('d:'..id; it never dies of
+-- waiting). Either way the claim's pending mark ('u:'..id, see claim.lua) goes.
 -- KEYS[1..n]  the queue's scheduled, in flight, dead (unused) and data keys, then two per message:
 --             the counter of its rate key and that key's pace (hash { d = the due time last given
 --             to one of its refused messages }), all in the queue's hash slot (a key may repeat)
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..4]  algorithm ('fw' | 'sw' | 'tb'), limit (starts per window), windowMs (ms)
--- ARGV[5..]   pairs, in KEYS order: an id, then the attempt that claimed it
--- Returns     per message: 1 admitted; -2 that attempt no longer holds it (nothing charged); else
+-- ARGV[5..]   pairs, in KEYS order: an id, then the lease token of the claim that took it
+-- Returns     per message: 1 admitted; -2 that claim no longer holds it (nothing charged); else
 --             the time it is due again (ms)
 -- The counters are the rate limiter's own (see lua/rate-limit): the algorithms are included, not
 -- copied. A refused message is due windowMs / limit after the key's previous refused one (or when
@@ -36,6 +37,7 @@ for i = 5, #ARGV, 2 do
     local ok, _, retry, _, state = alg.check(key, limit, windowMs, 1, now)
     if ok then
       alg.commit(key, limit, windowMs, 1, now, state)
+      rcall('HDEL', KEYS[4], 'u:' .. id)
       reply[#reply + 1] = 1
     else
       local due = now + math.max(1, retry)
@@ -45,8 +47,9 @@ for i = 5, #ARGV, 2 do
       rcall('PEXPIRE', pace_key, int(due - now + windowMs))
       rcall('ZREM', KEYS[2], id)
       rcall('ZADD', KEYS[1], due, id)
-      -- not an attempt: the count goes back to what it was before the claim
-      if rcall('HINCRBY', KEYS[4], 'a:' .. id, -1) <= 0 then rcall('HDEL', KEYS[4], 'a:' .. id) end
+      -- not an attempt; the claim count stays, so that claim's token is never handed out again
+      rcall('HDEL', KEYS[4], 'u:' .. id)
+      rcall('HINCRBY', KEYS[4], 'd:' .. id, 1)
       reply[#reply + 1] = due
     end
   end

@@ -5,8 +5,10 @@
 -- KEYS[4]  data
 -- ARGV[1]  id
 -- Returns  1 if it was scheduled and is gone, else 0
+--- @include "message-fields.lua"
+
 local rcall = redis.call
 local id = ARGV[1]
 if rcall('ZREM', KEYS[1], id) == 0 then return 0 end
-rcall('HDEL', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+rcall('HDEL', KEYS[4], message_fields(id))
 return 1

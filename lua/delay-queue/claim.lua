@@ -2,7 +2,7 @@
 -- KEYS[1]  scheduled (zset: id -> runAt ms)
 -- KEYS[2]  in flight (zset: id -> visibility deadline ms)
 -- KEYS[3]  dead (zset: id -> ms it died)
--- KEYS[4]  data (hash: 'p:'..id payload, 'a:'..id deliveries so far, 'e:'..id last error)
+-- KEYS[4]  data (hash: see message-fields.lua)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  at most this many messages
 -- ARGV[3]  visibility timeout in ms: unacknowledged by then, a message is delivered again
@@ -11,11 +11,15 @@
 -- ARGV[5]  with ARGV[4]: dead messages deleted at most per call
 -- ARGV[6]  optional: messages in flight at most, across every consumer (global concurrency); the
 --          in-flight set holds every live lease, and a dead consumer's leases expire, so its share
---          comes back after its visibility timeout
+--          comes back after its visibility timeout; '' for none
+-- ARGV[7]  '1' when the claim is for a rate-limited consumer: each message is marked pending
+--          ('u:'..id) until admit.lua starts or defers it; a lease that runs out still pending
+--          is counted as no attempt ('d:'..id), as its handler never ran
 -- Returns  { now (ms), the next time anything is due: a scheduled runAt or a lease deadline
---          (ms; -1 when the queue is empty), then four per claimed message: id, payload,
---          runAt (ms), attempt (1 on first delivery) }
+--          (ms; -1 when the queue is empty), then five per claimed
+--          message: id, payload, runAt (ms), attempt (1 on first delivery), lease token }
 --- @include "../includes/server-time.lua"
+--- @include "message-fields.lua"
 --- @include "dead-trim.lua"
 
 local rcall = redis.call
@@ -33,8 +37,11 @@ local lease_head = head(KEYS[2])
 if lease_head and lease_head <= now then
   local expired = rcall('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
   for i = 1, #expired do
-    rcall('ZREM', KEYS[2], expired[i])
-    rcall('ZADD', KEYS[1], now, expired[i])
+    local id = expired[i]
+    rcall('ZREM', KEYS[2], id)
+    rcall('ZADD', KEYS[1], now, id)
+    -- never admitted: its handler never ran, so that claim was no attempt
+    if rcall('HDEL', KEYS[4], 'u:' .. id) == 1 then rcall('HINCRBY', KEYS[4], 'd:' .. id, 1) end
   end
   lease_head = head(KEYS[2])
 end
@@ -48,6 +55,7 @@ end
 
 local global = tonumber(ARGV[6])
 if global then limit = math.min(limit, global - rcall('ZCARD', KEYS[2])) end
+local admitting = ARGV[7] == '1'
 
 local reply = { now, -1 }
 local scheduled_head = head(KEYS[1])
@@ -60,7 +68,10 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     reply[#reply + 1] = id
     reply[#reply + 1] = rcall('HGET', KEYS[4], 'p:' .. id) or 'null'
     reply[#reply + 1] = tonumber(due[i + 1])
-    reply[#reply + 1] = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
+    local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
+    reply[#reply + 1] = attempts(KEYS[4], id, token)
+    reply[#reply + 1] = token
+    if admitting then rcall('HSET', KEYS[4], 'u:' .. id, token) end
   end
   scheduled_head = head(KEYS[1])
   if #due > 0 then lease_head = math.min(lease_head or deadline, deadline) end

@@ -1,6 +1,6 @@
 -- Include: what the dead set keeps.
 -- trim_dead(dead, data, now, retentionMs, maxDead, budget) -> how many dead messages it deleted,
--- with their payload, attempt and error fields: those that died before now - retentionMs, and
+-- with all their fields (message-fields.lua, which the including script includes first): those that died before now - retentionMs, and
 -- those beyond the newest maxDead (both the oldest of the set), at most `budget` per call so a
 -- call stays short (the rest go with the next).
 local function trim_dead(dead, data, now, retentionMs, maxDead, budget)
@@ -10,7 +10,7 @@ local function trim_dead(dead, data, now, retentionMs, maxDead, budget)
   for i = 1, #doomed do
     local gone = doomed[i]
     redis.call('ZREM', dead, gone)
-    redis.call('HDEL', data, 'p:' .. gone, 'a:' .. gone, 'e:' .. gone)
+    redis.call('HDEL', data, message_fields(gone))
   end
   return #doomed
 end

@@ -10,6 +10,8 @@
 -- ARGV[3]  at most this many messages
 -- Returns  { more (1 if messages follow this page, else 0), then five per message: id, ms it
 --          died, payload JSON, attempts, error }
+--- @include "message-fields.lua"
+
 local rcall = redis.call
 local dead = KEYS[3]
 local limit = tonumber(ARGV[3])
@@ -42,11 +44,11 @@ local page = rcall('ZRANGE', dead, start, start + limit, 'WITHSCORES')
 local reply = { #page > limit * 2 and 1 or 0 }
 for i = 1, math.min(#page, limit * 2), 2 do
   local id = page[i]
-  local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+  local fields = rcall('HMGET', KEYS[4], message_fields(id))
   reply[#reply + 1] = id
   reply[#reply + 1] = page[i + 1]
   reply[#reply + 1] = fields[1] or 'null'
-  reply[#reply + 1] = fields[2] or '0'
+  reply[#reply + 1] = string.format('%d', (tonumber(fields[2]) or 0) - (tonumber(fields[4]) or 0))
   reply[#reply + 1] = fields[3] or ''
 end
 return reply

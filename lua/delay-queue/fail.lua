@@ -8,16 +8,17 @@
 -- ARGV[2]  id
 -- ARGV[3]  backoff in ms before the next attempt, or -1 to move the message to the dead set
 -- ARGV[4]  the error, as text
--- ARGV[5]  the attempt that failed: a stale failure (its lease expired and the message was
---          handed on) must not touch the delivery now in flight
+-- ARGV[5]  the lease token of the claim whose handler failed: a stale failure (its lease expired
+--          and the message was handed on) must not touch the delivery now in flight
 -- ARGV[6]  dead retention in ms: a death deletes dead messages that died longer ago than this
 -- ARGV[7]  dead messages kept at most (the newest)
 -- ARGV[8]  dead messages deleted at most per call, so one call stays short (the rest go with
 --          later deaths)
--- Returns  when the message is due again (ms); -1 when it died; -2 when that attempt no longer
+-- Returns  when the message is due again (ms); -1 when it died; -2 when that claim no longer
 --          holds the message
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
+--- @include "message-fields.lua"
 --- @include "dead-trim.lua"
 
 local rcall = redis.call
@@ -26,6 +27,8 @@ if not holds_lease(KEYS[2], KEYS[4], id, ARGV[5]) then return -2 end
 rcall('ZREM', KEYS[2], id)
 local now = now_ms(ARGV[1])
 rcall('HSET', KEYS[4], 'e:' .. id, ARGV[4])
+-- a failure is an attempt, admitted or not (a rate key that could not be had fails as a handler)
+rcall('HDEL', KEYS[4], 'u:' .. id)
 local backoff = tonumber(ARGV[3])
 if backoff >= 0 then
   rcall('ZADD', KEYS[1], now + backoff, id)

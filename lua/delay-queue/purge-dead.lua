@@ -1,4 +1,4 @@
--- Delete dead messages with their payload, attempt count and error.
+-- Delete dead messages with all their fields (payload, attempt counts, error).
 -- KEYS[1]  scheduled (unused)
 -- KEYS[2]  in flight (unused)
 -- KEYS[3]  dead
@@ -11,6 +11,7 @@
 -- Returns  { how many were deleted, how many dead remain, now (ms) }
 --- @include "../includes/server-time.lua"
 --- @include "dead-batch.lua"
+--- @include "message-fields.lua"
 
 local rcall = redis.call
 local now = now_ms(ARGV[1])
@@ -18,6 +19,6 @@ local ids = dead_batch(KEYS[3], 4, now)
 for i = 1, #ids do
   local id = ids[i]
   rcall('ZREM', KEYS[3], id)
-  rcall('HDEL', KEYS[4], 'p:' .. id, 'a:' .. id, 'e:' .. id)
+  rcall('HDEL', KEYS[4], message_fields(id))
 end
 return { #ids, rcall('ZCARD', KEYS[3]), now }

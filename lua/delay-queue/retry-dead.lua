@@ -23,7 +23,7 @@ if #ids > 0 then
     local id = ids[i]
     rcall('ZREM', KEYS[3], id)
     rcall('ZADD', KEYS[1], now, id)
-    rcall('HDEL', KEYS[4], 'a:' .. id, 'e:' .. id)
+    rcall('HDEL', KEYS[4], 'a:' .. id, 'e:' .. id, 'd:' .. id, 'u:' .. id)
   end
   if head[2] == nil or now < tonumber(head[2]) then rcall(ARGV[3], ARGV[2], int(now)) end
 end

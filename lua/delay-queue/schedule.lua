@@ -7,7 +7,7 @@ local function schedule(keys, id, payload, run_at)
   if existing then return 0, tonumber(existing) end
   if redis.call('ZREM', keys[3], id) == 1 then redis.call('HDEL', keys[4], 'e:' .. id) end
   redis.call('HSET', keys[4], 'p:' .. id, payload)
-  redis.call('HDEL', keys[4], 'a:' .. id)
+  redis.call('HDEL', keys[4], 'a:' .. id, 'd:' .. id, 'u:' .. id)
   redis.call('ZADD', keys[1], run_at, id)
   return 1, run_at
 end

@@ -57,7 +57,7 @@ class QueueModel {
     const claimed: (string | number)[] = [];
     for (const [id, m] of this.ordered('scheduled').filter(([, m]) => m.at <= now).slice(0, limit)) {
       m.attempts += 1;
-      claimed.push(id, m.payload, m.at, m.attempts);
+      claimed.push(id, m.payload, m.at, m.attempts, m.attempts);
       m.where = 'inFlight';
       m.at = now + visibilityMs;
     }

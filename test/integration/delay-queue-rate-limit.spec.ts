@@ -32,10 +32,12 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
 
     const perTenant = (t: string) => started.filter((m) => tenantOf(m) === t).length;
     expect([perTenant('a'), perTenant('b'), perTenant('c')]).toEqual([3, 3, 1]);
-    // the rest of `a` waits, scheduled; being refused is no attempt
+    // the rest of `a` waits, scheduled; being refused is no attempt: every claim of each is
+    // counted as a non-attempt ('d:'), and none is pending admission ('u:')
     expect(await queues().size(q)).toEqual({ scheduled: busy.length - 3, inFlight: 0, dead: 0 });
     const waiting = await ctx.app.raw.zrange(key('dqs', q), '0', '-1');
-    expect(await Promise.all(waiting.map((id) => ctx.app.raw.hget(key('dqm', q), `a:${id}`)))).toEqual(waiting.map(() => null));
+    const counts = await Promise.all(waiting.map((id) => ctx.app.raw.hmget(key('dqm', q), `a:${id}`, `d:${id}`, `u:${id}`)));
+    expect(counts.map(([claims, deferred, pending]) => [claims === deferred, pending])).toEqual(waiting.map(() => [true, null]));
     expect(started.every((m) => m.attempt === 1)).toBe(true);
   });
 
@@ -53,6 +55,25 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
       expect({ algorithm, attempts: started.map((m) => m.attempt) }).toEqual({ algorithm, attempts: ids.map(() => 1) });
       expect(await queues().size(qa)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
     }
+  });
+
+  it('admission calls that fail are not attempts: after several in a row the handler sees attempt 1', async () => {
+    const q = 'admit-outage';
+    await queues().enqueue(q, { tenant: 't' }, { id: 'x' });
+    // the server refuses every admission of this queue (its counter key holds a string, where the
+    // sliding window keeps a sorted set: WRONGTYPE), and nothing else: claims, acks and renewals
+    // of the queue go on
+    const counter = `${ctx.app.prefix}dqr.sw.60000:{${q}}`;
+    await ctx.app.raw.set(counter, 'not a sorted set');
+    const started: DelayedMessage[] = [];
+    const consumer = queues().consume(q, (m) => void started.push(m), { maxAttempts: 2, visibilityTimeoutMs: 200, rateLimit: { limit: 5, windowMs: 60_000 } });
+    // four claims, each followed by a refused admission, each lease run out before the next
+    await until(async () => Number(await ctx.app.raw.hget(key('dqm', q), 'a:x')) >= 4, 20_000, () => 'fewer than 4 claims');
+    await ctx.app.raw.del(counter);
+    await until(async () => started.length > 0 || (await queues().size(q)).dead > 0, 20_000, async () => JSON.stringify(await queues().size(q)));
+    await until(async () => (await queues().size(q)).inFlight === 0, 5000, () => 'in flight');
+    await consumer.stop();
+    expect({ attempts: started.map((m) => m.attempt), size: await queues().size(q) }).toEqual({ attempts: [1], size: { scheduled: 0, inFlight: 0, dead: 0 } });
   });
 
   it("a key's refused messages are paced windowMs / limit apart, however many claims refused them", async () => {
