@@ -8,6 +8,7 @@ import type { ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
 import { RateAdmission, type Admission } from './rate-admission.js';
+import type { WakeCommand } from './wake-ups.js';
 
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
 const MAX_BATCH = 200;
@@ -19,9 +20,6 @@ const RETRY_MS = 500;
 /** Dead messages one death or claim deletes at most (past retention or maxDead), so its script
  * stays short; the rest go with later calls. */
 const DEAD_TRIM_BATCH = 1000;
-/** With messages due but the queue at its global concurrency, look again after this long: a
- * handler of another process may have finished (one of ours wakes us at once). */
-const GLOBAL_POLL_MS = 50;
 /** A claimed message: claim.lua's reply holds five fields per message. */
 const CLAIM_FIELDS = 5;
 
@@ -29,6 +27,9 @@ export interface ConsumerDeps {
   redis: RedisConnection;
   queue: string;
   keys: string[];
+  /** The queue's wake-up channel and publish command: a claim that finds the queue at its
+   * global concurrency leaves them for whatever frees a slot to wake us (free-slot.lua). */
+  wakeUp: { channel: string; command: () => WakeCommand | Promise<WakeCommand> };
   handler: DelayedHandler;
   options: ResolvedConsumeOptions;
   /** What the dead set keeps (module option `delayQueue`). */
@@ -141,6 +142,7 @@ export class Consumer implements DelayQueueConsumer {
         const leasedUntil = Date.now() + options.visibilityTimeoutMs;
         const asked = Math.min(room, MAX_BATCH);
         const args = ['', asked, options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH, options.globalConcurrency ?? '', this.admission ? 1 : ''];
+        if (options.globalConcurrency !== undefined) args.push(this.deps.wakeUp.channel, await this.deps.wakeUp.command());
         const claim = redis.scripts.send('queueClaim', keys, args);
         let reply: (string | number)[];
         try {
@@ -153,13 +155,13 @@ export class Consumer implements DelayQueueConsumer {
         const [now, next] = reply as [number, number];
         this.offsetMs = now - Date.now();
         const claimed = (reply.length - 2) / CLAIM_FIELDS;
-        // due messages left unclaimed with room to spare: the queue is at its global concurrency
-        const capped = claimed < asked && next >= 0 && next <= now;
         await this.handle(reply, leasedUntil);
         const left = options.concurrency - this.inFlight.size;
-        this.saturated = left <= 0 || capped;
+        this.saturated = left <= 0;
         if (claimed === asked && left > 0) this.again = true; // a full batch (or some deferred): maybe more due
-        this.replan(capped ? now + GLOBAL_POLL_MS : next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
+        // at the queue's global concurrency, `next` is the earliest lease deadline, and whatever
+        // frees a slot first wakes us over the channel
+        this.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
         redis.reportSuccess();
       } while (this.again && !this.stopped);
     } catch (error) {

@@ -169,6 +169,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       redis: this.redis,
       queue,
       keys: this.keys(queue),
+      wakeUp: { channel: this.wakeUps.channel(queue), command: () => this.wakeUps.publishCommand() },
       handler: handler as DelayedHandler,
       options,
       dead: this.redis.options.delayQueue,

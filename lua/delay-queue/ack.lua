@@ -5,9 +5,11 @@
 -- KEYS[4]  data
 -- ARGV[1..] pairs: an id, then the lease token of the claim that handled it
 -- Returns  how many were acknowledged; a claim that no longer holds its message (the lease ran
---          out and a later claim handed it on) changes nothing
+--          out and a later claim handed it on) changes nothing. An acknowledgement frees a slot
+--          of the queue's global concurrency: a consumer waiting for one is woken (free-slot.lua)
 --- @include "lease.lua"
 --- @include "message-fields.lua"
+--- @include "free-slot.lua"
 
 local rcall = redis.call
 local acked = 0
@@ -19,4 +21,5 @@ for i = 1, #ARGV, 2 do
     acked = acked + 1
   end
 end
+if acked > 0 then free_slot(KEYS[4]) end
 return acked

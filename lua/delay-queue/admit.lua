@@ -9,7 +9,8 @@
 -- ARGV[2..4]  algorithm ('fw' | 'sw' | 'tb'), limit (starts per window), windowMs (ms)
 -- ARGV[5..]   pairs, in KEYS order: an id, then the lease token of the claim that took it
 -- Returns     per message: 1 admitted; -2 that claim no longer holds it (nothing charged); else
---             the time it is due again (ms)
+--             the time it is due again (ms). A deferral frees a slot of the queue's global
+--             concurrency: a consumer waiting for one is woken (free-slot.lua)
 -- The counters are the rate limiter's own (see lua/rate-limit): the algorithms are included, not
 -- copied. A refused message is due windowMs / limit after the key's previous refused one (or when
 -- the key allows, if later): a key's backlog comes back at the pace its limit allows, in the
@@ -17,6 +18,7 @@
 -- lasts until the last of those is due, plus a window.
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
+--- @include "free-slot.lua"
 --- @include "../rate-limit/life.lua"
 --- @include "../rate-limit/fixed-window.lua"
 --- @include "../rate-limit/sliding-window.lua"
@@ -28,6 +30,7 @@ local limit, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms(ARGV[1])
 local pace = windowMs / limit
 local reply = {}
+local deferred = false
 for i = 5, #ARGV, 2 do
   -- the pairs of ARGV and of KEYS both start at 5: message (i - 3) / 2 has KEYS[i] and KEYS[i + 1]
   local key, pace_key, id = KEYS[i], KEYS[i + 1], ARGV[i]
@@ -50,8 +53,10 @@ for i = 5, #ARGV, 2 do
       -- not an attempt; the claim count stays, so that claim's token is never handed out again
       rcall('HDEL', KEYS[4], 'u:' .. id)
       rcall('HINCRBY', KEYS[4], 'd:' .. id, 1)
+      deferred = true
       reply[#reply + 1] = due
     end
   end
 end
+if deferred then free_slot(KEYS[4]) end
 return reply

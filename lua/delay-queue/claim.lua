@@ -2,7 +2,7 @@
 -- KEYS[1]  scheduled (zset: id -> runAt ms)
 -- KEYS[2]  in flight (zset: id -> visibility deadline ms)
 -- KEYS[3]  dead (zset: id -> ms it died)
--- KEYS[4]  data (hash: see message-fields.lua)
+-- KEYS[4]  data (hash: see message-fields.lua; 'w' while a consumer waits for a free slot)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  at most this many messages
 -- ARGV[3]  visibility timeout in ms: unacknowledged by then, a message is delivered again
@@ -15,8 +15,12 @@
 -- ARGV[7]  '1' when the claim is for a rate-limited consumer: each message is marked pending
 --          ('u:'..id) until admit.lua starts or defers it; a lease that runs out still pending
 --          is counted as no attempt ('d:'..id), as its handler never ran
--- Returns  { now (ms), the next time anything is due: a scheduled runAt or a lease deadline
---          (ms; -1 when the queue is empty), then five per claimed
+-- ARGV[8]  with ARGV[6]: the queue's wake-up channel, and ARGV[9] its publish command: a claim
+--          that leaves due messages because the queue is full records them in 'w', and the
+--          first script that frees a slot publishes there (free-slot.lua)
+-- Returns  { now (ms), the next time a claim may find work: a scheduled runAt or a lease
+--          deadline, or, when the queue is full, the earliest lease deadline (when a dead
+--          consumer's share comes back) (ms; -1 when the queue is empty), then five per claimed
 --          message: id, payload, runAt (ms), attempt (1 on first delivery), lease token }
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"
@@ -34,7 +38,9 @@ local function head(key)
 end
 
 local lease_head = head(KEYS[2])
+local expired_any = false
 if lease_head and lease_head <= now then
+  expired_any = true
   local expired = rcall('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
   for i = 1, #expired do
     local id = expired[i]
@@ -54,6 +60,7 @@ if retention then
 end
 
 local global = tonumber(ARGV[6])
+local asked = limit
 if global then limit = math.min(limit, global - rcall('ZCARD', KEYS[2])) end
 local admitting = ARGV[7] == '1'
 
@@ -76,6 +83,17 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
   scheduled_head = head(KEYS[1])
   if #due > 0 then lease_head = math.min(lease_head or deadline, deadline) end
 end
+
+-- due messages left because the queue is full: the waiting consumer sleeps until a slot frees
+-- (told on the channel) or, at the latest, until the earliest lease runs out
+local full = global and limit < asked and scheduled_head and scheduled_head <= now
+if full then
+  rcall('HSET', KEYS[4], 'w', ARGV[9] .. ' ' .. ARGV[8])
+  reply[2] = lease_head
+  return reply
+end
+-- leases ended here without a script that frees a slot: nobody waits on them any more
+if expired_any then rcall('HDEL', KEYS[4], 'w') end
 
 if scheduled_head and (not lease_head or scheduled_head < lease_head) then
   reply[2] = scheduled_head

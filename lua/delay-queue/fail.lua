@@ -15,16 +15,19 @@
 -- ARGV[8]  dead messages deleted at most per call, so one call stays short (the rest go with
 --          later deaths)
 -- Returns  when the message is due again (ms); -1 when it died; -2 when that claim no longer
---          holds the message
+--          holds the message. Unless -2, a slot of the queue's global concurrency came free: a
+--          consumer waiting for one is woken (free-slot.lua)
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
 --- @include "message-fields.lua"
 --- @include "dead-trim.lua"
+--- @include "free-slot.lua"
 
 local rcall = redis.call
 local id = ARGV[2]
 if not holds_lease(KEYS[2], KEYS[4], id, ARGV[5]) then return -2 end
 rcall('ZREM', KEYS[2], id)
+free_slot(KEYS[4])
 local now = now_ms(ARGV[1])
 rcall('HSET', KEYS[4], 'e:' .. id, ARGV[4])
 -- a failure is an attempt, admitted or not (a rate key that could not be had fails as a handler)

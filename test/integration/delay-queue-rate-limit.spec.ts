@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
-import { withLimiterApp } from '../harness/limiter-app.js';
+import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
 // Rate-limited and globally bounded consumers in one process: several consumers of one queue
@@ -140,6 +140,55 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     await Promise.all(consumers.map((c) => c.stop()));
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBeGreaterThan(1);
+  });
+
+  it('globalConcurrency: a consumer that finds the queue full sleeps until a slot frees, and is woken then', async () => {
+    const q = 'full';
+    // two app instances (two connections, two subscribers) on one queue, one handler at a time
+    const other = await limiterModule(ctx.redis, { keyPrefix: ctx.app.prefix });
+    try {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const starts: { id: string; app: string; at: number }[] = [];
+      const opts = { globalConcurrency: 1 };
+      const first = queues().consume(
+        q,
+        async (m) => {
+          starts.push({ id: m.id, app: 'first', at: Date.now() });
+          await gate;
+        },
+        opts,
+      );
+      await queues().enqueue(q, null, { id: 'long' });
+      await until(() => starts.length === 1, 5000, () => 'not started');
+      // the first consumer takes nothing more; the other finds the queue full with 'next' due
+      void first.stop(60_000);
+      await queues().enqueue(q, null, { id: 'next' });
+      const waiting = other.moduleRef.get(DelayQueueService).consume(q, (m) => void starts.push({ id: m.id, app: 'other', at: Date.now() }), opts);
+      await sleep(300); // it has claimed, found the queue full, and gone to sleep
+      // script calls on every master while the long handler runs
+      const scriptCalls = async () => {
+        let total = 0;
+        for (const stats of await ctx.redis.onEveryMaster('INFO', 'commandstats')) {
+          for (const [, calls] of String(stats).matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+)/gm)) total += Number(calls);
+        }
+        return total;
+      };
+      const before = await scriptCalls();
+      await sleep(1500);
+      const spent = (await scriptCalls()) - before;
+      const releasedAt = Date.now();
+      release();
+      await until(() => starts.length === 2, 10_000, () => JSON.stringify(starts));
+      await waiting.stop();
+      // polling every 50 ms made about 30 calls here; a waiting consumer makes none
+      expect(spent).toBeLessThanOrEqual(3);
+      expect([starts[1]!.id, starts[1]!.app]).toEqual(['next', 'other']);
+      // woken by the acknowledgement, not by a timer (the lease runs 30 s, the idle check 5 s)
+      expect(starts[1]!.at - releasedAt).toBeLessThan(2500);
+    } finally {
+      await other.close();
+    }
   });
 
   it('bad rateLimit and globalConcurrency options are refused at consume() with the option named', () => {
