@@ -16,7 +16,7 @@ import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
  * statusCode 503 outside HTTP), 'open' lets the request through uncounted, 'local' decides the
  * same limits in this process's memory (each `limit` divided by the module's `localDivisor`) until
  * Redis answers again. A stack mixing modes takes the strictest: closed, then local, then open.
- * @MaxPending takes 'closed' or 'open' only: a cap on live slots cannot be kept per process, so
+ * `@MaxPending` takes 'closed' or 'open' only: a cap on live slots cannot be kept per process, so
  * a module-wide 'local' means 'closed' there.
  */
 export type FailMode = 'closed' | 'open' | 'local';
@@ -76,7 +76,7 @@ export interface RedisLimitModuleOptions {
    * @default 'legacy'
    * @throws TypeError when anything else. */
   headers?: HeadersMode;
-  /** The default key of guards (limits without a `key`, @MaxPending without an `owner`).
+  /** The default key of guards (limits without a `key`, `@MaxPending` without an `owner`).
    * @default each transport's: the client IP (HTTP, GraphQL), the socket's address (WebSocket);
    * microservice handlers have none and need a `key`
    * @throws TypeError when not a function. */
@@ -94,18 +94,18 @@ export interface RedisLimitModuleOptions {
    * `deadRetentionMs` not an integer >= 1, `maxDead` not an integer >= 0. */
   delayQueue?: DelayQueueOptions;
   /** Limits on every handler of the app, as if declared at class level on its class: a class or
-   * handler limit of the same name (unnamed: any unnamed one) replaces a default, @SkipRateLimit()
+   * handler limit of the same name (unnamed: any unnamed one) replaces a default, `@SkipRateLimit()`
    * skips them. Unnamed defaults count per route, named ones across the app.
    * @default none
    * @throws TypeError / RangeError `defaultLimits[i].<option>` from `app.init()` (not at module
-   * creation): an element that would be a bad @RateLimit, or two unnamed ones on one counter.
+   * creation): an element that would be a bad `@RateLimit`, or two unnamed ones on one counter.
    * @example
    * ```ts
    * RedisLimitModule.forRoot({ defaultLimits: [{ limit: 100, windowMs: 60_000 }] })
    * ``` */
   defaultLimits?: RateLimitOptions[];
   /** true: no rate limit or funnel applies to this request (health checks, internal callers);
-   * @MaxPending still does. Asked only on routes that have limits.
+   * `@MaxPending` still does. Asked only on routes that have limits.
    * @default never skip
    * @throws TypeError when not a function. */
   skipIf?: SkipIf;
@@ -270,7 +270,7 @@ function assertRedis(redis: unknown): void {
   }
 }
 
-/** A failMode, or with `local: false` one of 'closed' and 'open' only (@MaxPending). */
+/** A failMode, or with `local: false` one of 'closed' and 'open' only (`@MaxPending`). */
 export function assertFailMode(value: unknown, argument: string, local = true): asserts value is FailMode {
   if (value === 'closed' || value === 'open' || (local && value === 'local')) return;
   const also = local ? " (or 'local': the same limits kept in this process while Redis is down)" : '';

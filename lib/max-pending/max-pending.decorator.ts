@@ -8,9 +8,9 @@ import { MAX_PENDING, type MaxPendingEntry, type MaxPendingOptions } from './max
  * Caps an owner's live items, e.g. 3 unpaid orders per user: the guard reserves a slot (an
  * ExpiringHash field in `${name}:${owner}` living `ttlMs`) only while fewer than `max` are live,
  * else answers 429 (`retryAfterMs`: until the oldest slot expires). The handler reads the slot id
- * with @PendingSlot(); if it throws, the slot is released. Paying is
+ * with `@PendingSlot()`; if it throws, the slot is released. Paying is
  * `expiringHash.delete(`${name}:${owner}`, slotId)`. On a controller it covers every handler; a
- * handler's own @MaxPending replaces it. HTTP and GraphQL only.
+ * handler's own `@MaxPending` replaces it. HTTP and GraphQL only.
  * @param max - live slots an owner may hold: a positive integer
  * @param options - see MaxPendingOptions (`ttlMs` and `name` required)
  * @throws nothing here: bad options fail `app.init()` with a TypeError / RangeError naming

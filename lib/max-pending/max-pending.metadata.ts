@@ -23,7 +23,7 @@ export interface MaxPendingOptions {
   notify?: string;
 }
 
-/** One @MaxPending declaration, as the decorator received it (checked at start-up). */
+/** One `@MaxPending` declaration, as the decorator received it (checked at start-up). */
 export interface MaxPendingEntry {
   max: number;
   options: MaxPendingOptions;

@@ -5,8 +5,8 @@ import { transportOf } from '../rate-limit/transports/transport.adapter.js';
 const logger = new Logger('PendingSlot');
 
 /**
- * The id of the slot @MaxPending reserved for this request (a UUID), e.g. to use as an order's
- * id: deleting that field of `${name}:${owner}` frees the slot. On a route without @MaxPending
+ * The id of the slot `@MaxPending` reserved for this request (a UUID), e.g. to use as an order's
+ * id: deleting that field of `${name}:${owner}` frees the slot. On a route without `@MaxPending`
  * the request gets a 500 (logged with `Controller.handler`).
  * @example
  * ```ts

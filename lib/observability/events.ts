@@ -22,7 +22,7 @@ export interface ShadowVerdict {
 
 /**
  * What the module tells the app, by `type`. Listeners get them through
- * `RedisLimitEvents.on(listener)` and, when @nestjs/event-emitter is installed, as
+ * `RedisLimitEvents.on(listener)` and, when `@nestjs/event-emitter` is installed, as
  * `eventEmitter.emit(type, event)` too.
  */
 export type RedisLimitEvent =
@@ -46,7 +46,7 @@ export type RedisLimitEvent =
   /** Redis became unreachable: once per outage, however many requests meet it. */
   | { type: 'redis-limit.redis-down'; error: Error }
   | { type: 'redis-limit.redis-up' }
-  /** A @MaxPending owner was at its cap: the request got a 429. */
+  /** A `@MaxPending` owner was at its cap: the request got a 429. */
   | { type: 'redis-limit.max-pending.refused'; route: string; owner: string; max: number }
   /** setOverride changed the limits named `name` in every instance (from this one); `override`
    * is what now applies, null when removed. */

@@ -11,7 +11,7 @@ type QueueCounts = RedisLimitCounters['queues'][string];
 
 /**
  * Where the module reports what it does: counters, always (cheap enough for every request), and
- * events for listeners registered with `on()` and for @nestjs/event-emitter's EventEmitter2 when
+ * events for listeners registered with `on()` and for `@nestjs/event-emitter`'s EventEmitter2 when
  * the app has one. Payloads are built only when someone listens. A listener that throws is
  * logged once and never breaks the request or the consumer that emitted. Inject it; see
  * docs/events-and-metrics.md.
@@ -51,7 +51,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
 
   constructor(@Inject(DiscoveryService) private readonly discovery: DiscoveryService) {}
 
-  /** @nestjs/event-emitter, if the app imported EventEmitterModule (found, not imported by us). */
+  /** `@nestjs/event-emitter`, if the app imported EventEmitterModule (found, not imported by us). */
   onApplicationBootstrap(): void {
     for (const wrapper of this.discovery.getProviders()) {
       // duck-typed: its class is not ours to import, and its name differs between versions

@@ -4,7 +4,8 @@ import { KIND_NAMES, type LimitSpec, type RateLimitAlgorithm } from './policy.js
 
 /** A declared limit of a name, as `RateLimiterService.namedLimits()` lists it. */
 export interface NamedLimit {
-  /** Where it is declared, e.g. `QuotesController.get: @RateLimit(#1)`. */
+  /** Where it is declared: the route (`QuotesController.get`) and the decorator (`@RateLimit(#1)`),
+   * joined by ': '. */
   at: string;
   algorithm: RateLimitAlgorithm | 'funnel';
   /** As declared; absent where a user tier decides it per request. */
@@ -14,7 +15,8 @@ export interface NamedLimit {
 
 /** One limit of the app that carries a name, as an override of that name will meet it. */
 export interface DeclaredLimit {
-  /** Where it is declared, e.g. `QuotesController.get: @RateLimit(#1)`. */
+  /** Where it is declared: the route (`QuotesController.get`) and the decorator (`@RateLimit(#1)`),
+   * joined by ': '. */
   at: string;
   kind: LimitSpec['kind'];
   /** Undefined for a user tier's limit (a function). */

@@ -32,8 +32,8 @@ export function RateLimit(options: RateLimitOptions): ClassDecorator & MethodDec
 }
 
 /**
- * Exempts a handler (or a controller's handlers that declare no limits) from @RateLimit, @Funnel
- * and the module's defaultLimits; not from @MaxPending. Takes no argument.
+ * Exempts a handler (or a controller's handlers that declare no limits) from `@RateLimit`, `@Funnel`
+ * and the module's defaultLimits; not from `@MaxPending`. Takes no argument.
  * @example
  * ```ts
  * @Get('health')

@@ -17,7 +17,7 @@ import { defaultKey, requireTransport, transportOf, userFailure } from './transp
 const decided = new WeakSet<object>();
 
 /**
- * Applies a handler's @RateLimit and @Funnel declarations and the module's defaultLimits in one
+ * Applies a handler's `@RateLimit` and `@Funnel` declarations and the module's defaultLimits in one
  * atomic decision. Attached by the decorators and, with defaultLimits, by the module; works as an
  * APP_GUARD too. Whichever runs first decides for all. Subclasses may override the protected hooks
  * (take extra providers by property injection and keep the inherited constructor).

@@ -25,8 +25,9 @@ export type CountIf = (ctx: ExecutionContext, outcome: RequestOutcome) => boolea
 
 /**
  * `@RateLimit` options (and a `defaultLimits` entry). Checked at `app.init()`: a bad one fails it
- * with `Controller.handler: @RateLimit(#n).<option> ...` (TypeError, or RangeError for a number
- * out of range); an unknown option is a TypeError too. See docs/decorators.md.
+ * with a message naming the route (`Controller.handler`) and the option (`@RateLimit(#n).limit`),
+ * a TypeError, or a RangeError for a number out of range; an unknown option is a TypeError too.
+ * See docs/decorators.md.
  */
 export interface RateLimitOptions {
   /** Permits per window (token-bucket: bucket size): a positive integer, or a function of the

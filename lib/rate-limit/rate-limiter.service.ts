@@ -127,7 +127,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   }
 
   /**
-   * Every limit this app declares with `name` (@RateLimit, @Funnel, defaultLimits) uses `policy`
+   * Every limit this app declares with `name` (`@RateLimit`, `@Funnel`, defaultLimits) uses `policy`
    * from now on, in every app instance on this Redis: at once here, at once where pub/sub is up,
    * within about a second elsewhere. `windowMs` absent: each limit keeps its own window. null
    * removes the override. A changed window starts fresh counters; a changed limit keeps them.

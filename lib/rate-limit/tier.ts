@@ -18,7 +18,7 @@ export interface TieredSpec extends Omit<LimitSpec, 'limit' | 'windowMs'> {
 export const isFixed = (spec: TieredSpec): spec is LimitSpec => typeof spec.limit === 'number' && typeof spec.windowMs === 'number';
 
 /**
- * A @RateLimit's policy checked at start-up: `limit` and `windowMs` are each a positive integer
+ * A `@RateLimit`'s policy checked at start-up: `limit` and `windowMs` are each a positive integer
  * or a function; what is known is checked now, the rest on every request (see resolveSpec).
  */
 export function tieredSpec(options: RateLimitPolicy | { limit: unknown; windowMs: unknown }, at: string): TieredSpec {
