@@ -8,8 +8,10 @@ export interface NamedLimit {
    * joined by ': '. */
   at: string;
   algorithm: RateLimitAlgorithm | 'funnel';
-  /** As declared; absent where a user tier decides it per request. */
+  /** Permits per window (funnel: capacity) as declared; absent where a user tier decides it per
+   * request. */
   limit?: number;
+  /** Window in ms (funnel: leakingDurationMs) as declared; absent where a user tier decides it. */
   windowMs?: number;
 }
 

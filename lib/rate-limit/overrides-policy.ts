@@ -11,7 +11,9 @@ export interface LimitOverride {
 
 /** An override as `overrides()` reports it: `windowMs` is the window that applies (see docs). */
 export interface AppliedOverride {
+  /** Permits per window (token bucket: bucket size; funnel: capacity). */
   limit: number;
+  /** Window in ms: the override's own, else the declared one (0 when none is known here). */
   windowMs: number;
 }
 
