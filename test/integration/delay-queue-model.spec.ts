@@ -5,11 +5,14 @@ import type { ScriptName } from '../../lib/redis/scripts.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
 // The DelayQueue scripts against a state machine, at explicit times (the scripts' test hook):
-// each id is scheduled (runAt), in flight (lease deadline, attempt), dead, or gone. Random
-// enqueues, claims, acks, lease renewals, fails (acks, renewals and fails sometimes from a stale
-// attempt), cancels, reschedules, dead-set pages, retries and purges of the dead (by id and all)
-// and clock steps on a small pool of ids, so duplicates, redeliveries and ties happen; deaths
-// trim the dead set by age and count. Every reply and, after
+// each id is scheduled (runAt), in flight (lease deadline, claim token), dead, or gone. Random
+// enqueues, claims (some for a rate-limited consumer), admissions of claimed messages (start or
+// deferral by a fixed-window counter), acks, lease renewals, fails (admissions, acks, renewals
+// and fails sometimes from a stale claim), cancels, reschedules, dead-set pages, retries and
+// purges of the dead (by id and all) and clock steps on a small pool of ids, so duplicates,
+// redeliveries and ties happen; deaths trim the dead set by age and count. A deferred claim, and
+// a rate-limited claim whose lease runs out before any admission, is no attempt: the attempt a
+// claim reports is claims - non-attempts. Every reply and, after
 // every step, the sizes must agree; at the end of a run the sets and the data hash must be
 // exactly the model.
 //
@@ -26,15 +29,27 @@ interface Message {
   /** runAt, lease deadline or time of death (ms): its score in the set it is in. */
   at: number;
   payload: string;
-  /** Deliveries since it was enqueued. */
-  attempts: number;
+  /** Claims since it was enqueued: the lease token. */
+  claims: number;
+  /** Claims that were no attempt. */
+  skipped: number;
+  /** A rate-limited claim awaits its admission. */
+  pending: boolean;
   error?: string | undefined;
+}
+
+/** The fixed-window counter admissions charge, in one window (see RATE_WINDOW_MS). */
+interface RateKey {
+  used: number;
+  /** The due time last given to one of its deferred messages. */
+  paced?: number;
 }
 
 const byTimeThenId = ([a, x]: [string, Message], [b, y]: [string, Message]) => x.at - y.at || (a < b ? -1 : a > b ? 1 : 0);
 
 class QueueModel {
   readonly messages = new Map<string, Message>();
+  readonly rateKeys = new Map<string, RateKey>();
 
   private ordered(where: Where): [string, Message][] {
     return [...this.messages].filter(([, m]) => m.where === where).sort(byTimeThenId);
@@ -44,20 +59,23 @@ class QueueModel {
     const m = this.messages.get(id);
     if (m && m.where !== 'dead') return [0, m.at];
     // new, or dead and starting afresh
-    this.messages.set(id, { where: 'scheduled', at: runAt, payload, attempts: 0 });
+    this.messages.set(id, { where: 'scheduled', at: runAt, payload, claims: 0, skipped: 0, pending: false });
     return [1, runAt];
   }
 
-  claim(now: number, limit: number, visibilityMs: number): (string | number)[] {
-    // leases that ran out are due again now, at most `limit` of them per claim
+  claim(now: number, limit: number, visibilityMs: number, admitting: boolean): (string | number)[] {
+    // leases that ran out are due again now, at most `limit` of them per claim; one never
+    // admitted was no attempt
     for (const [, m] of this.ordered('inFlight').filter(([, m]) => m.at <= now).slice(0, limit)) {
       m.where = 'scheduled';
       m.at = now;
+      if (m.pending) Object.assign(m, { pending: false, skipped: m.skipped + 1 });
     }
     const claimed: (string | number)[] = [];
     for (const [id, m] of this.ordered('scheduled').filter(([, m]) => m.at <= now).slice(0, limit)) {
-      m.attempts += 1;
-      claimed.push(id, m.payload, m.at, m.attempts, m.attempts);
+      m.claims += 1;
+      m.pending = admitting;
+      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims);
       m.where = 'inFlight';
       m.at = now + visibilityMs;
     }
@@ -67,7 +85,27 @@ class QueueModel {
 
   private holds(id: string, attempt: number): boolean {
     const m = this.messages.get(id);
-    return m?.where === 'inFlight' && m.attempts === attempt;
+    return m?.where === 'inFlight' && m.claims === attempt;
+  }
+
+  /** Admissions at `now` by fixed-window counters of `limit` in one window of `windowMs`. */
+  admit(now: number, limit: number, windowMs: number, held: [string, number, string][]): number[] {
+    return held.map(([id, token, key]) => {
+      if (!this.holds(id, token)) return -2;
+      const m = this.messages.get(id)!;
+      const counter = this.rateKeys.get(key) ?? { used: 0 };
+      this.rateKeys.set(key, counter);
+      m.pending = false;
+      if (counter.used + 1 <= limit) {
+        counter.used += 1;
+        return 1;
+      }
+      let due = now + Math.max(1, (Math.floor(now / windowMs) + 1) * windowMs - now);
+      if (counter.paced !== undefined && counter.paced + windowMs / limit > due) due = Math.ceil(counter.paced + windowMs / limit);
+      counter.paced = due;
+      Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
+      return due;
+    });
   }
 
   ack(pairs: [string, number][]): number {
@@ -87,6 +125,7 @@ class QueueModel {
     const m = this.messages.get(id);
     if (!m || !this.holds(id, attempt)) return -2;
     m.error = error;
+    m.pending = false;
     if (backoffMs < 0) {
       m.where = 'dead';
       m.at = now;
@@ -118,7 +157,7 @@ class QueueModel {
   deadPage(after: [number, string] | null, limit: number): (string | number)[] {
     const [at, id] = after ?? [-Infinity, ''];
     const rest = this.ordered('dead').filter(([k, m]) => m.at > at || (m.at === at && k > id));
-    const page = rest.slice(0, limit).flatMap(([k, m]) => [k, String(m.at), m.payload, String(m.attempts), m.error ?? '']);
+    const page = rest.slice(0, limit).flatMap(([k, m]) => [k, String(m.at), m.payload, String(m.claims - m.skipped), m.error ?? '']);
     return [rest.length > limit ? 1 : 0, ...page];
   }
 
@@ -130,7 +169,7 @@ class QueueModel {
 
   retryDead(now: number, ids: string[] | null, limit: number): number[] {
     const moved = this.deadBatch(ids, limit, now);
-    for (const k of moved) Object.assign(this.messages.get(k)!, { where: 'scheduled', at: now, attempts: 0, error: undefined });
+    for (const k of moved) Object.assign(this.messages.get(k)!, { where: 'scheduled', at: now, claims: 0, skipped: 0, pending: false, error: undefined });
     return [moved.length, this.size()[2]!, now];
   }
 
@@ -161,7 +200,10 @@ type Held = { id: number; attempt: number | null };
 
 type Op =
   | { kind: 'enqueue'; id: number; when: When }
-  | { kind: 'claim'; limit: number; visibilityMs: number }
+  /** admitting: for a rate-limited consumer, whose claimed messages await admission */
+  | { kind: 'claim'; limit: number; visibilityMs: number; admitting: boolean }
+  /** each held message charged to rate key k0 or k1 (the key index), `limit` starts per window */
+  | { kind: 'admit'; held: (Held & { key: number })[]; limit: number }
   | { kind: 'ack'; held: Held[] }
   | { kind: 'renew'; held: Held[]; visibilityMs: number }
   /** id null: one in flight (when there is one) as its latest attempt, so deaths are common;
@@ -175,6 +217,11 @@ type Op =
   /** ids null: the oldest `limit` that died by now */
   | { kind: 'retryDead'; ids: number[] | null; limit: number }
   | { kind: 'purgeDead'; ids: number[] | null; limit: number };
+
+/** Admissions count in one fixed window: the run's clock (2e12 plus at most minutes) never
+ * leaves it, and the counters' real-time expiry (a window) never comes during a run. */
+const RATE_WINDOW_MS = 1_000_000_000;
+const RATE_KIND = `dqr.fw.${RATE_WINDOW_MS}`;
 
 // ids whose bytewise order is not their length order, to pin down how ties are broken
 const IDS = ['a', 'b', 'c', 'aa', 'ab', 'b1', 'm10', 'm9'];
@@ -193,6 +240,15 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       kind: fc.constant('claim' as const),
       limit: fc.integer({ min: 1, max: 5 }),
       visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })),
+      admitting: fc.boolean(),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('admit' as const),
+      held: fc.array(fc.record({ id, attempt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 4 }), key: fc.integer({ min: 0, max: 1 }) }), { minLength: 1, maxLength: 3 }),
+      limit: fc.integer({ min: 1, max: 3 }),
     }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), held: heldList }) },
@@ -268,7 +324,8 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
         const runAt = (w: When) => ('at' in w ? now + w.at : now + w.delayMs);
         const timeArgs = (w: When) => ('at' in w ? [now + w.at, 0] : ['', w.delayMs]);
         // the attempt named: as given (maybe stale), or the latest delivery (maybe none yet: 1)
-        const attemptOf = (target: string, given: number | null) => given ?? Math.max(1, model.messages.get(target)?.attempts ?? 1);
+        const attemptOf = (target: string, given: number | null) => given ?? Math.max(1, model.messages.get(target)?.claims ?? 1);
+        const rateKeys = ['k0', 'k1'].map((name) => [connection.keys.build(RATE_KIND, queue, name), connection.keys.build(`p${RATE_KIND}`, queue, name)] as const);
         const pairs = (held: Held[]) => held.map(({ id: i, attempt }): [string, number] => [IDS[i]!, attemptOf(IDS[i]!, attempt)]);
 
         for (const [step, o] of ops.entries()) {
@@ -279,7 +336,13 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const reply = await call('queueEnqueue', [now, IDS[o.id]!, payload, ...timeArgs(o.when), channel, publish]);
             expect(reply).toEqual(model.enqueue(IDS[o.id]!, payload, runAt(o.when)));
           } else if (o.kind === 'claim') {
-            expect(await call('queueClaim', [now, o.limit, o.visibilityMs])).toEqual(model.claim(now, o.limit, o.visibilityMs));
+            const reply = await call('queueClaim', [now, o.limit, o.visibilityMs, '', '', '', o.admitting ? 1 : '']);
+            expect(reply).toEqual(model.claim(now, o.limit, o.visibilityMs, o.admitting));
+          } else if (o.kind === 'admit') {
+            const held = o.held.map(({ id: i, attempt, key }): [string, number, string] => [IDS[i]!, attemptOf(IDS[i]!, attempt), `k${key}`]);
+            const counters = o.held.flatMap(({ key }) => rateKeys[key]!);
+            const reply = await connection.scripts.run('queueAdmit', [...keys, ...counters], [now, 'fw', o.limit, RATE_WINDOW_MS, ...held.flatMap(([i, t]) => [i, t])]);
+            expect(reply).toEqual(model.admit(now, o.limit, RATE_WINDOW_MS, held));
           } else if (o.kind === 'ack') {
             const held = pairs(o.held);
             expect(await call('queueAck', held.flat())).toBe(model.ack(held));
@@ -313,7 +376,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           expect(await call('queueSize', [])).toEqual(model.size());
         }
 
-        // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:' per id)
+        // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:', 'd:', 'u:')
         const client = connection.client;
         const scores = async (key: string) => {
           const flat = await client.zrange(key, '0', '-1', 'WITHSCORES');
@@ -326,7 +389,9 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
         const fields: Record<string, string> = {};
         for (const [k, m] of model.messages) {
           fields[`p:${k}`] = m.payload;
-          if (m.attempts > 0) fields[`a:${k}`] = String(m.attempts);
+          if (m.claims > 0) fields[`a:${k}`] = String(m.claims);
+          if (m.skipped > 0) fields[`d:${k}`] = String(m.skipped);
+          if (m.pending) fields[`u:${k}`] = String(m.claims);
           if (m.error !== undefined) fields[`e:${k}`] = m.error;
         }
         expect(await client.hgetall(keys[3]!)).toEqual(fields);
