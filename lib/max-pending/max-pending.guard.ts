@@ -17,7 +17,7 @@ interface ClosableResponse {
 }
 
 /**
- * Reserves a handler's @MaxPending slot, or answers 429 when the owner already holds `max` live
+ * Reserves a handler's `@MaxPending` slot, or answers 429 when the owner already holds `max` live
  * ones. Attached by the decorator; on a controller and a handler both, the first to run decides.
  */
 @Injectable()

@@ -12,7 +12,7 @@ import { heldSlot, releaseSlot } from './pending-slot.js';
 import { transportOf } from '../rate-limit/transports/transport.adapter.js';
 
 /**
- * Releases a request's @MaxPending slot when the handler throws (or its Observable errors), then
+ * Releases a request's `@MaxPending` slot when the handler throws (or its Observable errors), then
  * rethrows the handler's error. A handler that succeeds keeps its slot until it is deleted or
  * expires.
  */

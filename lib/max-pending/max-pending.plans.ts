@@ -20,7 +20,7 @@ export interface MaxPendingPlan {
 }
 
 /**
- * Reads @MaxPending of every controller when the application starts (a handler's replaces its
+ * Reads `@MaxPending` of every controller when the application starts (a handler's replaces its
  * controller's), checks every option and keeps the result per (class, handler). A bad option makes
  * `app.init()` fail with `Controller.handler` in the message.
  */
@@ -55,7 +55,7 @@ function compile({ controller, handler, route, kind }: RouteRef, moduleFailMode:
   }
 }
 
-/** The options @MaxPending takes: anything else (a misspelt `ttl`) is refused. */
+/** The options `@MaxPending` takes: anything else (a misspelt `ttl`) is refused. */
 const OPTION_NAMES = ['ttlMs', 'name', 'owner', 'failMode', 'notify'];
 
 function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omit<MaxPendingPlan, 'route'> {

@@ -5,7 +5,7 @@ import type { ExpiringHashService } from '../expiring-hash/expiring-hash.service
 const held = new WeakMap<object, HeldSlot>();
 
 /** The slot a request holds: put on the request by MaxPendingGuard, read by the interceptor and
- * @PendingSlot(). */
+ * `@PendingSlot()`. */
 export interface HeldSlot {
   route: string;
   /** The ExpiringHash key, `${name}:${owner}`. */

@@ -1,7 +1,7 @@
 import { describeValue } from '../redis/keys.js';
 import type { LimitEntry } from './rate-limit.metadata.js';
 
-/** The module's `defaultLimits` as @RateLimit entries, each named `defaultLimits[i]` in errors. */
+/** The module's `defaultLimits` as `@RateLimit` entries, each named `defaultLimits[i]` in errors. */
 export function defaultEntries(defaults: unknown): LimitEntry[] {
   if (defaults === undefined) return [];
   if (!Array.isArray(defaults)) {

@@ -44,7 +44,7 @@ export class GatewayEnhancers {
   }
 }
 
-/** A class with a @SubscribeMessage handler, its own or inherited. */
+/** A class with a `@SubscribeMessage` handler, its own or inherited. */
 function isGateway(metatype: unknown): metatype is Function {
   if (typeof metatype !== 'function' || metatype.prototype === undefined) return false;
   for (let proto = metatype.prototype as object | null; proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {

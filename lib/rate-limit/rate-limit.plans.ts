@@ -48,7 +48,7 @@ export interface RoutePlan {
 }
 
 /**
- * Reads @RateLimit / @Funnel / @SkipRateLimit of every controller when the application starts,
+ * Reads `@RateLimit` / `@Funnel` / `@SkipRateLimit` of every controller when the application starts,
  * merges handler and class declarations, checks every option and keeps the result per (class, handler).
  * A bad option makes `app.init()` fail with `Controller.handler` in the message.
  */
@@ -329,7 +329,7 @@ function plan(entry: LimitEntry, routeScope: string, index: number, moduleShadow
   };
 }
 
-/** A @RateLimit's countIf, blockMs and shadow, checked; `shadow` falls back to the module's. */
+/** A `@RateLimit`'s countIf, blockMs and shadow, checked; `shadow` falls back to the module's. */
 function outcomeOptions(options: RateLimitOptions, at: string, moduleShadow: boolean): Pick<PlannedLimit, 'countIf' | 'blockMs' | 'shadow'> {
   const { countIf, blockMs, shadow = moduleShadow } = options;
   if (countIf !== undefined && typeof countIf !== 'function') {
