@@ -72,11 +72,13 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     local id = due[i]
     rcall('ZREM', KEYS[1], id)
     rcall('ZADD', KEYS[2], deadline, id)
-    reply[#reply + 1] = id
-    reply[#reply + 1] = rcall('HGET', KEYS[4], 'p:' .. id) or 'null'
-    reply[#reply + 1] = tonumber(due[i + 1])
+    -- payload and non-attempts in one read (the latter exists only for rate-limited consumers)
+    local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id)
     local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
-    reply[#reply + 1] = attempts(KEYS[4], id, token)
+    reply[#reply + 1] = id
+    reply[#reply + 1] = fields[1] or 'null'
+    reply[#reply + 1] = tonumber(due[i + 1])
+    reply[#reply + 1] = token - (tonumber(fields[2]) or 0)
     reply[#reply + 1] = token
     if admitting then rcall('HSET', KEYS[4], 'u:' .. id, token) end
   end

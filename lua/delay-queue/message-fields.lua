@@ -5,13 +5,9 @@
 --   'd:'..id  claims that were no attempt: deferred by a rate limit, or whose admission never
 --             came (only messages of rate-limited consumers have it)
 --   'u:'..id  set while a rate-limited claim awaits its admission (admit.lua)
+-- A message's attempts (what handlers see, what maxAttempts bounds) are its claims less its
+-- non-attempts.
 -- message_fields(id) -> all five names, for HDEL / HMGET.
--- attempts(data, id, claims) -> the attempts among `claims`: the number handlers see and
--- maxAttempts bounds.
 local function message_fields(id)
   return 'p:' .. id, 'a:' .. id, 'e:' .. id, 'd:' .. id, 'u:' .. id
-end
-
-local function attempts(data, id, claims)
-  return claims - (tonumber(redis.call('HGET', data, 'd:' .. id)) or 0)
 end
