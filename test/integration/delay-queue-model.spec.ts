@@ -12,7 +12,9 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 // purges of the dead (by id and all) and clock steps on a small pool of ids, so duplicates,
 // redeliveries and ties happen; deaths trim the dead set by age and count. A deferred claim, and
 // a rate-limited claim whose lease runs out before any admission, is no attempt: the attempt a
-// claim reports is claims - non-attempts. Every reply and, after
+// claim reports is claims - non-attempts. Some claims bound the queue's global concurrency: one
+// that leaves due messages because the queue is full marks the hash ('w'), and the first ack,
+// failure or deferral clears it. Every reply and, after
 // every step, the sizes must agree; at the end of a run the sets and the data hash must be
 // exactly the model.
 //
@@ -50,6 +52,8 @@ const byTimeThenId = ([a, x]: [string, Message], [b, y]: [string, Message]) => x
 class QueueModel {
   readonly messages = new Map<string, Message>();
   readonly rateKeys = new Map<string, RateKey>();
+  /** 'w': a claim found the queue full; the wake-up it names goes out when a slot frees. */
+  waiting: string | null = null;
 
   private ordered(where: Where): [string, Message][] {
     return [...this.messages].filter(([, m]) => m.where === where).sort(byTimeThenId);
@@ -63,23 +67,33 @@ class QueueModel {
     return [1, runAt];
   }
 
-  claim(now: number, limit: number, visibilityMs: number, admitting: boolean): (string | number)[] {
+  claim(now: number, limit: number, visibilityMs: number, admitting: boolean, global: number | null, wakeUp: string): (string | number)[] {
     // leases that ran out are due again now, at most `limit` of them per claim; one never
     // admitted was no attempt
-    for (const [, m] of this.ordered('inFlight').filter(([, m]) => m.at <= now).slice(0, limit)) {
+    const expired = this.ordered('inFlight').filter(([, m]) => m.at <= now);
+    for (const [, m] of expired.slice(0, limit)) {
       m.where = 'scheduled';
       m.at = now;
       if (m.pending) Object.assign(m, { pending: false, skipped: m.skipped + 1 });
     }
+    const asked = limit;
+    if (global !== null) limit = Math.min(limit, global - this.size()[1]!);
     const claimed: (string | number)[] = [];
-    for (const [id, m] of this.ordered('scheduled').filter(([, m]) => m.at <= now).slice(0, limit)) {
+    for (const [id, m] of this.ordered('scheduled').filter(([, m]) => m.at <= now).slice(0, Math.max(0, limit))) {
       m.claims += 1;
       m.pending = admitting;
       claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims);
       m.where = 'inFlight';
       m.at = now + visibilityMs;
     }
-    const next = [...this.messages.values()].filter((m) => m.where !== 'dead').map((m) => m.at);
+    const heads = (where: Where) => this.ordered(where).map(([, m]) => m.at);
+    if (global !== null && limit < asked && heads('scheduled').some((at) => at <= now)) {
+      // full: the next chance without a wake-up is the earliest lease deadline
+      this.waiting = wakeUp;
+      return [now, Math.min(...heads('inFlight')), ...claimed];
+    }
+    if (expired.length > 0) this.waiting = null;
+    const next = [...heads('scheduled'), ...heads('inFlight')];
     return [now, next.length > 0 ? Math.min(...next) : -1, ...claimed];
   }
 
@@ -104,12 +118,15 @@ class QueueModel {
       if (counter.paced !== undefined && counter.paced + windowMs / limit > due) due = Math.ceil(counter.paced + windowMs / limit);
       counter.paced = due;
       Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
+      this.waiting = null;
       return due;
     });
   }
 
   ack(pairs: [string, number][]): number {
-    return pairs.filter(([id, attempt]) => this.holds(id, attempt) && this.messages.delete(id)).length;
+    const acked = pairs.filter(([id, attempt]) => this.holds(id, attempt) && this.messages.delete(id)).length;
+    if (acked > 0) this.waiting = null;
+    return acked;
   }
 
   renew(now: number, visibilityMs: number, pairs: [string, number][]): string[] {
@@ -126,6 +143,7 @@ class QueueModel {
     if (!m || !this.holds(id, attempt)) return -2;
     m.error = error;
     m.pending = false;
+    this.waiting = null;
     if (backoffMs < 0) {
       m.where = 'dead';
       m.at = now;
@@ -201,7 +219,7 @@ type Held = { id: number; attempt: number | null };
 type Op =
   | { kind: 'enqueue'; id: number; when: When }
   /** admitting: for a rate-limited consumer, whose claimed messages await admission */
-  | { kind: 'claim'; limit: number; visibilityMs: number; admitting: boolean }
+  | { kind: 'claim'; limit: number; visibilityMs: number; admitting: boolean; global: number | null }
   /** each held message charged to rate key k0 or k1 (the key index), `limit` starts per window */
   | { kind: 'admit'; held: (Held & { key: number })[]; limit: number }
   | { kind: 'ack'; held: Held[] }
@@ -241,6 +259,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       limit: fc.integer({ min: 1, max: 5 }),
       visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })),
       admitting: fc.boolean(),
+      global: fc.option(fc.integer({ min: 1, max: 3 })),
     }),
   },
   {
@@ -336,8 +355,8 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const reply = await call('queueEnqueue', [now, IDS[o.id]!, payload, ...timeArgs(o.when), channel, publish]);
             expect(reply).toEqual(model.enqueue(IDS[o.id]!, payload, runAt(o.when)));
           } else if (o.kind === 'claim') {
-            const reply = await call('queueClaim', [now, o.limit, o.visibilityMs, '', '', '', o.admitting ? 1 : '']);
-            expect(reply).toEqual(model.claim(now, o.limit, o.visibilityMs, o.admitting));
+            const reply = await call('queueClaim', [now, o.limit, o.visibilityMs, '', '', o.global ?? '', o.admitting ? 1 : '', channel, publish]);
+            expect(reply).toEqual(model.claim(now, o.limit, o.visibilityMs, o.admitting, o.global, `${publish} ${channel}`));
           } else if (o.kind === 'admit') {
             const held = o.held.map(({ id: i, attempt, key }): [string, number, string] => [IDS[i]!, attemptOf(IDS[i]!, attempt), `k${key}`]);
             const counters = o.held.flatMap(({ key }) => rateKeys[key]!);
@@ -374,6 +393,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             expect(reply).toBe(model.reschedule(IDS[o.id]!, runAt(o.when)));
           }
           expect(await call('queueSize', [])).toEqual(model.size());
+          expect(await connection.client.hget(keys[3]!, 'w')).toBe(model.waiting);
         }
 
         // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:', 'd:', 'u:')
@@ -394,6 +414,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           if (m.pending) fields[`u:${k}`] = String(m.claims);
           if (m.error !== undefined) fields[`e:${k}`] = m.error;
         }
+        if (model.waiting !== null) fields['w'] = model.waiting;
         expect(await client.hgetall(keys[3]!)).toEqual(fields);
       }),
       { numRuns: 50 },
