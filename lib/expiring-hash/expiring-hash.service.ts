@@ -7,7 +7,7 @@ import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
-import { detectExpiryMode } from './expiry-mode.js';
+import { detectExpiryMode, detectHsetex } from './expiry-mode.js';
 import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
@@ -20,6 +20,14 @@ const OUT_OF_RANGE = -1;
  * before the expiry would only have to come again. */
 const AHEAD_SLACK_MS = 20;
 
+/** How this process writes, as the write scripts take it (see writePath). */
+interface WritePath {
+  /** The mode of hashes it creates: 'n' native, 'i' index. */
+  mode: 'n' | 'i';
+  /** '1': native field expiry is written with the value in one HSETEX; '0': HSET then HPEXPIREAT. */
+  hsetex: '1' | '0';
+}
+
 /**
  * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
  * a field is never returned once expired, and a background sweep (shared by every instance)
@@ -31,6 +39,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly sweeper: ExpiringHashSweeper;
   private readonly legacyTimers: LegacyTimers | undefined;
   private knownMode: ExpiryMode | undefined;
+  private knownPath: Promise<WritePath> | undefined;
 
   constructor(
     @Inject(RedisConnection) private readonly redis: RedisConnection,
@@ -114,7 +123,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     assertField(field);
     assertValue(value);
-    return (await this.run('hashUpdate', key, [field, value])) === 1;
+    const { hsetex } = await this.writePath();
+    return (await this.run('hashUpdate', key, [field, value, hsetex])) === 1;
   }
 
   /**
@@ -155,18 +165,40 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     return this.knownMode;
   }
 
+  /**
+   * How this process writes: the mode it gives new hashes, and whether native field expiry goes
+   * with the value in one HSETEX. Both asked before the first write (concurrent first writes share
+   * the question), so no write script meets a command the server lacks or the ACL refuses.
+   */
+  private writePath(): Promise<WritePath> {
+    return (this.knownPath ??= this.askWritePath());
+  }
+
+  /** Forgets its answer when it failed, or when a cluster listed no master yet: asked again then. */
+  private async askWritePath(): Promise<WritePath> {
+    try {
+      const native = (await this.mode()) === 'native';
+      const hsetex = native && (await detectHsetex(() => this.redis.askEveryMaster('hashHsetexProbe', [this.keys.hash('hsetex-probe')[0]])));
+      if (hsetex === undefined) this.knownPath = undefined;
+      return { mode: native ? 'n' : 'i', hsetex: hsetex ? '1' : '0' };
+    } catch (error) {
+      this.knownPath = undefined;
+      throw error;
+    }
+  }
+
   /** Before the connection closes: a sweep pass in flight finishes first. */
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all([this.legacyTimers?.stop(), this.sweeper.stop()]);
   }
 
   private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
-    const mode = await this.mode();
+    const path = await this.writePath();
     // the notification is armed by the write script itself, in the hash's slot; the sweep registry
     // (another slot) learns of the hash first, so a write that succeeded is always swept and
     // notified, whatever process dies when
     if (notify !== '') await this.registerAhead(key, ttlMs);
-    const reply = (await this.run('hashSet', key, [mode === 'native' ? 'n' : 'i', field, value, ttlMs, max, notify])) as number[];
+    const reply = (await this.run('hashSet', key, [path.mode, field, value, ttlMs, max, notify, path.hsetex])) as number[];
     if (reply[0] === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, reply[4]!);
     return reply;

@@ -1,3 +1,5 @@
+import { RedisScriptError } from '../errors.js';
+import type { Reply } from '../redis/scripts.js';
 import type { ExpiringHashOptions } from '../redis-limit.options.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
 
@@ -12,4 +14,22 @@ export async function detectExpiryMode(
     throw new TypeError("RedisLimitModule: expiringHash.mode 'native' needs HPEXPIRE (Redis >= 7.4), which this server lacks");
   }
   return supported ? 'native' : 'index';
+}
+
+/**
+ * Whether native-mode writes may set a field and its expiry with one HSETEX: every master has it
+ * (Redis >= 8.0) and lets this user run it on our keys (hsetex-probe.lua). Otherwise they take
+ * HSET then HPEXPIREAT, which works wherever native mode does: a script error counts as no, a
+ * server that cannot answer now rejects (asked again next time), and undefined means a cluster
+ * listed no master yet (also asked again).
+ */
+export async function detectHsetex(askEveryMaster: () => Promise<Reply[]>): Promise<boolean | undefined> {
+  let answers: Reply[];
+  try {
+    answers = await askEveryMaster();
+  } catch (error) {
+    if (error instanceof RedisScriptError) return false;
+    throw error;
+  }
+  return answers.length === 0 ? undefined : answers.every((answer) => answer === 1);
 }

@@ -28,7 +28,8 @@ local H, B, N = KEYS[1], KEYS[2], KEYS[3]
 local NO_TTL, LONG = 4294967295, 4294967294
 local BUCKET_MS, CHUNK, SMALL = 10000, 2048, 128
 -- the latest field expiry Redis keeps (2^46 - 1 ms: HFE_MAX_ABS_TIME_MSEC), in both modes; a
--- later one would fail HPEXPIREAT after HSET wrote the value (MAX_EXPIRY_MS in TypeScript)
+-- later one would fail a write halfway: HPEXPIREAT after HSET wrote the value, or HSETEX after
+-- an expand (MAX_EXPIRY_MS in TypeScript)
 local MAX_EXPIRY = 70368744177663
 -- armed notifications outlive their due time by this much, for consumers that are down a while
 local NOTIFY_GRACE_MS = 86400000
@@ -38,6 +39,9 @@ local meta, native, meta_before
 -- while H is compact: { field, value, expiry } (meta is then unset)
 local compact
 local b_created = false -- B gained a bucket: its expiry must follow H's
+-- native writes set a field and its expiry with one HSETEX (the writing script says whether this
+-- server has it and lets the caller run it), else with HSET then HPEXPIREAT
+local hsetex = false
 
 -- next and max are written relative to base ('' for none): the meta field is in every hash,
 -- and in hashes of one or two items its bytes are a large share of the whole.
@@ -172,6 +176,10 @@ local function write(field, value, expiry)
   end
   if not native then
     rcall('HSET', H, field, encode(expiry, value))
+    return
+  end
+  if expiry >= 0 and hsetex then
+    rcall('HSETEX', H, 'PXAT', expiry, 'FIELDS', 1, field, value)
     return
   end
   rcall('HSET', H, field, value) -- clears the field's previous ttl

@@ -10,6 +10,8 @@
 -- ARGV[6]  cap: 0 for none; else the field is only added while fewer than this many live
 --          fields exist (re-setting a live field is always accepted)
 -- ARGV[7]  a queue to notify when the field expires, or ''
+-- ARGV[8]  '1': native writes use HSETEX (this server has it and lets the caller run it);
+--          else (or absent) HSET then HPEXPIREAT
 -- Returns  { accepted (1|0, or -1 when now + ttl passes MAX_EXPIRY: nothing was written),
 --          live fields after the call (-1 when no cap was asked),
 --          ms until the oldest live field expires, ms until the latest does,
@@ -18,6 +20,7 @@
 --- @include "hash.lua"
 
 local field, value, ttl, cap = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+hsetex = ARGV[8] == '1'
 local expiry = ttl >= 0 and now + ttl or -1
 if expiry > MAX_EXPIRY then return { -1, -1, 0, 0, -1, -1 } end
 local existed = load_meta()

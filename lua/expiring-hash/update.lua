@@ -5,9 +5,11 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  field
 -- ARGV[3]  value
+-- ARGV[4]  '1': native writes use HSETEX (see set.lua); else (or absent) HSET then HPEXPIREAT
 -- Returns  1 if the field was live and now holds the value, else 0
 --- @include "hash.lua"
 
+hsetex = ARGV[4] == '1'
 if not load_meta() then return 0 end
 local expiry, value = read(ARGV[2])
 if value == nil then return 0 end

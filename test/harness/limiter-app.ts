@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { RateLimiterService, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { TestRedis as TestRedisClass, type TestRedis } from './redis-server.js';
+import { TestRedis as TestRedisClass, type StartOptions, type TestRedis } from './redis-server.js';
 
 let prefixes = 0;
 
@@ -38,12 +38,13 @@ export type LimiterApp = Awaited<ReturnType<typeof limiterModule>>;
 
 /**
  * For a describe block: a fresh redis-server and a limiter module on it, started before its
- * tests and stopped after. Read the fields inside tests (they are set in beforeAll).
+ * tests and stopped after (`server`: how it is started). Read the fields inside tests (they are set
+ * in beforeAll).
  */
-export function withLimiterApp(options: RedisLimitModuleOptions = {}): { redis: TestRedis; app: LimiterApp } {
+export function withLimiterApp(options: RedisLimitModuleOptions = {}, server: StartOptions = {}): { redis: TestRedis; app: LimiterApp } {
   const context = {} as { redis: TestRedis; app: LimiterApp };
   beforeAll(async () => {
-    context.redis = await TestRedisClass.start();
+    context.redis = await TestRedisClass.start(server);
     context.app = await limiterModule(context.redis, options);
   });
   afterAll(async () => {

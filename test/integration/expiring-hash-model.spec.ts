@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import type { Reply, ScriptName } from '../../lib/redis/scripts.js';
 import { EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
@@ -7,7 +8,9 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 // deletes, expires, capped sets, sweeps, reads and clock steps, on a pool of fields large enough to
 // push a hash past the 128 fields where the bucket index takes over, with steps that cross 10 s
 // buckets. Reads are steps of their own, not a check after every clock step: a read removes what
-// has expired, and capped sets must also meet hashes that still hold expired fields.
+// has expired, and capped sets must also meet hashes that still hold expired fields. Native mode
+// runs every step on two hashes, one written with HSETEX and one with HSET + HPEXPIREAT: their
+// replies, and at the end what Redis holds, must be the same.
 
 interface Field {
   value: string;
@@ -37,6 +40,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) => {
   const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 0 } });
   const code = mode === 'native' ? 'n' : 'i';
+  // hashSet's last ARGV: '1' writes native field expiry with HSETEX
+  const paths = mode === 'native' ? ['1', '0'] : ['0'];
   let run = 0;
 
   it('on random operation sequences', async () => {
@@ -44,53 +49,70 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 50, maxLength: 400 }), async (ops) => {
         run += 1;
-        const keys = ['eh', 'ehb', 'ehn'].map((kind) => `${ctx.app.prefix}${kind}:{m${run}}`);
+        const keySets = paths.map((path) => ['eh', 'ehb', 'ehn'].map((kind) => `${ctx.app.prefix}${kind}:{m${run}:${path}}`));
+        // one step on every path; the replies must agree
+        const step = async (script: ScriptName, args: (string | number)[]): Promise<Reply> => {
+          const replies = await Promise.all(
+            keySets.map((keys, i) => scripts.run(script, keys, script === 'hashSet' ? [...args, paths[i]!] : args)),
+          );
+          for (const reply of replies.slice(1)) expect(reply).toEqual(replies[0]);
+          return replies[0]!;
+        };
         // a day ahead of the server clock, so the key's own PEXPIREAT never fires during a run
         let now = Date.now() + 86_400_000;
         const model = new Map<string, Field>();
         const live = () => [...model].filter(([, f]) => f.expiry === -1 || f.expiry > now);
         const name = (i: number) => `field-${i}`;
 
-        for (const step of ops) {
-          if (step.kind === 'advance') {
-            now += step.ms;
-          } else if (step.kind === 'set') {
-            const f = name(step.field);
+        for (const op of ops) {
+          if (op.kind === 'advance') {
+            now += op.ms;
+          } else if (op.kind === 'set') {
+            const f = name(op.field);
             const value = `v${now}`;
-            const [accepted, count] = (await scripts.run('hashSet', keys, [now, code, f, value, step.ttl ?? -1, step.cap, ''])) as number[];
+            const [accepted, count] = (await step('hashSet', [now, code, f, value, op.ttl ?? -1, op.cap, ''])) as number[];
             const wasLive = live().some(([k]) => k === f);
             const before = live().length;
-            const expectAccepted = step.cap === 0 || wasLive || before < step.cap;
+            const expectAccepted = op.cap === 0 || wasLive || before < op.cap;
             expect(accepted).toBe(expectAccepted ? 1 : 0);
-            if (expectAccepted) model.set(f, { value, expiry: step.ttl === null ? -1 : now + step.ttl });
-            if (step.cap > 0) expect(count).toBe(live().length);
-          } else if (step.kind === 'delete') {
-            const fields = step.fields.map(name);
-            const removed = await scripts.run('hashDelete', keys, [now, ...fields]);
+            if (expectAccepted) model.set(f, { value, expiry: op.ttl === null ? -1 : now + op.ttl });
+            if (op.cap > 0) expect(count).toBe(live().length);
+          } else if (op.kind === 'delete') {
+            const fields = op.fields.map(name);
+            const removed = await step('hashDelete', [now, ...fields]);
             const expected = new Set(fields.filter((f) => live().some(([k]) => k === f))).size;
             expect(removed).toBe(expected);
             for (const f of fields) model.delete(f);
-          } else if (step.kind === 'expire') {
-            const f = name(step.field);
-            const [done] = (await scripts.run('hashExpire', keys, [now, f, step.ttl])) as number[];
+          } else if (op.kind === 'expire') {
+            const f = name(op.field);
+            const [done] = (await step('hashExpire', [now, f, op.ttl])) as number[];
             const entry = live().find(([k]) => k === f);
             expect(done).toBe(entry ? 1 : 0);
-            if (entry) entry[1].expiry = now + step.ttl;
-          } else if (step.kind === 'sweep') {
-            await scripts.run('hashSweep', keys, [now, step.budget]);
+            if (entry) entry[1].expiry = now + op.ttl;
+          } else if (op.kind === 'sweep') {
+            await step('hashSweep', [now, op.budget]);
           } else {
-            const probe = name(step.field);
-            const [value, left] = (await scripts.run('hashGet', keys, [now, probe])) as [string | null, number];
+            const probe = name(op.field);
+            const [value, left] = (await step('hashGet', [now, probe])) as [string | null, number];
             const entry = live().find(([k]) => k === probe)?.[1];
             expect(value).toBe(entry ? entry.value : null);
             expect(left).toBe(entry ? (entry.expiry === -1 ? -1 : entry.expiry - now) : -2);
-            expect(await scripts.run('hashCount', keys, [now])).toBe(live().length);
+            expect(await step('hashCount', [now])).toBe(live().length);
           }
         }
-        const flat = (await scripts.run('hashEntries', keys, [now])) as (string | number)[];
+        const flat = (await step('hashEntries', [now])) as (string | number)[];
         const entries = new Map<string, [string, number]>();
         for (let i = 0; i < flat.length; i += 3) entries.set(String(flat[i]), [String(flat[i + 1]), Number(flat[i + 2])]);
         expect(entries).toEqual(new Map(live().map(([k, f]) => [k, [f.value, f.expiry === -1 ? -1 : f.expiry - now]])));
+        // what Redis holds is the same on every path: fields, values, field and key expiries, index
+        const held = async ([hash, buckets]: string[]) => {
+          const fields = await ctx.app.raw.hgetall(hash!);
+          const names = Object.keys(fields);
+          const expiries = mode === 'native' && names.length > 0 ? await ctx.app.raw.call('HPEXPIRETIME', hash!, 'FIELDS', names.length, ...names) : [];
+          return [fields, expiries, await ctx.app.raw.call('PEXPIRETIME', hash!), await ctx.app.raw.hgetall(buckets!)];
+        };
+        const states = await Promise.all(keySets.map(held));
+        for (const state of states.slice(1)) expect(state).toEqual(states[0]);
       }),
       { numRuns: 40 },
     );

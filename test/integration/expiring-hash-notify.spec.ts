@@ -3,11 +3,11 @@ import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../..
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
 import { legacyTimerQueue } from '../../lib/expiring-hash/legacy-timers.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
+import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 
-describe.each(EXPIRY_MODES)('expiry notifications, %s mode', (mode) => {
-  const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 100 } });
+describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) => {
+  const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 100 } }, server);
   const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
   const queues = () => ctx.app.moduleRef.get(DelayQueueService);
   let n = 0;

@@ -3,13 +3,13 @@ import { MAX_EXPIRY_MS } from '../../lib/expiring-hash/expiring-hash.input.js';
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
 import { ExpiringHashService } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
+import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { currentFlavor } from '../harness/redis-server.js';
 
-describe.each(EXPIRY_MODES)('ExpiringHashService, %s mode', (mode) => {
+describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, server }) => {
   // no background sweep here: reads alone must never show an expired field
-  const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 0 } });
+  const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 0 } }, server);
   const hash = () => ctx.app.moduleRef.get(ExpiringHashService);
   let n = 0;
   const fresh = () => `user-${(n += 1)}`;
@@ -211,12 +211,17 @@ describe.each(EXPIRY_MODES)('ExpiringHashService, %s mode', (mode) => {
     const keys = new ExpiringHashKeys(ctx.app.moduleRef.get(RedisConnection).keys, 16).hash(key);
     const now = Date.now();
     const code = mode === 'native' ? 'n' : 'i';
-    expect(await scripts.run('hashSet', keys, [now, code, 'f', 'v', MAX_EXPIRY_MS - now + 1, 0, ''])).toEqual([-1, -1, 0, 0, -1, -1]);
+    const set = (field: string, ttl: number) => scripts.run('hashSet', keys, [now, code, field, 'v', ttl, 0, '', hsetex ? '1' : '0']);
+    expect(await set('f', MAX_EXPIRY_MS - now + 1)).toEqual([-1, -1, 0, 0, -1, -1]);
     expect(await ctx.app.raw.exists(keys[0])).toBe(0);
-    expect((await scripts.run('hashSet', keys, [now, code, 'f', 'v', MAX_EXPIRY_MS - now, 0, '']) as number[])[0]).toBe(1);
+    expect(((await set('f', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(1);
     expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
     expect(await scripts.run('hashExpire', keys, [now, 'f', MAX_EXPIRY_MS - now + 1])).toEqual([-1, -1, -1]);
     expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
+    // a second field: the first leaves the compact layout, both now with field expiry (native mode)
+    expect(await set('g', MAX_EXPIRY_MS - now + 1)).toEqual([-1, -1, 0, 0, -1, -1]);
+    expect(((await set('g', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(1);
+    for (const field of ['f', 'g']) expect(await scripts.run('hashGet', keys, [now, field])).toEqual(['v', MAX_EXPIRY_MS - now]);
   });
 
   it('keeps values byte for byte, and each hostile field apart', async () => {

@@ -1,0 +1,9 @@
+-- Whether native-mode writes may set a field and its expiry with one HSETEX on this server: it
+-- has the command (Redis >= 8.0) and the caller's ACL lets it run on the library's keys. Asked on
+-- every master before the first write, so no write script meets an unknown or refused HSETEX
+-- halfway through its work (scripts are not rolled back).
+-- KEYS[1..n]  none: keyless, so any node runs it (the caller asks each master in turn)
+-- ARGV[1]  a hash key under the key prefix: its name is checked against the ACL, nothing is written
+-- Returns  1 if HSETEX may run, else 0
+local known, allowed = pcall(redis.acl_check_cmd, 'hsetex', ARGV[1], 'PXAT', '1', 'FIELDS', '1', 'f', 'v')
+return (known and allowed) and 1 or 0
