@@ -28,12 +28,17 @@ const COMMANDS = [
 
 /** ExpiringHash native mode (Redis >= 7.4): a server without them refuses to name them in an ACL. */
 const FIELD_EXPIRY_COMMANDS = ['hpexpireat', 'hpexpiretime'];
+/** Native-mode writes in one command where the server has it (Redis >= 8.0); likewise refused by older servers. */
+const HSETEX_COMMANDS = ['hsetex'];
 
 export interface AclOptions {
   /** The module's keyPrefix. Default 'rl:'. */
   keyPrefix?: string;
   /** Also grant the field-expiry commands of ExpiringHash native mode (Redis >= 7.4). Default false. */
   fieldExpiry?: boolean;
+  /** Also grant HSETEX (Redis >= 8.0), so native-mode writes set a field and its expiry in one
+   * command; without it they take HSET then HPEXPIREAT. Needs fieldExpiry. Default false. */
+  hsetex?: boolean;
 }
 
 /**
@@ -43,15 +48,18 @@ export interface AclOptions {
  */
 export function aclRules(options: AclOptions = {}): string[] {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`aclRules options must be an object { keyPrefix?, fieldExpiry? }, got ${describeValue(options)}`);
+    throw new TypeError(`aclRules options must be an object { keyPrefix?, fieldExpiry?, hsetex? }, got ${describeValue(options)}`);
   }
-  const { keyPrefix = 'rl:', fieldExpiry = false } = options;
+  const { keyPrefix = 'rl:', fieldExpiry = false, hsetex = false } = options;
   // the prefixes RedisLimitModule takes, and not '': rules for every key would not be least privilege
   if (keyPrefix === '') throw new TypeError('keyPrefix must be a non-empty string, got ""');
   assertKeyPrefix(keyPrefix);
   if (typeof fieldExpiry !== 'boolean') throw new TypeError(`fieldExpiry must be a boolean, got ${describeValue(fieldExpiry)}`);
+  if (typeof hsetex !== 'boolean') throw new TypeError(`hsetex must be a boolean, got ${describeValue(hsetex)}`);
+  // HSETEX serves native mode only, which needs the field-expiry commands anyway
+  if (hsetex && !fieldExpiry) throw new TypeError('hsetex: true needs fieldExpiry: true (HSETEX serves ExpiringHash native mode only)');
   // a prefix is matched literally: glob characters in it are escaped
   const pattern = `${keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  const commands = fieldExpiry ? [...COMMANDS, ...FIELD_EXPIRY_COMMANDS] : COMMANDS;
+  const commands = [...COMMANDS, ...(fieldExpiry ? FIELD_EXPIRY_COMMANDS : []), ...(hsetex ? HSETEX_COMMANDS : [])];
   return ['resetkeys', `~${pattern}`, 'resetchannels', `&${pattern}`, '-@all', ...commands.map((c) => `+${c}`)];
 }

@@ -17,7 +17,7 @@ import {
 } from '../../lib/index.js';
 import { redisHealth } from '../../lib/dashboard/redis-health.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { eventually, EXPIRY_MODES } from '../harness/expiring-hash.js';
+import { commandCalls, eventually, EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { freePort, RedisNode } from '../harness/redis-server.js';
 
 const USER = 'limiter';
@@ -151,12 +151,45 @@ describe('a least-privilege ACL user (aclRules)', () => {
     await expect(booting).rejects.toThrow(/^RedisLimitModule: SELECT 2 was refused \(NOPERM.*\): .*database 0/);
   });
 
-  it('escapes glob characters in the prefix and grants field expiry only when asked', () => {
+  it('escapes glob characters in the prefix and grants field expiry and HSETEX only when asked', () => {
     expect(aclRules({ keyPrefix: 'a*b?[c]:' })).toEqual(expect.arrayContaining(['~a\\*b\\?\\[c\\]:*', '&a\\*b\\?\\[c\\]:*']));
     expect(aclRules()).toEqual(expect.arrayContaining(['resetkeys', '~rl:*', 'resetchannels', '&rl:*', '-@all', '+evalsha']));
     expect(aclRules()).not.toContain('+hpexpireat');
     expect(aclRules({ fieldExpiry: true })).toContain('+hpexpireat');
+    expect(aclRules({ fieldExpiry: true })).not.toContain('+hsetex');
+    expect(aclRules({ fieldExpiry: true, hsetex: true })).toEqual(expect.arrayContaining(['+hpexpireat', '+hsetex']));
+    expect(aclRules({ fieldExpiry: true, hsetex: true })).not.toContain('+hgetex'); // nothing sends it
     expect(() => aclRules({ keyPrefix: '' })).toThrow(new TypeError('keyPrefix must be a non-empty string, got ""'));
+    expect(() => aclRules({ fieldExpiry: true, hsetex: 'yes' as never })).toThrow(new TypeError('hsetex must be a boolean, got "yes"'));
+    expect(() => aclRules({ hsetex: true })).toThrow(new TypeError('hsetex: true needs fieldExpiry: true (HSETEX serves ExpiringHash native mode only)'));
+  });
+
+  // Redis 8 has HSETEX; a user must be granted it to use it, and works without the grant
+  (EXPIRY_MODES.includes('native') ? it : it.skip)('native writes use HSETEX only with the hsetex grant, and fall back without it', async () => {
+    const writes: Record<string, number>[] = [];
+    for (const [name, hsetex] of [['no-hsetex', false], ['hsetex', true]] as const) {
+      await admin.call('ACL', 'SETUSER', name, 'on', `>${PASSWORD}`, ...aclRules({ keyPrefix: 'app:', fieldExpiry: true, hsetex }));
+      await admin.call('ACL', 'LOG', 'RESET');
+      await admin.config('RESETSTAT');
+      const moduleRef = await boot(`redis://${name}:${PASSWORD}@${server.host}:${server.port}`, {
+        keyPrefix: `app:${name}:`,
+        expiringHash: { mode: 'native', sweepIntervalMs: 0 },
+      });
+      try {
+        const hash = moduleRef.get(ExpiringHashService);
+        await hash.set('h', 'a', 'v', 60_000);
+        expect(await hash.setIfBelow('h', 'b', 'v', 60_000, 3)).toEqual({ accepted: true, count: 2 });
+        expect(await hash.update('h', 'b', 'w')).toBe(true);
+        expect(await hash.getAll('h')).toEqual({ a: 'v', b: 'w' });
+      } finally {
+        await moduleRef.close();
+      }
+      const refused = ((await admin.call('ACL', 'LOG')) as unknown[][]).map((entry) => entry[entry.indexOf('object') + 1]);
+      expect(refused.filter((command) => command !== 'client|setinfo')).toEqual([]);
+      const stats = await admin.info('commandstats');
+      writes.push({ hsetex: commandCalls(stats, 'hsetex'), hpexpireat: commandCalls(stats, 'hpexpireat') });
+    }
+    expect(writes).toEqual([{ hsetex: 0, hpexpireat: 3 }, { hsetex: 3, hpexpireat: 0 }]);
   });
 });
 
