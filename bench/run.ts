@@ -1,7 +1,23 @@
 // `npm run bench`: every comparison in one run on this machine, written to BENCHMARKS.md and
-// benchmarks.svg. Sections run one after another (never two loads at once on 2 cores):
-// ceiling, decisions, http, flood, sliding, outcomes, memory, queue. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
-// BENCH_CALLS and BENCH_HTTP_SECONDS scale them down for a quick look (the report says so).
+// benchmarks.svg. Sections run one after another (never two loads at once on 2 cores; only memory
+// measurements, and timer-paced ones, share their time: see below):
+// ceiling, decisions, http, flood, sliding, outcomes, memory, queue, queue-ops. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
+// BENCH_CALLS, BENCH_HTTP_SECONDS and BENCH_RATE_SECONDS scale them down for a quick look (the report says so).
+//
+// The whole run stays under 10 minutes. At afa46c8 the sections took 534 s (8.9 min: ceiling 4,
+// decisions 77, http 178, flood 69, sliding 14, outcomes 1, memory 97 = ExpiringHash's memory runs
+// about 63 + its at-rest part 2 × 17, queue 94). Issue 16 adds three measurements (section 5a):
+// - enqueue throughput: 3 rounds × 2 modes × 2 contenders of 20,000 messages, about 10 s of CPU-bound
+//   load on a quiet machine: alone, in section queue-ops;
+// - memory per scheduled message: 3 runs × 2 contenders, about 10 s, beside ExpiringHash's memory runs
+//   (bytes do not depend on CPU; each on servers of its own), costing those a few seconds;
+// - the rate limit: 30 whole seconds per contender, about 33 s with start-up; both contenders at once,
+//   in processes and on servers of their own, beside the at-rest part, which in turn runs its two
+//   server flavors at once (17 s instead of 34): all of them timer-paced (an idle process; 100 handler
+//   starts a second per contender), a few per cent of the machine, and their figures are counts and
+//   ~500 ms lags set by timers, not CPU.
+// So memory becomes about 63 + 3 + 33 = 99 s and queue-ops about 10 s: 534 + 2 + 10 = 546 s, 9.1 min,
+// and about 10 s more for the install check and the compile that `npm run bench` does first.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -16,8 +32,9 @@ import { FLOOD_LIMIT, FLOOD_WINDOW_MS, floodCost, type FloodRow } from './flood.
 import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, ROUTES, type HttpRow } from './http.bench.js';
 import { outcomeCost, outcomeTable, type OutcomeRow } from './outcomes.bench.js';
 import { slidingWindowCost, SW_LIMIT, SW_SMALL_GRANTS, type SlidingRow } from './sliding-window.bench.js';
+import { queueOpsReport, type QueueOpsFigures } from './queue-ops.report.js';
 
-const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'outcomes', 'memory', 'queue'];
+const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'outcomes', 'memory', 'queue', 'queue-ops'];
 const SECTIONS = process.env['BENCH_SECTIONS']?.split(',') ?? ALL_SECTIONS;
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
@@ -30,6 +47,9 @@ const HTTP_RUNS = RUNS === 3 ? 5 : RUNS;
 const FULL_HTTP_SECONDS = 4;
 const HTTP_SECONDS = Number(process.env['BENCH_HTTP_SECONDS'] ?? FULL_HTTP_SECONDS);
 const FLOOD_SECONDS = Math.min(HTTP_SECONDS, 3);
+// issue 16 measures the rate limit over 30 s
+const FULL_RATE_SECONDS = 30;
+const RATE_SECONDS = Number(process.env['BENCH_RATE_SECONDS'] ?? FULL_RATE_SECONDS);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BUILD = fileURLToPath(new URL('./', import.meta.url));
 
@@ -38,6 +58,13 @@ const started = performance.now();
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { cwd: ROOT }).toString().trim();
 const pkgVersion = (name: string) =>
   (JSON.parse(readFileSync(`${ROOT}bench/node_modules/${name}/package.json`, 'utf8')) as { version: string }).version;
+
+/** A child bench that also writes its figures to the file BENCH_JSON names: its tables and those figures. */
+async function childWithJson<T>(script: string, env: Record<string, string>): Promise<[string, T]> {
+  const json = `${os.tmpdir()}/nrl-bench-${script.replace(/\.js$/, '')}-${process.pid}.json`;
+  const tables = await child(script, { ...env, BENCH_JSON: json });
+  return [tables, JSON.parse(readFileSync(json, 'utf8')) as T];
+}
 
 /** Runs one of the standalone benches as a child; its tables (stdout) go into the report. */
 function child(script: string, env: Record<string, string>): Promise<string> {
@@ -70,6 +97,8 @@ async function main(): Promise<void> {
   let idle: Record<string, { hashCallsPerSecond: number; queueCallsPerSecond: number; removalLagMs: Spread; notifyLagMs: Spread }> | undefined;
   let queueTables = '';
   let queue: Record<string, QueueSummary> | undefined;
+  // issue 16's figures (section 5a)
+  const queueOps: QueueOpsFigures & { tables: { enqueue?: string; memory?: string; rate?: string } } = { tables: {} };
   const sectionSeconds: string[] = [];
   const timed = async (name: string, run: () => Promise<void>) => {
     if (!SECTIONS.includes(name)) return;
@@ -101,23 +130,42 @@ async function main(): Promise<void> {
   } finally {
     await redis.stop();
   }
+  // issue 16's memory per message and rate limit: in the memory section when both run (see the top)
+  const queueMemory = async () => {
+    [queueOps.tables.memory, queueOps.memory] = await childWithJson<NonNullable<QueueOpsFigures['memory']>>('delay-queue-memory.bench.js', { BENCH_ROUNDS: String(RUNS) });
+  };
+  const queueRate = async () => {
+    [queueOps.tables.rate, queueOps.rate] = await childWithJson<NonNullable<QueueOpsFigures['rate']>>('delay-queue-rate.bench.js', { BENCH_RATE_SECONDS: String(RATE_SECONDS) });
+  };
+  const alsoQueueOps = SECTIONS.includes('queue-ops');
   await timed('memory', async () => {
-    const json = `${os.tmpdir()}/nrl-bench-memory-${process.pid}.json`;
     const idleJson = `${os.tmpdir()}/nrl-bench-idle-${process.pid}.json`;
-    memoryTables = await child('expiring-hash.bench.js', {
-      BENCH_MEMORY_FLAVORS: 'redis8',
-      BENCH_SHAPES: '1000,33333,50000,100000',
-      BENCH_IDLE_FLAVORS: 'redis7,redis8',
-      BENCH_IDLE_SECONDS: process.env['BENCH_IDLE_SECONDS'] ?? '10',
-      BENCH_IDLE_JSON: idleJson,
-      BENCH_LAYOUTS: 'strings,plain,index,native',
-      BENCH_MEMORY_RUNS: String(RUNS),
-      BENCH_MEMORY_PARTS: '0',
-      BENCH_DRAIN_FLAVORS: '',
-      BENCH_BIG_DRAIN_FLAVORS: '',
-      BENCH_JSON: json,
-    });
-    memory = JSON.parse(readFileSync(json, 'utf8'));
+    const skip = { BENCH_DRAIN_FLAVORS: '', BENCH_BIG_DRAIN_FLAVORS: '' };
+    const [[hashMemory, hashFigures]] = await Promise.all([
+      childWithJson<NonNullable<typeof memory>>('expiring-hash.bench.js', {
+        ...skip,
+        BENCH_MEMORY_FLAVORS: 'redis8',
+        BENCH_SHAPES: '1000,33333,50000,100000',
+        BENCH_LAYOUTS: 'strings,plain,index,native',
+        BENCH_MEMORY_RUNS: String(RUNS),
+        BENCH_MEMORY_PARTS: '0',
+        BENCH_IDLE_FLAVORS: '',
+      }),
+      alsoQueueOps && queueMemory(),
+    ]);
+    memory = hashFigures;
+    const [atRest] = await Promise.all([
+      child('expiring-hash.bench.js', {
+        ...skip,
+        BENCH_MEMORY_FLAVORS: '',
+        BENCH_IDLE_FLAVORS: 'redis7,redis8',
+        BENCH_IDLE_SECONDS: process.env['BENCH_IDLE_SECONDS'] ?? '10',
+        BENCH_IDLE_JSON: idleJson,
+      }),
+      alsoQueueOps && queueRate(),
+    ]);
+    const untimed = (tables: string) => tables.replace(/^Total run.*$/m, '').trim(); // the section's seconds say it
+    memoryTables = `${untimed(hashMemory)}\n\n${untimed(atRest)}`;
     idle = JSON.parse(readFileSync(idleJson, 'utf8'));
   });
   await timed('queue', async () => {
@@ -131,15 +179,20 @@ async function main(): Promise<void> {
     });
     queue = JSON.parse(readFileSync(json, 'utf8'));
   });
+  await timed('queue-ops', async () => {
+    [queueOps.tables.enqueue, queueOps.enqueue] = await childWithJson<NonNullable<QueueOpsFigures['enqueue']>>('delay-queue-enqueue.bench.js', { BENCH_ROUNDS: String(RUNS) });
+    if (!queueOps.memory) await queueMemory();
+    if (!queueOps.rate) await queueRate();
+  });
 
   // ---- the report ------------------------------------------------------------------------------
   const commit = sh('git', ['rev-parse', '--short', 'HEAD']) + (sh('git', ['status', '--porcelain', '--', 'lib', 'lua']) ? ' (with uncommitted changes to lib/lua)' : '');
-  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== FULL_HTTP_SECONDS || SECTIONS.length !== ALL_SECTIONS.length;
+  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== FULL_HTTP_SECONDS || RATE_SECONDS !== FULL_RATE_SECONDS || SECTIONS.length !== ALL_SECTIONS.length;
   md.push('# Benchmarks', '');
   md.push(
     `Written by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}; ` +
       `the whole run took ${((performance.now() - started) / 60_000).toFixed(1)} min (${sectionSeconds.join(', ')}).` +
-      (scaled ? ` **Scaled-down run** (BENCH_RUNS=${RUNS}, BENCH_CALLS=${CALLS}, BENCH_HTTP_SECONDS=${HTTP_SECONDS}, sections ${SECTIONS.join(',')}): not the figures to quote.` : ''),
+      (scaled ? ` **Scaled-down run** (BENCH_RUNS=${RUNS}, BENCH_CALLS=${CALLS}, BENCH_HTTP_SECONDS=${HTTP_SECONDS}, BENCH_RATE_SECONDS=${RATE_SECONDS}, sections ${SECTIONS.join(',')}): not the figures to quote.` : ''),
     '',
   );
   md.push(
@@ -438,6 +491,25 @@ async function main(): Promise<void> {
         ],
       });
     }
+  }
+
+  const opsTables = [queueOps.tables.enqueue, queueOps.tables.memory, queueOps.tables.rate].filter((t) => t !== undefined);
+  if (opsTables.length) {
+    md.push('## 5a. DelayQueue operations beside BullMQ (issue 16)', '');
+    md.push(
+      'From `bench/delay-queue-enqueue.bench.ts`, `bench/delay-queue-memory.bench.ts` and `bench/delay-queue-rate.bench.ts` ' +
+        `(also \`npm run bench -- delay-queue-enqueue\` and so on), run here with BENCH_ROUNDS=${RUNS} BENCH_RATE_SECONDS=${RATE_SECONDS}; ` +
+        'every contender run on a redis-server of its own, BullMQ with its default options.' +
+        (SECTIONS.includes('memory')
+          ? " The memory per message loaded beside section 4's memory runs (bytes do not depend on CPU), and the rate limit ran beside section 4's at-rest part " +
+            '(both timer-paced, a few per cent of the machine), each on servers and in processes of its own.'
+          : ''),
+      '',
+      ...opsTables.map((t) => `${t.trim()}\n`),
+    );
+    const ops = queueOpsReport(queueOps);
+    headlines.push(...ops.headlines);
+    panels.push(...ops.panels);
   }
 
   const report = md.join('\n').replace('HEADLINES', headlines.length ? `## Headlines\n\n${headlines.join('\n')}` : '');
