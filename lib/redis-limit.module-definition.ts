@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { RedisLimitModuleOptions } from './redis-limit.options.js';
+import { describeValue } from './redis/keys.js';
 
 /** Nest's builder output for RedisLimitModule; `REDIS_LIMIT_OPTIONS` injects the raw options. */
 export const {
@@ -10,8 +11,25 @@ export const {
 } = new ConfigurableModuleBuilder<Omit<RedisLimitModuleOptions, 'isGlobal'>>({ moduleName: 'RedisLimit' })
   .setClassMethodName('forRoot')
   // isGlobal is an extra: Nest reads it from the forRoot / forRootAsync call itself
-  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: isGlobal(extras.isGlobal) }))
   .build();
+
+/** `isGlobal`, checked when forRoot / forRootAsync is called: Nest would take an explicit
+ * undefined for false, and 'no' for true. */
+function isGlobal(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') throw new TypeError(`RedisLimitModule: isGlobal must be a boolean, got ${describeValue(value)}`);
+  return value;
+}
+
+/** forRoot's and forRootAsync's argument: an object. Nest's builder would read a string's
+ * characters as options (a URL given for the options connected to localhost) and fail on null
+ * with a message that names nothing. */
+export function assertModuleOptions(options: unknown): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`RedisLimitModule: options must be an object, got ${describeValue(options)}`);
+  }
+}
 
 /**
  * What forRootAsync's factory returns: every option but `isGlobal`. Nest decides whether the module

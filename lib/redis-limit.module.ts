@@ -1,6 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { ConfigurableModuleClass, type OPTIONS_TYPE, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
+import { assertModuleOptions, ConfigurableModuleClass, type OPTIONS_TYPE, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
@@ -51,6 +51,7 @@ export class RedisLimitModule extends ConfigurableModuleClass {
    * guards apply `failMode`.
    * @param options - module options, `isGlobal` (default true) among them
    * @returns the module to put in `imports`
+   * @throws TypeError from this call when `options` is not an object or `isGlobal` not a boolean.
    * @throws TypeError / RangeError naming the option (`RedisLimitModule: keyPrefix ...`) when the
    * module is created (`NestFactory.create`, `compile()`), not by this call; a bad
    * `defaultLimits` entry fails `app.init()` naming `defaultLimits[i]`. See docs/bad-input.md.
@@ -62,7 +63,8 @@ export class RedisLimitModule extends ConfigurableModuleClass {
    * export class AppModule {}
    * ```
    */
-  static override forRoot(options: typeof OPTIONS_TYPE): DynamicModule {
+  static override forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {
+    assertModuleOptions(options);
     return super.forRoot(options);
   }
 
@@ -71,6 +73,7 @@ export class RedisLimitModule extends ConfigurableModuleClass {
    * `imports`), `useClass` or `useExisting`. `isGlobal` goes here, beside `useFactory`, not in
    * what the factory returns: Nest settles it before any factory runs.
    * @returns the module to put in `imports`
+   * @throws TypeError from this call when `options` is not an object or `isGlobal` not a boolean.
    * @throws TypeError / RangeError naming the option, as forRoot, once the factory has run;
    * TypeError when what it returns holds `isGlobal` or is not an object.
    * @example
@@ -83,6 +86,7 @@ export class RedisLimitModule extends ConfigurableModuleClass {
    * ```
    */
   static override forRootAsync(options: RedisLimitModuleAsyncOptions): DynamicModule {
+    assertModuleOptions(options);
     return super.forRootAsync(options);
   }
 }

@@ -123,7 +123,8 @@ export interface RedisLimitModuleOptions {
   refusalCache?: boolean | { maxEntries?: number };
   /** Registers the module globally. In `forRootAsync` it goes beside `useFactory`, never in what
    * the factory returns (that fails start-up with a TypeError).
-   * @default true */
+   * @default true
+   * @throws TypeError from forRoot / forRootAsync when not a boolean. */
   isGlobal?: boolean;
 }
 
@@ -208,7 +209,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
     throw new TypeError(`RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false, got ${String(headers)}`);
   }
   if (tracker !== undefined && typeof tracker !== 'function') {
-    throw new TypeError('RedisLimitModule: tracker must be a function (ctx) => string');
+    throw new TypeError(`RedisLimitModule: tracker must be a function (ctx) => string, got ${describeValue(tracker)}`);
   }
   if (options.skipIf !== undefined && typeof options.skipIf !== 'function') {
     throw new TypeError(`RedisLimitModule: skipIf must be a function (ctx) => boolean, got ${describeValue(options.skipIf)}`);

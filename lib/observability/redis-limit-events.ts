@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener, ShadowVerdict } from './events.js';
+import { describeValue } from '../redis/keys.js';
 import { prometheusText } from './prometheus.js';
 
 interface Emitter {
@@ -8,6 +9,8 @@ interface Emitter {
 }
 
 type QueueCounts = RedisLimitCounters['queues'][string];
+
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 
 /**
  * Where the module reports what it does: counters, always (cheap enough for every request), and
@@ -75,7 +78,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
    * ```
    */
   on(listener: RedisLimitListener): () => void {
-    if (typeof listener !== 'function') throw new TypeError('listener must be a function (event) => void');
+    if (typeof listener !== 'function') throw new TypeError(`listener must be a function (event) => void, got ${describeValue(listener)}`);
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
   }
@@ -91,7 +94,10 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
    * @throws TypeError when `prefix` is not a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
    */
   prometheus(prefix = 'nest_redis_limit'): string {
-    if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) throw new TypeError(`prefix must be a Prometheus metric name, got ${JSON.stringify(prefix)}`);
+    // a string first: the test would take null for 'null'
+    if (typeof prefix !== 'string' || !METRIC_NAME.test(prefix)) {
+      throw new TypeError(`prefix must be a Prometheus metric name (${METRIC_NAME.source.slice(1, -1)}), got ${describeValue(prefix)}`);
+    }
     return prometheusText(this.counts, prefix);
   }
 

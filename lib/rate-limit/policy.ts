@@ -134,22 +134,36 @@ function assertExactBucket(limit: number, windowMs: number, argument: string): v
 
 /**
  * decide()'s arguments, checked before any limit is: an array of limit objects, each with a
- * policy or a funnel (not both), and options whose `peek` is a boolean and `now` a time in ms.
+ * policy or a funnel (not both), and options whose `peek` is a boolean, `now` a time in ms and
+ * `route` a non-empty string (events and the dashboard's chart are keyed by it).
  */
 export function assertStackInput(limits: unknown, options: unknown): void {
   if (!Array.isArray(limits)) {
     throw new TypeError(`limits must be an array of { key, policy | funnel, scope?, permits? }, got ${describeValue(limits)}`);
   }
   limits.forEach((limit: unknown, i) => assertLimitObject(limit, `limits[${i}]`));
-  assertOptions(options);
-  const { peek } = options as { peek?: unknown };
+  assertOptions(options, DECIDE_OPTIONS);
+  const { peek, route } = options as { peek?: unknown; route?: unknown };
   if (peek !== undefined && typeof peek !== 'boolean') throw new TypeError(`options.peek must be a boolean, got ${describeValue(peek)}`);
+  if (route !== undefined && (typeof route !== 'string' || route.length === 0)) {
+    throw new TypeError(`options.route must be a non-empty string, got ${describeValue(route)}`);
+  }
 }
 
 /** One limit of refundLimit, penalizeLimit or blockLimit, and their options (`now`). */
 export function assertLimitInput(limit: unknown, options: unknown): void {
   assertLimitObject(limit, 'limit');
-  assertOptions(options);
+  assertOptions(options, ['now']);
+}
+
+const DECIDE_OPTIONS = ['peek', 'now', 'route'];
+
+/** Throws a TypeError naming the first property of `options` not in `known`: a misspelt option
+ * would otherwise be ignored, and the call would do what was not asked (`peak: true` charges,
+ * `timeout` waits for ever). */
+function assertKnownOptions(options: object, known: readonly string[], argument: string): void {
+  const unknown = Object.keys(options).find((name) => !known.includes(name));
+  if (unknown !== undefined) throw new TypeError(`${argument}.${unknown} is not an option (${known.join(', ')})`);
 }
 
 function assertLimitObject(limit: unknown, argument: string): void {
@@ -158,8 +172,9 @@ function assertLimitObject(limit: unknown, argument: string): void {
   if (policy !== undefined && funnel !== undefined) throw new TypeError(`${argument} takes a policy or a funnel, not both`);
 }
 
-function assertOptions(options: unknown): void {
+function assertOptions(options: unknown, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object, got ${describeValue(options)}`);
+  assertKnownOptions(options, known, 'options');
   const { now } = options as { now?: unknown };
   if (now !== undefined && (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0)) {
     throw new (numberError(now))(`options.now must be a whole number of ms since the epoch (>= 0), got ${describeValue(now)}`);
@@ -189,11 +204,12 @@ export function assertBlockDuration(durationMs: unknown, argument = 'durationMs'
   assertPositiveInteger(durationMs, argument);
 }
 
-/** acquire()'s options: an object whose `timeoutMs`, when given, is a finite number >= 0. */
+/** acquire()'s options: an object of `permits` and `timeoutMs`, the latter a finite number >= 0. */
 export function assertAcquireOptions(opts: unknown): asserts opts is { permits?: number; timeoutMs?: number } {
   if (typeof opts !== 'object' || opts === null) {
     throw new TypeError(`opts must be an object { permits?, timeoutMs? }, got ${describeValue(opts)}`);
   }
+  assertKnownOptions(opts, ['permits', 'timeoutMs'], 'opts');
   const { timeoutMs } = opts as { timeoutMs?: unknown };
   // a RangeError whatever the value, as acquire() has always thrown
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs >= 0)) {

@@ -292,9 +292,9 @@ function plan(entry: LimitEntry, routeScope: string, index: number, moduleShadow
   const unknown = Object.keys(entry.options).find((option) => !known.includes(option));
   if (unknown !== undefined) throw new TypeError(`${at}.${unknown} is not an option (${known.join(', ')})`);
   const { key, name, failMode } = entry.options;
-  if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (ctx) => string`);
+  if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (ctx) => string, got ${describeValue(key)}`);
   if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {
-    throw new TypeError(`${at}.name must be a non-empty string`);
+    throw new TypeError(`${at}.name must be a non-empty string, got ${describeValue(name)}`);
   }
   if (failMode !== undefined) assertFailMode(failMode, `${at}.failMode`);
 

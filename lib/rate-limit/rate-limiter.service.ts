@@ -65,7 +65,8 @@ export interface DecideOptions {
   /** Test hook: decide at this time (ms since the epoch) instead of the Redis server's clock.
    * @default the Redis server's clock */
   now?: number;
-  /** Who decides (a guard: its route, `Class.method`): told in the decision event.
+  /** Who decides (a guard: its route, `Class.method`): told in the decision event. A non-empty
+   * string.
    * @default none */
   route?: string;
 }
@@ -211,8 +212,9 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * spin). With `timeoutMs`, resolves false as soon as the next chance would come too late.
    * @param opts - `permits` (default 1) and `timeoutMs` (ms, default: wait as long as it takes)
    * @returns true once granted (and charged); false when `timeoutMs` would pass first
-   * @throws TypeError `opts` when not an object; RangeError `opts.timeoutMs` when not a finite
-   * number >= 0; the errors of `consume` for `key`, `policy` and `opts.permits` (named `permits`).
+   * @throws TypeError `opts` when not an object or with another option; RangeError
+   * `opts.timeoutMs` when not a finite number >= 0; the errors of `consume` for `key`, `policy`
+   * and `opts.permits` (named `permits`).
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
@@ -302,7 +304,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * its `permits` are ignored): gives back up to `permits` (default: all the grant has left) of
    * the grant `grantId` names, each permit at most once; resolves to how many came back.
    * @throws TypeError `limit` when not an object or with both `policy` and `funnel`; otherwise as
-   * `refund` (a funnel's errors named `funnel.…`), `options.now` as in `decide`.
+   * `refund` (a funnel's errors named `funnel.…`), `options.now` as in `decide`; TypeError
+   * `options` when not an object or with an option other than `now`.
    */
   async refundLimit(limit: StackedLimit, grantId: string, permits?: number, options: LimitOperationOptions = {}): Promise<number> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
@@ -400,7 +403,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * @throws TypeError `limits` when not an array, `limits[i]` when not an object or with both
    * `policy` and `funnel`; each limit's errors as `consume` / `funnel`, named `limits[i].…` (with
    * one limit, unprefixed); TypeError `limits[i].scope` when not a non-empty string; TypeError
-   * `options` / `options.peek`, TypeError / RangeError `options.now`.
+   * `options` (not an object, or with another option) / `options.peek` / `options.route`,
+   * TypeError / RangeError `options.now`.
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    * @example

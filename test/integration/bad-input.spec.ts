@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Controller, Get, Injectable, type Type } from '@nestjs/common';
+import { MessagePattern } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import fc from 'fast-check';
 import {
@@ -12,6 +13,7 @@ import {
   RedisLimitModule,
   RedisScriptError,
   type RateLimitPolicy,
+  type StackedLimit,
 } from '../../lib/index.js';
 import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { limiterModule, uniquePrefix, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
@@ -84,6 +86,32 @@ describe('bad input', () => {
         /^limits\[1\]\.quota \(3\) exceeds the limit \(2\)/,
       ],
       ['decide: an empty key in a stack', () => limiter().decide([{ key: 'k', policy: POLICY }, { key: '', policy: POLICY }]), TypeError, /^limits\[1\]\.key/],
+      ['decide: options.route a number', () => limiter().decide([{ key: 'k', policy: POLICY }], { route: 5 as never }), TypeError, /^options\.route must be a non-empty string, got 5$/],
+      ['decide: an unknown option', () => limiter().decide([{ key: 'k', policy: POLICY }], { peak: true } as never), TypeError, /^options\.peak is not an option \(peek, now, route\)$/],
+      ['acquire: an unknown option', () => limiter().acquire('k', POLICY, { timeout: 5 } as never), TypeError, /^opts\.timeout is not an option \(permits, timeoutMs\)$/],
+      ['refund: grantId null', () => limiter().refund('k', POLICY, null as never), TypeError, /^grantId must be the non-empty string an allowed decision returned, got null$/],
+      ['refund: empty grantId', () => limiter().refund('k', POLICY, ''), TypeError, /^grantId must be the non-empty string/],
+      ['refund: permits 0', () => limiter().refund('k', POLICY, 'g', 0), RangeError, /^permits must be a positive integer, got 0$/],
+      ['refund: permits a string', () => limiter().refund('k', POLICY, 'g', '2' as never), TypeError, /^permits must be a positive integer, got "2"$/],
+      ['refund: a bad policy', () => limiter().refund('k', { limit: 5, windowMs: 0 }, 'g'), RangeError, /^policy\.windowMs must be a positive integer, got 0$/],
+      ['penalize: permits missing', () => limiter().penalize('k', POLICY, undefined as never), TypeError, /^permits must be a positive integer, got undefined$/],
+      ['penalize: permits 1.5', () => limiter().penalize('k', POLICY, 1.5), RangeError, /^permits must be a positive integer, got 1\.5$/],
+      [
+        'penalize: a token bucket past 2^53',
+        () => limiter().penalize('k', { ...POLICY, algorithm: 'token-bucket' }, 2 ** 40),
+        RangeError,
+        /^permits \(1099511627776\) is too large for this bucket: \(permits \+ limit\) × window must stay below 2\^53$/,
+      ],
+      ['penalizeLimit: a funnel past 2^53', () => limiter().penalizeLimit({ key: 'k', funnel: FUNNEL }, 2 ** 40), RangeError, /^permits \(1099511627776\) is too large for this bucket/],
+      ['block: durationMs 0', () => limiter().block('k', POLICY, 0), RangeError, /^durationMs must be a positive integer, got 0$/],
+      ['block: durationMs NaN', () => limiter().block('k', POLICY, NaN), RangeError, /^durationMs must be a positive integer, got NaN$/],
+      ['block: durationMs a string', () => limiter().block('k', POLICY, '60000' as never), TypeError, /^durationMs must be a positive integer, got "60000"$/],
+      ['refundLimit: limit null', () => limiter().refundLimit(null as never, 'g'), TypeError, /^limit must be an object, got null$/],
+      ['blockLimit: a policy and a funnel', () => limiter().blockLimit({ key: 'k', policy: POLICY, funnel: FUNNEL }, 5), TypeError, /^limit takes a policy or a funnel, not both$/],
+      ['penalizeLimit: a funnel named funnel', () => limiter().penalizeLimit({ key: 'k', funnel: { capacity: 0, leakingDurationMs: 1 } } as StackedLimit, 1), RangeError, /^funnel\.capacity/],
+      ['penalizeLimit: options null', () => limiter().penalizeLimit({ key: 'k', policy: POLICY }, 1, null as never), TypeError, /^options must be an object, got null$/],
+      ['refundLimit: options.now -1', () => limiter().refundLimit({ key: 'k', policy: POLICY }, 'g', 1, { now: -1 }), RangeError, /^options\.now must be a whole number of ms/],
+      ['blockLimit: an unknown option', () => limiter().blockLimit({ key: 'k', policy: POLICY }, 5, { nowMs: 0 } as never), TypeError, /^options\.nowMs is not an option \(now\)$/],
       // ExpiringHashService
       ['get: key not a string', () => hash().get(5 as never, 'f'), TypeError, /^key must be a non-empty string, got 5/],
       ['ttl: empty field', () => hash().ttl('k', ''), TypeError, /^field must be a non-empty string/],
@@ -271,6 +299,58 @@ describe('bad input', () => {
     });
   });
 
+  describe('setOverride: checked against the names this app declares; nothing is stored', () => {
+    let named: LimiterApp;
+    beforeAll(async () => {
+      named = await limiterModule(ctx.redis, {
+        defaultLimits: [
+          { name: 'costly', limit: 5, windowMs: 60_000, cost: 3 },
+          // one name twice with one algorithm: each keeps its window
+          { name: 'pair', limit: 5, windowMs: 1_000 },
+          { name: 'pair', limit: 50, windowMs: 60_000 },
+          { name: 'bucket', limit: 10, windowMs: 2 ** 40, algorithm: 'token-bucket' },
+        ],
+      });
+    });
+    afterAll(() => named?.close());
+
+    const rows: Row[] = [
+      ['name empty', () => named.limiter.setOverride('', { limit: 1 }), TypeError, /^name must be a non-empty string, got ""$/],
+      ['name not a string', () => named.limiter.setOverride(7 as never, { limit: 1 }), TypeError, /^name must be a non-empty string, got 7$/],
+      ['name with a lone surrogate', () => named.limiter.setOverride(LONE, { limit: 1 }), TypeError, /^name must be well-formed Unicode/],
+      ['a name no limit carries', () => named.limiter.setOverride('costy', { limit: 9 }), TypeError, /^name: no @RateLimit, @Funnel or defaultLimits entry of this app is named "costy"$/],
+      ['policy undefined', () => named.limiter.setOverride('costly', undefined as never), TypeError, /^policy must be an object \{ limit, windowMs\? \} or null, got undefined$/],
+      ['policy a number', () => named.limiter.setOverride('costly', 5 as never), TypeError, /^policy must be an object/],
+      ['an unknown option', () => named.limiter.setOverride('costly', { limit: 5, window: 1_000 } as never), TypeError, /^policy\.window is not an option \(limit, windowMs\)$/],
+      ['policy.limit 0', () => named.limiter.setOverride('costly', { limit: 0 }), RangeError, /^policy\.limit must be a positive integer, got 0$/],
+      ['policy.limit a string', () => named.limiter.setOverride('costly', { limit: '5' as never }), TypeError, /^policy\.limit must be a positive integer, got "5"$/],
+      ['policy.limit above 2^53', () => named.limiter.setOverride('costly', { limit: 2 ** 53 }), RangeError, /^policy\.limit/],
+      ['policy.windowMs 1.5', () => named.limiter.setOverride('costly', { limit: 5, windowMs: 1.5 }), RangeError, /^policy\.windowMs must be a positive integer, got 1\.5$/],
+      ['policy.windowMs null', () => named.limiter.setOverride('costly', { limit: 5, windowMs: null as never }), TypeError, /^policy\.windowMs must be a positive integer, got null$/],
+      [
+        'a limit below a declared cost',
+        () => named.limiter.setOverride('costly', { limit: 2 }),
+        RangeError,
+        /^policy\.limit \(2\) is below the cost 3 of RedisLimitModule: defaultLimits\[0\]: it could never be granted$/,
+      ],
+      ['a window for a name a route holds twice', () => named.limiter.setOverride('pair', { limit: 5, windowMs: 5_000 }), RangeError, /^policy\.windowMs: .* has another limit named "pair"/],
+      ['a bucket past 2^53', () => named.limiter.setOverride('bucket', { limit: 2 ** 13 }), RangeError, /^policy: limit × window \(8192 × 1099511627776\) .*above 2\^53/],
+    ];
+
+    it.each(rows)('%s', async (_label, call, type, message) => {
+      const error = await failure(call);
+      expect(error).toBeInstanceOf(type);
+      expect(error.message).toMatch(message);
+    });
+
+    it('none of them stored anything; null removes a name nobody declares', async () => {
+      expect(await named.limiter.overrides()).toEqual({});
+      await expect(named.limiter.setOverride('retired', null)).resolves.toBeUndefined();
+      await named.limiter.setOverride('pair', { limit: 7 });
+      expect(await named.limiter.overrides()).toEqual({ pair: { limit: 7, windowMs: 1_000 } });
+    });
+  });
+
   describe('checked by the services before anything reaches Redis', () => {
     it('decide: limits not an array names limits', async () => {
       await expect(limiter().decide('k' as never)).rejects.toThrow(/^limits must be an array/);
@@ -367,6 +447,30 @@ describe('bad input', () => {
       return Reminders;
     }
     const GOOD_CAP = { name: 'unpaid', ttlMs: 60_000 };
+    @Controller()
+    class Jobs {
+      @MessagePattern('start')
+      @RateLimit({ limit: 5, windowMs: 1000 })
+      start() {
+        return 'ok';
+      }
+    }
+    @Injectable()
+    class Reports {
+      @RateLimit({ limit: 5, windowMs: 1000 })
+      build() {
+        return 'ok';
+      }
+    }
+    @Controller()
+    class TwiceCapped {
+      @Get()
+      @MaxPending(3, GOOD_CAP)
+      @MaxPending(5, GOOD_CAP)
+      create() {
+        return 'ok';
+      }
+    }
 
     const rows: [string, () => object, ErrorClass, RegExp][] = [
       ['forRoot: redis a number', () => forRoot({ redis: 6380 }), TypeError, /^RedisLimitModule: redis must be a URL, ioredis options/],
@@ -375,6 +479,17 @@ describe('bad input', () => {
       ['forRoot: keyPrefix with a lone surrogate', () => forRoot({ keyPrefix: LONE }), TypeError, /^RedisLimitModule: keyPrefix must be well-formed/],
       ['forRoot: commandTimeoutMs above the longest timer', () => forRoot({ commandTimeoutMs: 2 ** 31 }), RangeError, /^RedisLimitModule: commandTimeoutMs must be a positive integer/],
       ['forRoot: sweepIntervalMs above the longest timer', () => forRoot({ expiringHash: { sweepIntervalMs: 2 ** 31 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepIntervalMs/],
+      ['forRoot: localDivisor 0', () => forRoot({ localDivisor: 0 }), RangeError, /^RedisLimitModule: localDivisor must be a positive integer, got 0$/],
+      ['forRoot: shadow "yes"', () => forRoot({ shadow: 'yes' }), TypeError, /^RedisLimitModule: shadow must be a boolean, got "yes"$/],
+      ['forRoot: refusalCache a number', () => forRoot({ refusalCache: 100 }), TypeError, /^RedisLimitModule: refusalCache must be a boolean or \{ maxEntries\? \}, got 100$/],
+      ['forRoot: refusalCache.maxEntries 0', () => forRoot({ refusalCache: { maxEntries: 0 } }), RangeError, /^RedisLimitModule: refusalCache\.maxEntries must be a positive integer, got 0$/],
+      ['forRoot: failMode "local" on a route that cannot keep it', () => ({ ...forRoot({ failMode: 'local' }), controllers: [capped({ ...GOOD_CAP, failMode: 'local' })] }), TypeError, /Orders\.create: @MaxPending\.failMode 'local' cannot take effect/],
+      [
+        'forRootAsync: the factory returns isGlobal',
+        () => ({ module: RedisLimitModule.forRootAsync({ useFactory: () => ({ redis: ctx.redis.connection, keyPrefix: uniquePrefix('bad'), isGlobal: false }) as never }) }),
+        TypeError,
+        /^RedisLimitModule: isGlobal belongs in forRootAsync\(\{ isGlobal, useFactory \}\)/,
+      ],
       [
         'forRootAsync: the factory resolves null',
         () => ({ module: RedisLimitModule.forRootAsync({ useFactory: () => null as never }) }),
@@ -397,6 +512,16 @@ describe('bad input', () => {
       ['@RateLimit: cost null', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, cost: null })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.cost/],
       ['@RateLimit: an empty name', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, name: '' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.name must be a non-empty string/],
       ['@RateLimit: options a string', () => ({ controllers: [rateLimited('5/s')] }), TypeError, /Quotes\.list: @RateLimit\(#1\) takes an options object/],
+      ['@RateLimit: key a string', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, key: 'ip' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.key must be a function \(ctx\) => string, got "ip"$/],
+      ['@RateLimit: name a number', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, name: 5 })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.name must be a non-empty string, got 5$/],
+      ['@RateLimit: failMode "sometimes"', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, failMode: 'sometimes' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.failMode must be 'closed' or 'open', got sometimes \(or 'local'/],
+      ['@RateLimit: countIf not a function', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, countIf: true })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.countIf must be a function \(ctx, outcome\) => boolean, got true$/],
+      ['@RateLimit: blockMs 0', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, blockMs: 0 })] }), RangeError, /Quotes\.list: @RateLimit\(#1\)\.blockMs must be a positive integer, got 0$/],
+      ['@RateLimit: blockMs a string', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, blockMs: '60000' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.blockMs must be a positive integer, got "60000"$/],
+      ['@RateLimit: shadow "yes"', () => ({ controllers: [rateLimited({ limit: 5, windowMs: 1000, shadow: 'yes' })] }), TypeError, /Quotes\.list: @RateLimit\(#1\)\.shadow must be a boolean, got "yes"$/],
+      ['@RateLimit: no key on a microservice handler', () => ({ controllers: [Jobs] }), TypeError, /Jobs\.start: @RateLimit\(#1\) has no key, and microservice handlers have no default tracker/],
+      ['@RateLimit: on a method no transport calls', () => ({ providers: [Reports] }), TypeError, /Reports\.build: @RateLimit \/ @Funnel cannot take effect here: it is not an HTTP route/],
+      ['@Funnel: countIf is @RateLimit\'s only', () => ({ controllers: [funnelled({ ...FUNNEL, countIf: () => true })] }), TypeError, /Sms\.send: @Funnel\(#1\)\.countIf is not an option/],
       ['@Funnel: options null', () => ({ controllers: [funnelled(null)] }), TypeError, /Sms\.send: @Funnel\(#1\) takes an options object/],
       ['@Funnel: an unknown option', () => ({ controllers: [funnelled({ ...FUNNEL, limit: 5 })] }), TypeError, /Sms\.send: @Funnel\(#1\)\.limit is not an option/],
       ['@Funnel: capacity 0', () => ({ controllers: [funnelled({ ...FUNNEL, capacity: 0 })] }), RangeError, /Sms\.send: @Funnel\(#1\)\.capacity must be a positive integer, got 0/],
@@ -407,6 +532,7 @@ describe('bad input', () => {
       ['@Funnel: name not a string', () => ({ controllers: [funnelled({ ...FUNNEL, name: 5 })] }), TypeError, /Sms\.send: @Funnel\(#1\)\.name must be a non-empty string/],
       ['@Funnel: an unknown failMode', () => ({ controllers: [funnelled({ ...FUNNEL, failMode: 'maybe' })] }), TypeError, /Sms\.send: @Funnel\(#1\)\.failMode must be 'closed' or 'open'/],
       ['@MaxPending: an unknown option', () => ({ controllers: [capped({ ...GOOD_CAP, ttl: 5 })] }), TypeError, /Orders\.create: @MaxPending\.ttl is not an option/],
+      ['@MaxPending: declared twice on a route', () => ({ controllers: [TwiceCapped] }), TypeError, /TwiceCapped\.create: @MaxPending is declared more than once/],
       ['@MaxPending: name with a lone surrogate', () => ({ controllers: [capped({ ...GOOD_CAP, name: LONE })] }), TypeError, /Orders\.create: @MaxPending\.name must be well-formed Unicode/],
       ['@MaxPending: notify over 1024 bytes', () => ({ controllers: [capped({ ...GOOD_CAP, notify: 'q'.repeat(1025) })] }), RangeError, /Orders\.create: @MaxPending\.notify must be at most 1024 bytes/],
       ['@MaxPending: notify with a lone surrogate', () => ({ controllers: [capped({ ...GOOD_CAP, notify: LONE })] }), TypeError, /Orders\.create: @MaxPending\.notify must be well-formed Unicode/],

@@ -1,13 +1,17 @@
 import { aclRules } from '../../lib/redis/acl.js';
 import { assertName, resolveConsumeOptions, resolveWhen } from '../../lib/delay-queue/delay-queue.input.js';
 import { assertHashKey } from '../../lib/expiring-hash/expiring-hash.input.js';
-import { assertAcquireOptions, assertStackInput, rateLimitSpec } from '../../lib/rate-limit/policy.js';
+import { RedisLimitEvents } from '../../lib/observability/redis-limit-events.js';
+import { assertOverride } from '../../lib/rate-limit/overrides-policy.js';
+import { assertAcquireOptions, assertLimitInput, assertStackInput, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import { RedisKeys } from '../../lib/redis/keys.js';
+import { RedisLimitModule } from '../../lib/redis-limit.module.js';
 import { resolveOptions } from '../../lib/redis-limit.options.js';
 
 // The "Bad input" rows (docs/bad-input.md) that need no server: module options (checked when RedisConnection
-// is built, i.e. at compile()/app.init()), aclRules, and the checks the services share. Each bad
-// value is a TypeError (wrong type) or a RangeError (a number out of range) naming the argument.
+// is built, i.e. at compile()/app.init(); forRoot's own argument and isGlobal by forRoot itself),
+// aclRules, RedisLimitEvents, and the checks the services share. Each bad value is a TypeError
+// (wrong type) or a RangeError (a number out of range) naming the argument.
 
 type ErrorClass = typeof TypeError | typeof RangeError;
 type Row = [label: string, call: () => unknown, type: ErrorClass, message: RegExp];
@@ -22,6 +26,8 @@ function thrown(call: () => unknown): Error {
 }
 
 const LONE = 'a\uDC00b';
+// on() and prometheus() need no discovery
+const events = new RedisLimitEvents({} as never);
 
 describe('bad input, no server needed', () => {
   const rows: Row[] = [
@@ -44,7 +50,23 @@ describe('bad input, no server needed', () => {
     ['commandTimeoutMs 2^31', () => resolveOptions({ commandTimeoutMs: 2 ** 31 }), RangeError, /^RedisLimitModule: commandTimeoutMs .*up to 2147483647, got 2147483648/],
     ['headers true', () => resolveOptions({ headers: true as never }), TypeError, /^RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false/],
     ['headers "none"', () => resolveOptions({ headers: 'none' as never }), TypeError, /^RedisLimitModule: headers/],
-    ['tracker a string', () => resolveOptions({ tracker: 'x-user-id' as never }), TypeError, /^RedisLimitModule: tracker must be a function/],
+    ['tracker a string', () => resolveOptions({ tracker: 'x-user-id' as never }), TypeError, /^RedisLimitModule: tracker must be a function \(ctx\) => string, got "x-user-id"$/],
+    ['localDivisor 0', () => resolveOptions({ localDivisor: 0 }), RangeError, /^RedisLimitModule: localDivisor must be a positive integer, got 0$/],
+    ['localDivisor 1.5', () => resolveOptions({ localDivisor: 1.5 }), RangeError, /^RedisLimitModule: localDivisor/],
+    ['localDivisor a string', () => resolveOptions({ localDivisor: '2' as never }), TypeError, /^RedisLimitModule: localDivisor must be a positive integer, got "2"$/],
+    ['shadow "yes"', () => resolveOptions({ shadow: 'yes' as never }), TypeError, /^RedisLimitModule: shadow must be a boolean, got "yes"$/],
+    ['shadow null', () => resolveOptions({ shadow: null as never }), TypeError, /^RedisLimitModule: shadow must be a boolean, got null$/],
+    ['refusalCache "yes"', () => resolveOptions({ refusalCache: 'yes' as never }), TypeError, /^RedisLimitModule: refusalCache must be a boolean or \{ maxEntries\? \}, got "yes"$/],
+    ['refusalCache null', () => resolveOptions({ refusalCache: null as never }), TypeError, /^RedisLimitModule: refusalCache must be a boolean/],
+    ['refusalCache: an unknown option', () => resolveOptions({ refusalCache: { size: 5 } as never }), TypeError, /^RedisLimitModule: refusalCache\.size is not an option \(maxEntries\)$/],
+    ['refusalCache.maxEntries 0', () => resolveOptions({ refusalCache: { maxEntries: 0 } }), RangeError, /^RedisLimitModule: refusalCache\.maxEntries must be a positive integer, got 0$/],
+    ['refusalCache.maxEntries a string', () => resolveOptions({ refusalCache: { maxEntries: '5' as never } }), TypeError, /^RedisLimitModule: refusalCache\.maxEntries/],
+    // forRoot's argument and isGlobal: Nest reads them in forRoot / forRootAsync, so they are checked there
+    ['forRoot: a URL instead of options', () => RedisLimitModule.forRoot('redis://cache:6379' as never), TypeError, /^RedisLimitModule: options must be an object, got "redis:\/\/cache:6379"$/],
+    ['forRoot: options null', () => RedisLimitModule.forRoot(null as never), TypeError, /^RedisLimitModule: options must be an object, got null$/],
+    ['forRootAsync: options null', () => RedisLimitModule.forRootAsync(null as never), TypeError, /^RedisLimitModule: options must be an object/],
+    ['forRoot: isGlobal "yes"', () => RedisLimitModule.forRoot({ isGlobal: 'yes' as never }), TypeError, /^RedisLimitModule: isGlobal must be a boolean, got "yes"$/],
+    ['forRootAsync: isGlobal 0', () => RedisLimitModule.forRootAsync({ isGlobal: 0 as never, useFactory: () => ({}) }), TypeError, /^RedisLimitModule: isGlobal must be a boolean, got 0$/],
     ['expiringHash null', () => resolveOptions({ expiringHash: null as never }), TypeError, /^RedisLimitModule: expiringHash must be an object/],
     ['expiringHash.mode unknown', () => resolveOptions({ expiringHash: { mode: 'lazy' as never } }), TypeError, /^RedisLimitModule: expiringHash\.mode must be 'auto', 'native' or 'index'/],
     ['sweepIntervalMs -1', () => resolveOptions({ expiringHash: { sweepIntervalMs: -1 } }), RangeError, /^RedisLimitModule: expiringHash\.sweepIntervalMs must be an integer >= 0/],
@@ -93,6 +115,24 @@ describe('bad input, no server needed', () => {
     ['assertStackInput: options.now a string', () => assertStackInput([], { now: '0' }), TypeError, /^options\.now/],
     ['assertAcquireOptions: null', () => assertAcquireOptions(null), TypeError, /^opts must be an object \{ permits\?, timeoutMs\? \}, got null/],
     ['assertAcquireOptions: timeoutMs -1', () => assertAcquireOptions({ timeoutMs: -1 }), RangeError, /^opts\.timeoutMs must be a finite number >= 0/],
+    ['assertAcquireOptions: an unknown option', () => assertAcquireOptions({ timeout: 5 }), TypeError, /^opts\.timeout is not an option \(permits, timeoutMs\)$/],
+    ['assertStackInput: an unknown option', () => assertStackInput([], { peak: true }), TypeError, /^options\.peak is not an option \(peek, now, route\)$/],
+    ['assertStackInput: options.route a number', () => assertStackInput([], { route: 5 }), TypeError, /^options\.route must be a non-empty string, got 5$/],
+    ['assertStackInput: options.route ""', () => assertStackInput([], { route: '' }), TypeError, /^options\.route must be a non-empty string, got ""$/],
+    ['assertLimitInput: an unknown option', () => assertLimitInput({}, { nowMs: 0 }), TypeError, /^options\.nowMs is not an option \(now\)$/],
+    // setOverride's own checks (the ones against declared names: test/integration/bad-input.spec.ts)
+    ['assertOverride: name empty', () => assertOverride('', { limit: 1 }), TypeError, /^name must be a non-empty string, got ""$/],
+    ['assertOverride: name with a lone surrogate', () => assertOverride(LONE, { limit: 1 }), TypeError, /^name must be well-formed Unicode/],
+    ['assertOverride: policy undefined', () => assertOverride('api', undefined), TypeError, /^policy must be an object \{ limit, windowMs\? \} or null, got undefined$/],
+    ['assertOverride: an unknown option', () => assertOverride('api', { limit: 1, window: 5 }), TypeError, /^policy\.window is not an option \(limit, windowMs\)$/],
+    ['assertOverride: limit 0', () => assertOverride('api', { limit: 0 }), RangeError, /^policy\.limit must be a positive integer, got 0$/],
+    ['assertOverride: windowMs a string', () => assertOverride('api', { limit: 1, windowMs: '5' }), TypeError, /^policy\.windowMs must be a positive integer, got "5"$/],
+    // RedisLimitEvents
+    ['on: listener null', () => events.on(null as never), TypeError, /^listener must be a function \(event\) => void, got null$/],
+    ['prometheus: prefix null', () => events.prometheus(null as never), TypeError, /^prefix must be a Prometheus metric name .*, got null$/],
+    ['prometheus: prefix true', () => events.prometheus(true as never), TypeError, /^prefix must be a Prometheus metric name .*, got true$/],
+    ['prometheus: prefix "1x"', () => events.prometheus('1x'), TypeError, /^prefix must be a Prometheus metric name .*, got "1x"$/],
+    ['prometheus: prefix ""', () => events.prometheus(''), TypeError, /^prefix must be a Prometheus metric name/],
   ];
 
   it.each(rows)('%s', (_label, call, type, message) => {
@@ -114,5 +154,12 @@ describe('bad input, no server needed', () => {
     expect(() => assertHashKey('a{b}:\uD83D\uDEA6')).not.toThrow();
     expect(() => assertStackInput([{ key: 'k', policy: {} }], { peek: true, now: 0 })).not.toThrow();
     expect(() => assertAcquireOptions({ permits: 2, timeoutMs: 0 })).not.toThrow();
+    expect(() => assertStackInput([], { route: 'Quotes.list', peek: undefined })).not.toThrow();
+    expect(resolveOptions({ failMode: 'local', localDivisor: 3, shadow: true, refusalCache: { maxEntries: undefined } })).toMatchObject({ failMode: 'local', localDivisor: 3, shadow: true, refusalCache: { maxEntries: 10_000 } });
+    expect(resolveOptions({ refusalCache: false }).refusalCache).toBe(false);
+    // isGlobal: undefined is the default, as every option's
+    expect(RedisLimitModule.forRoot({ isGlobal: undefined }).global).toBe(true);
+    expect(RedisLimitModule.forRoot(undefined as never).global).toBe(true);
+    expect(events.prometheus('app:limits')).toContain('# TYPE app:limits_decisions_total counter');
   });
 });
