@@ -39,7 +39,7 @@ export type {
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 export { RateLimitException } from './rate-limit/rate-limit.exception.js';
-export { GraphQLLimitError } from './rate-limit/transports/graphql.adapter.js';
+export { GraphQLLimitError } from './transports/graphql.adapter.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 export type { TierResolver } from './rate-limit/tier.js';

@@ -16,14 +16,15 @@ import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 import { RedisLimitEvents } from './observability/redis-limit-events.js';
 import { RedisConnection } from './redis/redis-connection.js';
 
-/** Everything the module provides is exported too: guards and services are injected in user modules. */
+/** What the module exports: the services users inject, and what the guards need. `@RateLimit`,
+ * `@Funnel` and `@MaxPending` attach guards that Nest builds in the user's own module, so their
+ * dependencies (the connection, the plans) must be visible there too. */
 const PROVIDERS = [
   RedisLimitEvents,
   RedisConnection,
   RateLimiterService,
   ExpiringHashService,
   DelayQueueService,
-  DelayQueueExplorer,
   RateLimitPlans,
   RateLimitGuard,
   MaxPendingPlans,
@@ -41,7 +42,7 @@ const PROVIDERS = [
   imports: [DiscoveryModule],
   // defaultLimits reach every route without a line of guard wiring; countIf sees every handler's end
   // (and on Nest 11, whose gateways get no global enhancers, GatewayEnhancers brings both there)
-  providers: [...PROVIDERS, { provide: APP_GUARD, useClass: DefaultLimitsGuard }, { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor }, GatewayEnhancers],
+  providers: [...PROVIDERS, DelayQueueExplorer, { provide: APP_GUARD, useClass: DefaultLimitsGuard }, { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor }, GatewayEnhancers],
   exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {

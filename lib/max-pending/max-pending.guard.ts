@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
-import { rateLimitHeaders, retryAfterSeconds } from '../rate-limit/headers.js';
-import { applyFailMode } from '../rate-limit/http.js';
+import { applyFailMode } from '../transports/responses.js';
 import { RouteLog } from '../rate-limit/route-log.js';
 import { resolveKey, UserFunctionError } from '../rate-limit/user-functions.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
-import { defaultKey, transportOf, userFailure } from '../rate-limit/transports/transport.adapter.js';
+import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
+import { defaultKey, userFailure } from '../transports/transport.adapter.js';
 
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;
@@ -33,12 +33,9 @@ export class MaxPendingGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     // HTTP routes and GraphQL resolvers; the plans refuse it elsewhere at start-up
-    const transport = transportOf(ctx);
-    if (transport === undefined) return true;
-    const { req: request, res: response } = transport.getRequestResponse(ctx);
-    if (heldSlot(request) !== undefined) return true;
-    const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
-    if (plan === null) return true;
+    const opened = openRoute(ctx, this.plans, (req) => heldSlot(req) !== undefined);
+    if (opened === undefined) return true;
+    const { transport, req: request, res: response, plan } = opened;
 
     let owner: string;
     try {
@@ -62,9 +59,7 @@ export class MaxPendingGuard implements CanActivate {
     const { accepted, count, retryAfterMs, resetMs } = reservation;
     const decision = { allowed: accepted, limit: plan.max, remaining: Math.max(0, plan.max - count), retryAfterMs, resetMs };
     const policy = { name: plan.name, limit: plan.max, windowMs: plan.ttlMs };
-    const headers = rateLimitHeaders(this.redis.options.headers, [policy], [decision]);
-    if (!accepted) headers['Retry-After'] = retryAfterSeconds(retryAfterMs);
-    transport.setHeaders(response, headers);
+    sendDecisionHeaders(transport, response, this.redis.options.headers, [policy], [decision], accepted ? undefined : retryAfterMs);
     if (!accepted) {
       this.redis.events.maxPendingRefused(plan.route, owner, plan.max);
       throw transport.tooManyRequests(retryAfterMs);

@@ -9,7 +9,7 @@ import {
 import { catchError, defer, type Observable } from 'rxjs';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 import { heldSlot, releaseSlot } from './pending-slot.js';
-import { transportOf } from '../rate-limit/transports/transport.adapter.js';
+import { transportOf } from '../transports/transport.adapter.js';
 
 /**
  * Releases a request's `@MaxPending` slot when the handler throws (or its Observable errors), then

@@ -1,6 +1,6 @@
 import { createParamDecorator, InternalServerErrorException, Logger, type ExecutionContext } from '@nestjs/common';
 import { heldSlot } from './pending-slot.js';
-import { transportOf } from '../rate-limit/transports/transport.adapter.js';
+import { transportOf } from '../transports/transport.adapter.js';
 
 const logger = new Logger('PendingSlot');
 

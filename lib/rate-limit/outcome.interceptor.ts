@@ -1,7 +1,7 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { defer, tap, type Observable } from 'rxjs';
 import { handlerOutcome, pendingOutcome, settle } from './outcome.js';
-import { transportOf } from './transports/transport.adapter.js';
+import { transportOf } from '../transports/transport.adapter.js';
 
 /**
  * Sees how a handler the guard granted with `countIf` limits ends. HTTP: it only notes what the

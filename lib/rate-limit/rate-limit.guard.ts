@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { KeyResolver } from '../redis-limit.options.js';
-import { rateLimitHeaders, retryAfterSeconds } from './headers.js';
-import { applyFailMode } from './http.js';
+import { applyFailMode } from '../transports/responses.js';
 import { Outcomes } from './outcome.js';
 import { decideLocally } from './local/local-fail-mode.js';
 import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
@@ -10,11 +9,14 @@ import { RateLimiterService, type StackDecision } from './rate-limiter.service.j
 import { RouteLog } from './route-log.js';
 import { decideShadowed, reportShadowRefusal } from './shadow.js';
 import { resolveSkip } from './skip-if.js';
-import { defaultKey, requireTransport, transportOf, userFailure } from './transports/transport.adapter.js';
+import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
+import { defaultKey, requireTransport, userFailure } from '../transports/transport.adapter.js';
 
 // Shared by every instance: the decorators' guards (one per module), the module's own, an
 // APP_GUARD and subclasses are all instances, and a request is decided once whichever meets it.
 const decided = new WeakSet<object>();
+/** True when another guard has decided this request already; else marks it as decided here. */
+const firstDecision = (req: object): boolean => decided.has(req) || (decided.add(req), false);
 
 /**
  * Applies a handler's `@RateLimit` and `@Funnel` declarations and the module's defaultLimits in one
@@ -55,14 +57,9 @@ export class RateLimitGuard implements CanActivate {
    * or gave a bad value (logged at most once a minute per route).
    */
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    const transport = transportOf(ctx);
-    if (transport === undefined) return true; // a context type of no transport it knows (http, graphql, ws, rpc)
-    const { req, res } = this.getRequestResponse(ctx);
-    if (decided.has(req)) return true;
-    decided.add(req);
-
-    const plan = this.plans.forRoute(ctx.getClass(), ctx.getHandler());
-    if (plan === null) return true;
+    const opened = openRoute(ctx, this.plans, firstDecision, (c) => this.getRequestResponse(c));
+    if (opened === undefined) return true;
+    const { transport, req, res, plan } = opened;
     let limits: RequestLimits;
     try {
       if (await resolveSkip((c) => this.shouldSkip(c), ctx)) return true;
@@ -85,10 +82,7 @@ export class RateLimitGuard implements CanActivate {
       result = await decideShadowed({ decide: (stack) => decideLocally(this.redis, plan.route, stack) }, limits.stack, plan.limits);
     }
 
-    const headers = rateLimitHeaders(this.redis.options.headers, limits.policies, result.decisions);
-    // sent with every refusal, whatever `headers` says and whichever exception says it
-    if (!result.allowed) headers['Retry-After'] = retryAfterSeconds(result.retryAfterMs);
-    transport.setHeaders(res, headers);
+    sendDecisionHeaders(transport, res, this.redis.options.headers, limits.policies, result.decisions, result.allowed ? undefined : result.retryAfterMs);
     reportShadowRefusal(this.redis.events, this.shadowLog, plan.route, limits.stack, result);
     await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result, local, askedAt });
     if (!result.allowed) await this.throwTooManyRequests(ctx, result);

@@ -11,8 +11,8 @@ import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type Lim
 import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
 import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
-import { loadRpcException } from './transports/rpc.adapter.js';
-import { loadWsException } from './transports/ws.adapter.js';
+import { loadRpcException } from '../transports/rpc.adapter.js';
+import { loadWsException } from '../transports/ws.adapter.js';
 
 /** One checked limit of a route. */
 export interface PlannedLimit {

@@ -1,6 +1,6 @@
 import { IntrinsicException, type ExecutionContext } from '@nestjs/common';
-import { clientIp, type HttpClientRequest } from '../../redis-limit.options.js';
-import { setHeaders } from '../http.js';
+import { clientIp, type HttpClientRequest } from '../redis-limit.options.js';
+import { setHeaders } from './responses.js';
 import type { TransportAdapter } from './transport.adapter.js';
 
 /**

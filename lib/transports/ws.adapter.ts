@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { ipKey } from '../ip-key.js';
+import { ipKey } from '../rate-limit/ip-key.js';
 import { peerClass, type ErrorClass } from './peer-class.js';
 import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
 
