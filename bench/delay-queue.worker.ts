@@ -127,16 +127,16 @@ async function main(): Promise<void> {
     const queues = app.get(DelayQueueService);
     for (let c = 0; c < config.consumers; c++) {
       // a private field of the library's consumer, read for the diagnosis only (NaN if renamed)
-      let consumer: { offsetMs?: number } = {};
+      let consumer: { schedule?: { offsetMs?: number } } = {};
       consumer = queues.consume<{ i: number }>(
         config.queue,
         (msg: DelayedMessage<{ i: number }>) => {
           record(msg.payload.i, msg.runAt, c, claimById.get(msg.id) ?? -1);
-          report.offsets.push(consumer.offsetMs ?? NaN);
+          report.offsets.push(consumer.schedule?.offsetMs ?? NaN);
           claimById.delete(msg.id);
         },
         { concurrency: config.concurrency },
-      ) as unknown as { offsetMs?: number };
+      ) as unknown as { schedule?: { offsetMs?: number } };
     }
     stop = () => app.close();
   } else {

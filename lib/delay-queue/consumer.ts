@@ -8,6 +8,8 @@ import type { ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
 import { RateAdmission, type Admission } from './rate-admission.js';
+import { AckBatcher } from './ack-batcher.js';
+import { WakeSchedule } from './wake-schedule.js';
 import type { WakeCommand } from './wake-ups.js';
 
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
@@ -38,17 +40,17 @@ export interface ConsumerDeps {
 }
 
 /**
- * One consumer of one queue. It sleeps on a local timer until the earliest due time the last
- * claim reported (corrected for the offset between this machine's clock and the server's), is
- * woken early by the queue's channel when an earlier message arrives, claims due messages in
- * batches with one script call, and acknowledges handled ones in batches too.
+ * One consumer of one queue. It sleeps until the earliest due time the last claim reported
+ * (WakeSchedule), is woken early by the queue's channel when an earlier message arrives, claims
+ * due messages in batches with one script call and runs their handlers; what holds the messages
+ * meanwhile (LeaseRenewer) and acknowledges them (AckBatcher) are units of their own.
  */
 export class Consumer implements DelayQueueConsumer {
   private readonly logger: Logger;
-  private timer: NodeJS.Timeout | undefined;
-  private wakeAt = Infinity;
-  /** The earliest due time announced while a claim was in flight. */
-  private hinted = Infinity;
+  private readonly schedule = new WakeSchedule(
+    () => this.wake(),
+    () => this.claiming,
+  );
   private claiming = false;
   /** The last claim filled all the room there was: more may be due when a handler finishes. */
   private saturated = false;
@@ -58,11 +60,7 @@ export class Consumer implements DelayQueueConsumer {
   /** Every message this consumer holds, renewed until its outcome is recorded. */
   private readonly leases: LeaseRenewer;
   /** Handled messages to acknowledge. */
-  private acks: Lease[] = [];
-  private ackRetry: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
-  /** server clock − local clock, in ms, from the last claim. */
-  private offsetMs = 0;
+  private readonly acks: AckBatcher;
   /** With a rate limit, what admits claimed messages to their handlers. */
   private readonly admission: RateAdmission | undefined;
 
@@ -70,6 +68,8 @@ export class Consumer implements DelayQueueConsumer {
     this.logger = new Logger(`DelayQueue:${deps.queue}`);
     const { redis, keys, options } = deps;
     this.leases = new LeaseRenewer({ redis, keys, visibilityTimeoutMs: options.visibilityTimeoutMs, logger: this.logger });
+    const send = (args: (string | number)[]) => redis.scripts.run('queueAck', keys, args);
+    this.acks = new AckBatcher({ send, leases: this.leases, logger: this.logger, retryMs: RETRY_MS });
     if (options.rateLimit) this.admission = new RateAdmission(redis, redis.keys, deps.queue, keys, options.rateLimit);
   }
 
@@ -79,10 +79,7 @@ export class Consumer implements DelayQueueConsumer {
 
   /** A message due at `runAt` (server ms) was enqueued: wake then, if that is earlier than planned. */
   hint(runAt: number): void {
-    // a claim in flight may have read the queue before this message arrived: keep the hint for
-    // when its reply plans the next wake-up
-    if (this.claiming) this.hinted = Math.min(this.hinted, runAt);
-    else this.planWake(runAt);
+    this.schedule.hint(runAt);
   }
 
   /** Claim now (after a reconnect, when capacity frees up). */
@@ -92,8 +89,7 @@ export class Consumer implements DelayQueueConsumer {
       this.again = true;
       return;
     }
-    clearTimeout(this.timer);
-    this.wakeAt = Infinity;
+    this.schedule.cancel();
     void this.claim();
   }
 
@@ -103,31 +99,13 @@ export class Consumer implements DelayQueueConsumer {
     }
     if (this.stopped) return;
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.schedule.stop();
     this.deps.onStop(this);
     await Promise.race([Promise.allSettled([...this.inFlight]), sleep(timeoutMs, undefined, { ref: false })]);
-    await this.flushAcks();
+    await this.acks.flush();
     // a stopped consumer retries and renews no more: its connection is about to close
-    clearTimeout(this.ackRetry);
+    this.acks.stop();
     this.leases.stop();
-    if (this.acks.length > 0) this.logger.warn(`stopped with ${this.acks.length} message(s) unacknowledged; they will be delivered again`);
-  }
-
-  /** Replaces the planned wake-up by `serverMs`, or by a hint received meanwhile if earlier. */
-  private replan(serverMs: number): void {
-    const at = Math.min(serverMs, this.hinted);
-    this.hinted = Infinity;
-    this.wakeAt = Infinity;
-    this.planWake(at);
-  }
-
-  private planWake(serverMs: number): void {
-    if (this.stopped || serverMs >= this.wakeAt) return;
-    clearTimeout(this.timer);
-    this.wakeAt = serverMs;
-    const delay = Math.max(0, serverMs - (Date.now() + this.offsetMs));
-    this.timer = setTimeout(() => this.wake(), delay);
-    this.timer.unref();
   }
 
   private async claim(): Promise<void> {
@@ -153,7 +131,7 @@ export class Consumer implements DelayQueueConsumer {
           throw error;
         }
         const [now, next] = reply as [number, number];
-        this.offsetMs = now - Date.now();
+        this.schedule.synchronize(now);
         const claimed = (reply.length - 2) / CLAIM_FIELDS;
         await this.handle(reply, leasedUntil);
         const left = options.concurrency - this.inFlight.size;
@@ -161,14 +139,14 @@ export class Consumer implements DelayQueueConsumer {
         if (claimed === asked && left > 0) this.again = true; // a full batch (or some deferred): maybe more due
         // at the queue's global concurrency, `next` is the earliest lease deadline, and whatever
         // frees a slot first wakes us over the channel
-        this.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
+        this.schedule.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
         redis.reportSuccess();
       } while (this.again && !this.stopped);
     } catch (error) {
       if (!this.stopped) {
         if (error instanceof RedisLimitError) this.deps.redis.reportFailure(error);
         else this.logger.error(`claim failed: ${(error as Error).message}`);
-        this.replan(Date.now() + this.offsetMs + RETRY_MS);
+        this.schedule.replan(this.schedule.serverNow() + RETRY_MS);
       }
     } finally {
       this.claiming = false;
@@ -229,7 +207,7 @@ export class Consumer implements DelayQueueConsumer {
       try {
         await this.deps.handler(message);
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
-        this.ack(lease);
+        this.acks.ack(lease);
       } catch (error) {
         await this.fail(message, lease, error);
       }
@@ -238,54 +216,6 @@ export class Consumer implements DelayQueueConsumer {
       if (this.saturated) this.wake();
     });
     this.inFlight.add(running);
-  }
-
-  /** Acks go out in one call per turn of the event loop. */
-  private ack(lease: Lease): void {
-    this.acks.push(lease);
-    if (this.acks.length === 1 && this.ackRetry === undefined) setImmediate(() => void this.flushAcks());
-  }
-
-  private async flushAcks(): Promise<void> {
-    await this.flushing;
-    clearTimeout(this.ackRetry);
-    this.ackRetry = undefined;
-    if (this.acks.length === 0) return;
-    const batch = this.acks;
-    this.acks = [];
-    const tokens = batch.map((lease) => lease.token);
-    const args = batch.flatMap((lease, i) => [lease.id, tokens[i]!]);
-    this.flushing = this.deps.redis.scripts.run('queueAck', this.deps.keys, args).then(
-      () => this.acked(batch, tokens),
-      (error: unknown) => this.ackFailed(batch, error as Error),
-    );
-    await this.flushing;
-  }
-
-  /** Acknowledged, or refused to a stale claim; one claimed again by this consumer meanwhile
-   * (our claim ran before the ack) is acknowledged again, as the claim it now is. */
-  private acked(batch: Lease[], tokens: number[]): void {
-    const again = batch.filter((lease, i) => lease.token !== tokens[i] && this.leases.get(lease.id) === lease);
-    for (const lease of batch) if (!again.includes(lease)) this.leases.release(lease);
-    again.forEach((lease) => this.ack(lease));
-  }
-
-  /**
-   * A message handled but not acknowledged would be delivered again when its lease runs out, so
-   * a failed ack (Redis paused, restarting, the connection killed) is retried while the lease
-   * lasts. Past it, another consumer may hold the message, or a new one may have taken its id.
-   */
-  private ackFailed(batch: Lease[], error: Error): void {
-    const now = Date.now();
-    const live = batch.filter((a) => a.leasedUntil > now + RETRY_MS);
-    const given = batch.length - live.length;
-    batch.filter((a) => !live.includes(a)).forEach((a) => this.leases.release(a));
-    if (given > 0) {
-      this.logger.warn(`could not acknowledge ${given} message(s) before their lease ran out (${error.message}); they will be delivered again`);
-    }
-    if (live.length === 0) return;
-    this.acks.unshift(...live);
-    this.ackRetry ??= setTimeout(() => void this.flushAcks(), RETRY_MS).unref();
   }
 
   /** Records a failure: a retry after the backoff, or death once the last attempt has failed. */
@@ -305,7 +235,7 @@ export class Consumer implements DelayQueueConsumer {
         // -2: that claim no longer holds the message; unless our own claim took it back
         // meanwhile (then this failure is the new claim's), nothing to record or report
       } while (dueAgain === -2 && lease.token !== token && this.leases.get(id) === lease);
-      if (dueAgain >= 0) this.planWake(dueAgain);
+      if (dueAgain >= 0) this.schedule.at(dueAgain);
       if (dueAgain === -1) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
       else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
     } catch (failure) {
