@@ -1,6 +1,7 @@
 import { Inject, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { RedisConnection } from './redis/redis-connection.js';
+import { problemsError } from './redis/keys.js';
 import { isFieldResolver } from './handler-kind.js';
 import { modulePathOf, routeRef, type RouteRef } from './route-identity.js';
 
@@ -72,10 +73,7 @@ export abstract class RoutePlans<P> implements OnModuleInit {
         problems.push(new TypeError(`${metatype.name}: ${this.decorators} cannot take effect here: it has no method that ${NOT_A_HANDLER.replace(/^it is not/, 'is')}`));
       }
     }
-    if (problems.length === 0) return;
-    // a RangeError only when every problem is a number out of range
-    const kind = problems.every((problem) => problem instanceof RangeError) ? RangeError : TypeError;
-    throw new kind(`Invalid ${this.what} options:\n  ${problems.map((problem) => problem.message).join('\n  ')}`);
+    if (problems.length > 0) throw problemsError(`Invalid ${this.what} options`, problems);
   }
 
   /** Whether the app's GraphQL module runs guards on field resolvers (its options provider,

@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { problemsError } from '../redis/keys.js';
 import { assertName, resolveConsumeOptions } from './delay-queue.input.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import type { DelayedHandler } from './delay-queue.types.js';
@@ -20,7 +21,7 @@ export class DelayQueueExplorer implements OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     const found: { entry: OnDelayedEntry; at: string; handler: DelayedHandler }[] = [];
-    const problems: string[] = [];
+    const problems: Error[] = [];
     for (const wrapper of this.discovery.getProviders()) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
       if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
@@ -35,11 +36,13 @@ export class DelayQueueExplorer implements OnApplicationBootstrap {
           resolveConsumeOptions(entry.options, '@OnDelayed options');
           found.push({ entry, at, handler: fn.bind(instance) });
         } catch (error) {
-          problems.push(`${at}: ${(error as Error).message}`);
+          // the error's own class kept: a number out of range stays a RangeError
+          const Kind = error instanceof RangeError ? RangeError : TypeError;
+          problems.push(new Kind(`${at}: ${(error as Error).message}`));
         }
       }
     }
-    if (problems.length > 0) throw new TypeError(`Invalid @OnDelayed options:\n  ${problems.join('\n  ')}`);
+    if (problems.length > 0) throw problemsError('Invalid @OnDelayed options', problems);
     for (const { entry, handler } of found) this.queues.consume(entry.queue, handler, entry.options);
   }
 }

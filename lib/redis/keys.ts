@@ -63,6 +63,13 @@ export function numberError(value: unknown): typeof TypeError | typeof RangeErro
   return typeof value === 'number' ? RangeError : TypeError;
 }
 
+/** Several problems found at start-up as one error, a line each: a RangeError only when every
+ * problem is a number out of range (a RangeError), else a TypeError. */
+export function problemsError(heading: string, problems: readonly Error[]): TypeError | RangeError {
+  const kind = problems.every((problem) => problem instanceof RangeError) ? RangeError : TypeError;
+  return new kind(`${heading}:\n  ${problems.map((problem) => problem.message).join('\n  ')}`);
+}
+
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);

@@ -538,15 +538,29 @@ describe('bad input', () => {
       ['@MaxPending: notify with a lone surrogate', () => ({ controllers: [capped({ ...GOOD_CAP, notify: LONE })] }), TypeError, /Orders\.create: @MaxPending\.notify must be well-formed Unicode/],
       ['@OnDelayed: an empty queue', () => ({ providers: [consumer('')] }), TypeError, /Reminders\.remind: @OnDelayed\(queue\) must be a non-empty string/],
       ['@OnDelayed: queue not a string', () => ({ providers: [consumer(7)] }), TypeError, /Reminders\.remind: @OnDelayed\(queue\) must be a non-empty string, got 7/],
-      ['@OnDelayed: queue over 1024 bytes', () => ({ providers: [consumer('q'.repeat(1025))] }), TypeError, /Reminders\.remind: @OnDelayed\(queue\) must be at most 1024 bytes/],
+      ['@OnDelayed: queue over 1024 bytes', () => ({ providers: [consumer('q'.repeat(1025))] }), RangeError, /Reminders\.remind: @OnDelayed\(queue\) must be at most 1024 bytes/],
       ['@OnDelayed: options a string', () => ({ providers: [consumer('q', 'fast')] }), TypeError, /Reminders\.remind: @OnDelayed options must be an object/],
       ['@OnDelayed: options null', () => ({ providers: [consumer('q', null)] }), TypeError, /Reminders\.remind: @OnDelayed options must be an object, got null/],
       ['@OnDelayed: an unknown option', () => ({ providers: [consumer('q', { retries: 5 })] }), TypeError, /Reminders\.remind: @OnDelayed options\.retries is not an option/],
       ['@OnDelayed: concurrency a string', () => ({ providers: [consumer('q', { concurrency: '2' })] }), TypeError, /Reminders\.remind: @OnDelayed options\.concurrency must be an integer >= 1/],
-      ['@OnDelayed: rateLimit windowMs 0', () => ({ providers: [consumer('q', { rateLimit: { limit: 5, windowMs: 0 } })] }), TypeError, /Reminders\.remind: @OnDelayed options\.rateLimit\.windowMs must be a positive integer, got 0/],
+      ['@OnDelayed: rateLimit windowMs 0', () => ({ providers: [consumer('q', { rateLimit: { limit: 5, windowMs: 0 } })] }), RangeError, /Reminders\.remind: @OnDelayed options\.rateLimit\.windowMs must be a positive integer, got 0/],
       ['@OnDelayed: rateLimit key a string', () => ({ providers: [consumer('q', { rateLimit: { limit: 5, windowMs: 1000, key: 'tenant' } })] }), TypeError, /Reminders\.remind: @OnDelayed options\.rateLimit\.key must be a function/],
-      ['@OnDelayed: globalConcurrency 0', () => ({ providers: [consumer('q', { globalConcurrency: 0 })] }), TypeError, /Reminders\.remind: @OnDelayed options\.globalConcurrency must be an integer >= 1, got 0/],
-      ['@OnDelayed: backoffMs -1', () => ({ providers: [consumer('q', { backoffMs: -1 })] }), TypeError, /Reminders\.remind: @OnDelayed options\.backoffMs must be an integer >= 0/],
+      ['@OnDelayed: globalConcurrency 0', () => ({ providers: [consumer('q', { globalConcurrency: 0 })] }), RangeError, /Reminders\.remind: @OnDelayed options\.globalConcurrency must be an integer >= 1, got 0/],
+      ['@OnDelayed: backoffMs -1', () => ({ providers: [consumer('q', { backoffMs: -1 })] }), RangeError, /Reminders\.remind: @OnDelayed options\.backoffMs must be an integer >= 0/],
+      ['@OnDelayed: maxBackoffMs a string', () => ({ providers: [consumer('q', { maxBackoffMs: '1000' })] }), TypeError, /Reminders\.remind: @OnDelayed options\.maxBackoffMs must be an integer >= 0, got "1000"/],
+      ['@OnDelayed: rateLimit a token bucket above 2^53', () => ({ providers: [consumer('q', { rateLimit: { limit: 2 ** 30, windowMs: 2 ** 30, algorithm: 'token-bucket' } })] }), RangeError, /Reminders\.remind: @OnDelayed options\.rateLimit: limit × window/],
+      [
+        '@OnDelayed: two numbers out of range, on two providers',
+        () => ({ providers: [consumer('q', { maxAttempts: 0 }), consumer('q', { rateLimit: { limit: 5, windowMs: -1 } })] }),
+        RangeError,
+        /^Invalid @OnDelayed options:\n(?=[^]*options\.maxAttempts must be an integer >= 1, got 0)(?=[^]*options\.rateLimit\.windowMs must be a positive integer, got -1)/,
+      ],
+      [
+        '@OnDelayed: a number out of range beside a wrong type',
+        () => ({ providers: [consumer('q', { maxAttempts: 0 }), consumer('q', { concurrency: '2' })] }),
+        TypeError,
+        /^Invalid @OnDelayed options:\n(?=[^]*options\.maxAttempts must be an integer >= 1, got 0)(?=[^]*options\.concurrency must be an integer >= 1, got "2")/,
+      ],
     ];
 
     it.each(rows)('%s', async (_label, setup, type, message) => {
