@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { assertMetricPrefix, PROMETHEUS_PREFIX } from '../observability/prometheus.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { ScriptName } from '../redis/scripts.js';
 import { Consumer } from './consumer.js';
@@ -155,7 +156,9 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * `RedisLimitEvents.prometheus()` with every queue's sizes read first: the synchronous
    * `prometheus()` reports the sizes last read (by `size()`, `queues()` or this).
    */
-  async prometheus(prefix?: string): Promise<string> {
+  async prometheus(prefix: string = PROMETHEUS_PREFIX): Promise<string> {
+    // checked before the sizes are read: a bad prefix costs Redis nothing
+    assertMetricPrefix(prefix);
     await this.queues();
     return this.redis.events.prometheus(prefix);
   }

@@ -1,4 +1,18 @@
 import type { RedisLimitCounters } from './events.js';
+import { describeValue } from '../redis/keys.js';
+
+/** The metric names' prefix when none is given. */
+export const PROMETHEUS_PREFIX = 'nest_redis_limit';
+
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+
+/** Throws a TypeError naming `prefix` unless it is a Prometheus metric name. */
+export function assertMetricPrefix(prefix: unknown): asserts prefix is string {
+  // a string first: the test would take null for 'null'
+  if (typeof prefix !== 'string' || !METRIC_NAME.test(prefix)) {
+    throw new TypeError(`prefix must be a Prometheus metric name (${METRIC_NAME.source.slice(1, -1)}), got ${describeValue(prefix)}`);
+  }
+}
 
 /** Label values in the text format escape backslash, double quote and newline. */
 const label = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');

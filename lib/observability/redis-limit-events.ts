@@ -2,15 +2,13 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import { DiscoveryService } from '@nestjs/core';
 import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener, ShadowVerdict } from './events.js';
 import { describeValue } from '../redis/keys.js';
-import { prometheusText } from './prometheus.js';
+import { assertMetricPrefix, PROMETHEUS_PREFIX, prometheusText } from './prometheus.js';
 
 interface Emitter {
   emit(event: string, payload: unknown): unknown;
 }
 
 type QueueCounts = RedisLimitCounters['queues'][string];
-
-const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 
 /**
  * Where the module reports what it does: counters, always (cheap enough for every request), and
@@ -93,11 +91,8 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
    * @param prefix - the metric names' prefix (default 'nest_redis_limit')
    * @throws TypeError when `prefix` is not a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
    */
-  prometheus(prefix = 'nest_redis_limit'): string {
-    // a string first: the test would take null for 'null'
-    if (typeof prefix !== 'string' || !METRIC_NAME.test(prefix)) {
-      throw new TypeError(`prefix must be a Prometheus metric name (${METRIC_NAME.source.slice(1, -1)}), got ${describeValue(prefix)}`);
-    }
+  prometheus(prefix = PROMETHEUS_PREFIX): string {
+    assertMetricPrefix(prefix);
     return prometheusText(this.counts, prefix);
   }
 

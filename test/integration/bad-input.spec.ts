@@ -17,6 +17,7 @@ import {
 } from '../../lib/index.js';
 import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { limiterModule, uniquePrefix, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
+import { RedisNode } from '../harness/redis-server.js';
 
 // The rows of the "Bad input" tables (docs/bad-input.md) that need a server: each bad value is refused before
 // Redis is asked, with a TypeError (wrong type) or a RangeError (a number out of range) whose
@@ -378,6 +379,20 @@ describe('bad input', () => {
     });
     it('ExpiringHash: a key with a lone surrogate is refused', async () => {
       await expect(hash().set(LONE, 'f', 'v')).rejects.toThrow(/^key must be well-formed Unicode/);
+    });
+    it('DelayQueue prometheus: a bad prefix is refused before Redis is asked', async () => {
+      // on a server that is gone, any Redis call would fail first (RedisUnavailableError)
+      const down = await RedisNode.start({ own: true });
+      await down.stop();
+      const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forRoot({ redis: down.url, commandTimeoutMs: 300 })] }).compile();
+      await moduleRef.init();
+      try {
+        const error = await failure(() => moduleRef.get(DelayQueueService).prometheus('1x'));
+        expect(error).toBeInstanceOf(TypeError);
+        expect(error.message).toMatch(/^prefix must be a Prometheus metric name .*, got "1x"$/);
+      } finally {
+        await moduleRef.close();
+      }
     });
   });
 
