@@ -3,6 +3,7 @@ import { assertName } from './delay-queue.input.js';
 
 /** Ids one retryDead / purgeDead call takes at most: one script call each, kept short. */
 export const MAX_DEAD_IDS = 1000;
+/** dead()'s page size when `opts.limit` is omitted, and the largest it takes. */
 export const DEAD_PAGE_DEFAULT = 100;
 export const DEAD_PAGE_MAX = 1000;
 

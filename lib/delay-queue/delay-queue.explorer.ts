@@ -7,7 +7,7 @@ import type { DelayedHandler } from './delay-queue.types.js';
 import { ON_DELAYED, type OnDelayedEntry } from './on-delayed.decorator.js';
 
 /**
- * Finds every @OnDelayed method of every provider once the application is up and starts a
+ * Finds every `@OnDelayed` method of every provider once the application is up and starts a
  * consumer for it; DelayQueueService stops them all at shutdown. Bad options fail start-up with
  * `Provider.method` in the message.
  */

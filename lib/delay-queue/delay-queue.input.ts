@@ -63,13 +63,16 @@ export function assertName(value: unknown, argument: string): asserts value is s
   if (bytes > MAX_NAME_BYTES) throw new RangeError(`${argument} must be at most ${MAX_NAME_BYTES} bytes, got ${bytes}`);
 }
 
+/** `enqueue`'s opts (`enqueueMany`: `messages[i]`, named by `at`): an object with a valid `id`
+ * if any; its time is checked by resolveWhen. */
 export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts is EnqueueOptions {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
   const { id } = opts as EnqueueOptions;
   if (id !== undefined) assertName(id, `${at}.id`);
 }
 
-/** The consume options that are plain integers, with their defaults. */
+/** The consume options that are plain integers, with their defaults (the `@default`s
+ * ConsumeOptions states). */
 type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency'>>;
 
 export const CONSUME_DEFAULTS: IntegerConsumeOptions = {
@@ -114,6 +117,7 @@ function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {
   return { spec, key: key as ConsumerRateLimit['key'] };
 }
 
+/** The module option `delayQueue`'s defaults (the `@default`s DelayQueueOptions states). */
 export const DELAY_QUEUE_DEFAULTS: Required<DelayQueueOptions> = {
   deadRetentionMs: 7 * 24 * 3_600_000,
   maxDead: 10_000,

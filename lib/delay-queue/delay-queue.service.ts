@@ -28,7 +28,26 @@ const ENQUEUE_MANY_BATCH = 1000;
  * Delayed messages on Redis: a sorted set per queue scored by due time (server clock), claimed in
  * batches by one script into an in-flight set with a visibility deadline, acknowledged when the
  * handler resolves, retried with backoff, dead after `maxAttempts`. Consumers sleep on timers and
- * are woken by the queue's pub/sub channel (see WakeUps): they never poll.
+ * are woken by the queue's pub/sub channel (see WakeUps): they never poll. Delivery is at least
+ * once, to one handler at a time. Methods reject only on bad input (TypeError / RangeError naming
+ * the argument, before Redis is asked; `consume` throws them) or when Redis fails
+ * (RedisLimitError). See docs/delay-queue.md and docs/delay-queue-operations.md.
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class Reminders {
+ *   constructor(private readonly queue: DelayQueueService) {}
+ *
+ *   schedule(userId: number): Promise<string> {
+ *     return this.queue.enqueue('reminders', { userId }, { delayMs: 86_400_000 });
+ *   }
+ *
+ *   @OnDelayed('reminders', { maxAttempts: 5 })
+ *   async remind(message: DelayedMessage<{ userId: number }>): Promise<void> {
+ *     console.log(`remind user ${message.payload.userId} (attempt ${message.attempt})`);
+ *   }
+ * }
+ * ```
  */
 @Injectable()
 export class DelayQueueService implements BeforeApplicationShutdown {
@@ -46,7 +65,29 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     this.deadLetters = new DeadLetters(redis, this.wakeUps);
   }
 
-  /** Schedules `payload`; resolves its id. An id already scheduled or in flight changes nothing. */
+  /**
+   * Schedules `payload` on `queue`, due after `opts.delayMs` or at `opts.runAt` (Redis server
+   * clock); due at once by default. An id already scheduled or in flight changes nothing (its
+   * payload and time stay); an id in the dead set is scheduled afresh.
+   * @param queue - the queue's name: a non-empty string of at most 1,024 bytes (UTF-8)
+   * @param payload - JSON that comes back as it was: plain objects, arrays, strings, finite
+   * numbers, booleans, null
+   * @param opts - `delayMs` (ms >= 0, default 0) or `runAt` (a Date or ms since the epoch; a past
+   * time is due at once), and `id` (default a random UUID)
+   * @returns the message's id
+   * @throws TypeError / RangeError `queue`, `opts.id` (not a non-empty well-formed string, over
+   * 1,024 bytes); TypeError `payload…` naming where JSON would change it (a Date, a Map,
+   * `undefined`, `NaN`, a cycle); TypeError `opts` when not an object or with both `delayMs` and
+   * `runAt`; TypeError / RangeError `opts.delayMs`, `opts.runAt` when not a whole number of ms >= 0
+   * (or a valid Date).
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await queue.enqueue('reminders', { userId: 42 }, { delayMs: 60_000 });
+   * await queue.enqueue('invoices', { invoice: 7 }, { runAt: new Date('2027-01-01'), id: 'invoice-7' });
+   * ```
+   */
   async enqueue<T>(queue: string, payload: T, opts: EnqueueOptions = {}): Promise<string> {
     assertName(queue, 'queue');
     assertEnqueueOptions(opts);
@@ -64,7 +105,22 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * Schedules many messages of one queue, in bounded script calls (ENQUEUE_MANY_BATCH messages
    * each, so none blocks Redis for long); resolves their ids, in order. Each as `enqueue` would:
    * an id already scheduled or in flight (or given twice) changes nothing. Every message is
-   * checked before any is sent.
+   * checked before any is sent; a Redis failure after the first call leaves the earlier calls'
+   * messages scheduled (sending the same ids again changes nothing for them).
+   * @param messages - each `{ payload, id?, delayMs?, runAt? }` as `enqueue`'s payload and opts
+   * @returns the messages' ids, in order
+   * @throws TypeError / RangeError `queue` as `enqueue`; TypeError `messages` when not an array;
+   * each message's errors as `enqueue`'s, named `messages[i]`, `messages[i].id`,
+   * `messages[i].payload…`, `messages[i].delayMs`, `messages[i].runAt`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const ids = await queue.enqueueMany('reminders', [
+   *   { payload: { userId: 1 }, delayMs: 60_000 },
+   *   { payload: { userId: 2 }, runAt: new Date('2027-01-01'), id: 'invoice-8' },
+   * ]);
+   * ```
    */
   async enqueueMany<T>(queue: string, messages: EnqueueManyItem<T>[]): Promise<string[]> {
     assertName(queue, 'queue');
@@ -88,14 +144,35 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     return args.map(([id]) => id);
   }
 
-  /** Removes a scheduled message; false when it is in flight, dead or unknown. */
+  /**
+   * Removes a scheduled message with its payload.
+   * @returns true when it was scheduled; false when it is in flight, dead or unknown
+   * @throws TypeError / RangeError `queue`, `id` when not a non-empty well-formed string of at
+   * most 1,024 bytes.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async cancel(queue: string, id: string): Promise<boolean> {
     assertName(queue, 'queue');
     assertName(id, 'id');
     return (await this.run('queueCancel', queue, [id])) === 1;
   }
 
-  /** Moves a scheduled message to a new time; false when it is in flight, dead or unknown. */
+  /**
+   * Moves a scheduled message to a new time (Redis server clock); its payload and attempts stay.
+   * @param opts - `delayMs` (ms from now, >= 0) or `runAt` (a Date or ms since the epoch); neither:
+   * due now
+   * @returns true when it was scheduled; false when it is in flight, dead or unknown
+   * @throws TypeError / RangeError `queue`, `id` as `cancel`; TypeError `opts` when not an object
+   * or with both `delayMs` and `runAt`; TypeError / RangeError `opts.delayMs`, `opts.runAt` as
+   * `enqueue`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const moved = await queue.reschedule('invoices', 'invoice-7', { delayMs: 3_600_000 });
+   * ```
+   */
   async reschedule(queue: string, id: string, opts: RescheduleOptions): Promise<boolean> {
     assertName(queue, 'queue');
     assertName(id, 'id');
@@ -105,6 +182,13 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     return Number(await this.run('queueReschedule', queue, ['', id, runAt, delayMs, this.wakeUps.channel(queue), publish])) >= 0;
   }
 
+  /**
+   * How many of `queue`'s messages are scheduled, in flight (claimed, handler not done) and dead;
+   * the sizes are kept for the synchronous `RedisLimitEvents.prometheus()`.
+   * @throws TypeError / RangeError `queue` as `enqueue`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async size(queue: string): Promise<QueueSize> {
     assertName(queue, 'queue');
     const [scheduled, inFlight, dead] = (await this.run('queueSize', queue, [])) as number[];
@@ -113,15 +197,48 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     return size;
   }
 
-  /** A page of `queue`'s dead messages, oldest first; `cursor` from the previous page. */
+  /**
+   * A page of `queue`'s dead messages, oldest first (by time of death, then id). Following the
+   * cursors lists each dead message once, even while others die, are retried or purged.
+   * @param opts - `limit`: messages per page, 1 to 1,000 (default 100); `cursor`: the previous
+   * page's (omitted or null: the first page)
+   * @returns `messages` and the `cursor` of the next page (null when this is the last)
+   * @throws TypeError / RangeError `queue` as `enqueue`; TypeError `opts` when not an object or
+   * with another option; TypeError / RangeError `opts.limit` when not an integer from 1 to 1,000;
+   * TypeError `opts.cursor` when not a cursor `dead()` returned.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * let page = await queue.dead<{ orderId: string }>('orders', { limit: 500 });
+   * for (;;) {
+   *   for (const message of page.messages) console.log(message.payload.orderId, message.attempts, message.error);
+   *   if (page.cursor === null) break;
+   *   page = await queue.dead<{ orderId: string }>('orders', { limit: 500, cursor: page.cursor });
+   * }
+   * ```
+   */
   async dead<T = unknown>(queue: string, opts: { limit?: number; cursor?: string } = {}): Promise<DeadPage<T>> {
     assertName(queue, 'queue');
     const { limit, after } = resolveDeadPage(opts);
     return this.deadLetters.page<T>(queue, this.keys(queue), limit, after);
   }
 
-  /** Dead messages back to scheduled, due now, attempt 1 next (all when `ids` is omitted);
-   * resolves how many moved. */
+  /**
+   * Dead messages back to scheduled, due now, attempt 1 next, error cleared; consumers are woken
+   * as by an enqueue. Without `ids`, every message dead when the call starts, in calls of 200.
+   * @param ids - at most 1,000 ids (duplicates and ids not dead are skipped); omitted: all
+   * @returns how many moved
+   * @throws TypeError / RangeError `queue` as `enqueue`; TypeError `ids` when not an array (null
+   * too); RangeError `ids` with more than 1,000; TypeError / RangeError `ids[i]` as an `id`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await queue.retryDead('orders', ['order-1', 'order-2']);
+   * await queue.retryDead('orders'); // every dead message of the queue
+   * ```
+   */
   async retryDead(queue: string, ids?: string[]): Promise<number> {
     assertName(queue, 'queue');
     const chosen = resolveDeadIds(ids);
@@ -130,7 +247,19 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     return count;
   }
 
-  /** Dead messages deleted with their payloads (all when `ids` is omitted); resolves how many. */
+  /**
+   * Dead messages deleted with their payloads. Without `ids`, every message dead when the call
+   * starts, in calls of 200.
+   * @param ids - at most 1,000 ids (duplicates and ids not dead are skipped); omitted: all
+   * @returns how many were deleted
+   * @throws TypeError / RangeError `queue`, `ids`, `ids[i]` as `retryDead`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await queue.purgeDead('orders', ['order-3']);
+   * ```
+   */
   async purgeDead(queue: string, ids?: string[]): Promise<number> {
     assertName(queue, 'queue');
     const count = await this.deadLetters.purge(this.keys(queue), resolveDeadIds(ids));
@@ -143,6 +272,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * queue registry (see QueueRegistry), never by scanning the keyspace; each queue's sizes are
    * read too (and kept for `prometheus()`), and empty queues are dropped from the registry once
    * nobody has used them for a day.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
   async queues(): Promise<string[]> {
     const names = (await this.registry.names()).map(([name]) => name);
@@ -155,6 +286,11 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   /**
    * `RedisLimitEvents.prometheus()` with every queue's sizes read first: the synchronous
    * `prometheus()` reports the sizes last read (by `size()`, `queues()` or this).
+   * @param prefix - the metric names' prefix (default 'nest_redis_limit')
+   * @throws TypeError `prefix` when not a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`),
+   * before any Redis call.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
   async prometheus(prefix: string = PROMETHEUS_PREFIX): Promise<string> {
     // checked before the sizes are read: a bad prefix costs Redis nothing
@@ -163,7 +299,33 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     return this.redis.events.prometheus(prefix);
   }
 
-  /** Starts consuming `queue` with `handler`; stopped by `stop()` or application shutdown. */
+  /**
+   * Starts consuming `queue` with `handler`; stopped by `stop()` or application shutdown. A
+   * message is acknowledged when the handler resolves; a handler that throws (or rejects) is
+   * retried after `backoffMs`, doubled per attempt up to `maxBackoffMs`, until `maxAttempts`, then
+   * the message moves to the dead set with its error. Redis failures while consuming are logged and
+   * retried, never thrown. `@OnDelayed` does the same from a provider method.
+   * @param handler - called with each message (`attempt` 1 on first delivery); should be
+   * idempotent: a consumer that dies mid-message has it delivered again
+   * @param opts - see ConsumeOptions; every option has a default
+   * @returns the consumer, to `stop()` it
+   * @throws TypeError / RangeError, synchronously (no Redis call is made): `queue` as `enqueue`;
+   * TypeError `handler` when not a function; TypeError `opts` when not an object or with an
+   * unknown option; TypeError / RangeError `opts.concurrency`, `opts.visibilityTimeoutMs`,
+   * `opts.maxAttempts`, `opts.globalConcurrency` when not an integer >= 1, `opts.backoffMs`,
+   * `opts.maxBackoffMs` when not an integer >= 0; TypeError / RangeError `opts.rateLimit…` as a
+   * RateLimiterService `policy`, TypeError `opts.rateLimit.key` when not a function.
+   * @example
+   * ```ts
+   * const consumer = queue.consume<{ tenant: string }>('webhooks', async (message) => {
+   *   await fetch(`https://hooks.example.com/${message.payload.tenant}`, { method: 'POST' });
+   * }, {
+   *   concurrency: 20,
+   *   rateLimit: { limit: 10, windowMs: 1000, key: (message) => message.payload.tenant },
+   * });
+   * await consumer.stop();
+   * ```
+   */
   consume<T>(queue: string, handler: DelayedHandler<T>, opts?: ConsumeOptions<T>): DelayQueueConsumer {
     assertName(queue, 'queue');
     if (typeof handler !== 'function') throw new TypeError('handler must be a function (message) => unknown');

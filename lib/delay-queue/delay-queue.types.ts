@@ -1,47 +1,79 @@
 import type { RateLimitPolicy } from '../rate-limit/policy.js';
 
-/** A message as a handler receives it. */
+/** A message as a handler receives it (`T`: the payload's type, as enqueued). */
 export interface DelayedMessage<T = unknown> {
+  /** The id `enqueue` resolved (given or a random UUID). */
   id: string;
+  /** The queue it was enqueued to. */
   queue: string;
+  /** The payload, parsed from the JSON it was stored as. */
   payload: T;
-  /** When it was due (ms, Redis server clock): its runAt, or the time of its retry. */
+  /** When it was due (ms since the epoch, Redis server clock): its runAt, or the time of its
+   * retry. */
   runAt: number;
-  /** 1 on first delivery. */
+  /** 1 on first delivery, one more per redelivery; a rate-limited message's wait for its limit
+   * (or an admission that never happened) is no attempt. It dies when attempt `maxAttempts`
+   * fails. */
   attempt: number;
 }
 
+/** `enqueue`'s options: when the message is due (`delayMs` or `runAt`, not both) and its id. */
 export interface EnqueueOptions {
-  /** Due this many ms from now (Redis server clock). Default 0. */
+  /** Due this many ms from now (Redis server clock): a whole number >= 0.
+   * @default 0 (due at once) */
   delayMs?: number;
-  /** Due at this time (ms since the epoch, or a Date); a time in the past is due at once. */
+  /** Due at this time (ms since the epoch, or a Date); a time in the past is due at once. A whole
+   * number >= 0 or a valid Date; not with `delayMs`.
+   * @default now + `delayMs` */
   runAt?: number | Date;
-  /** The message id; enqueuing an id that is scheduled or in flight changes nothing. Default: a UUID. */
+  /** The message id: a non-empty well-formed string of at most 1,024 bytes (UTF-8). Enqueuing an
+   * id that is scheduled or in flight changes nothing; one that is dead is scheduled afresh.
+   * @default a random UUID */
   id?: string;
 }
 
 /** One message of `enqueueMany`: its payload and enqueue options. */
 export interface EnqueueManyItem<T = unknown> extends EnqueueOptions {
+  /** JSON that comes back as it was, as `enqueue`'s `payload`. */
   payload: T;
 }
 
+/** `reschedule`'s options: the new due time, `delayMs` or `runAt` (not both). */
 export interface RescheduleOptions {
+  /** Due this many ms from now (Redis server clock): a whole number >= 0.
+   * @default 0 (due at once) */
   delayMs?: number;
+  /** Due at this time (ms since the epoch, or a Date); a past time is due at once.
+   * @default now + `delayMs` */
   runAt?: number | Date;
 }
 
-/** `T`: the payload type, which `rateLimit.key` reads. */
+/**
+ * Options of `consume()` and `@OnDelayed`; `T`: the payload type, which `rateLimit.key` reads.
+ * Every option is checked when the consumer is created (`consume()` throws, `@OnDelayed` fails
+ * `app.init()`); an unknown option is a TypeError, and `undefined` means the default.
+ */
 export interface ConsumeOptions<T = unknown> {
-  /** Handlers running at once in this consumer. Default 10. */
+  /** Handlers running at once in this consumer (process-wide: see `globalConcurrency`).
+   * @default 10
+   * @throws TypeError / RangeError `opts.concurrency` when not an integer >= 1. */
   concurrency?: number;
-  /** ms a claimed message's lease lasts; renewed while its handler runs, so it bounds how long a
-   * consumer that died keeps a message (then it is delivered again). Default 30_000. */
+  /** ms a claimed message's lease lasts; renewed every third of it while its handler runs, so it
+   * bounds how long a consumer that died keeps a message (then it is delivered again).
+   * @default 30_000
+   * @throws TypeError / RangeError `opts.visibilityTimeoutMs` when not an integer >= 1. */
   visibilityTimeoutMs?: number;
-  /** Deliveries before a failing message moves to the dead set. Default 3. */
+  /** Deliveries before a failing message moves to the dead set (1: never retried).
+   * @default 3
+   * @throws TypeError / RangeError `opts.maxAttempts` when not an integer >= 1. */
   maxAttempts?: number;
-  /** ms before the first retry, doubled for each further one. Default 1000. */
+  /** ms before the first retry, doubled for each further one (0: retried at once).
+   * @default 1000
+   * @throws TypeError / RangeError `opts.backoffMs` when not an integer >= 0. */
   backoffMs?: number;
-  /** ms a retry waits at most, however often the delay has doubled. Default 3_600_000. */
+  /** ms a retry waits at most, however often the delay has doubled.
+   * @default 3_600_000 (an hour)
+   * @throws TypeError / RangeError `opts.maxBackoffMs` when not an integer >= 0. */
   maxBackoffMs?: number;
   /**
    * At most `limit` handler starts per `windowMs` per key (e.g. per tenant), across every process
@@ -57,45 +89,69 @@ export interface ConsumeOptions<T = unknown> {
    * lease, charges each key's counter (a key in the queue's hash slot, so one atomic step on a
    * cluster) and gives the refused back, counting their claim as no attempt. A consumer that
    * dies between the two steps leaves leases that expire as usual.
+   * @default none: handlers start as fast as `concurrency` allows
+   * @throws TypeError `opts.rateLimit` when not an object; TypeError / RangeError
+   * `opts.rateLimit.limit` / `.windowMs` when not a positive integer; TypeError
+   * `opts.rateLimit.algorithm` when not a RateLimitAlgorithm; RangeError `opts.rateLimit` for a
+   * token bucket whose limit × windowMs is above 2^53; TypeError `opts.rateLimit.key` when not a
+   * function.
    */
   // a method, so that options for one payload type still fit ConsumeOptions<unknown> (@OnDelayed)
   rateLimit?: RateLimitPolicy & { key?(message: DelayedMessage<T>): string };
   /**
    * Handlers of this queue running at once at most, across every process. Counted from the
    * queue's leases: a consumer that dies frees its share when its leases expire
-   * (`visibilityTimeoutMs`). A consumer finding the queue full looks again when one of its own
-   * handlers finishes, else within 50 ms.
+   * (`visibilityTimeoutMs`). A consumer finding the queue full does not poll: whatever frees a
+   * slot first (an ack, a failure, a rate-limit deferral) wakes it over the queue's channel.
+   * @default none: only `concurrency` per consumer
+   * @throws TypeError / RangeError `opts.globalConcurrency` when not an integer >= 1.
    */
   globalConcurrency?: number;
 }
 
-/** Module option `delayQueue`: how much of each queue's dead set is kept. */
+/** Module option `delayQueue`: how much of each queue's dead set is kept. Checked when the
+ * module is created; an unknown option is a TypeError. */
 export interface DelayQueueOptions {
-  /** ms a dead message is kept; older ones are deleted by the queue's consumers. Default 7 days. */
+  /** ms a dead message is kept; older ones are deleted (with their payloads) by the queue's
+   * consumers as they claim, up to 1,000 at a time.
+   * @default 604_800_000 (7 days)
+   * @throws TypeError / RangeError `delayQueue.deadRetentionMs` when not an integer >= 1. */
   deadRetentionMs?: number;
-  /** Dead messages kept per queue, the newest; older ones are deleted as later ones die. Default 10_000. */
+  /** Dead messages kept per queue, the newest; older ones are deleted as later ones die (0: none
+   * is kept).
+   * @default 10_000
+   * @throws TypeError / RangeError `delayQueue.maxDead` when not an integer >= 0. */
   maxDead?: number;
 }
 
+/** `size()`'s answer: a queue's messages by state. */
 export interface QueueSize {
+  /** Waiting for their due time, or due and not yet claimed. */
   scheduled: number;
+  /** Claimed by a consumer and not yet acknowledged or failed (a dead consumer's, until its
+   * lease runs out). */
   inFlight: number;
+  /** In the dead set: out of attempts, kept as `DelayQueueOptions` says. */
   dead: number;
 }
 
 /** A message in a queue's dead set, as `dead()` lists it. */
 export interface DeadMessage<T = unknown> {
+  /** Its id: what `retryDead` and `purgeDead` take. */
   id: string;
+  /** The queue it died in. */
   queue: string;
+  /** The payload, as enqueued. */
   payload: T;
-  /** Deliveries it had. */
+  /** Deliveries it had (rate-limit waits are not counted). */
   attempts: number;
   /** The last failure, as `Name: message`. */
   error: string;
-  /** When it died (ms, Redis server clock). */
+  /** When it died (ms since the epoch, Redis server clock). */
   diedAt: number;
 }
 
+/** One page of `dead()`. */
 export interface DeadPage<T = unknown> {
   /** Oldest first. */
   messages: DeadMessage<T>[];
@@ -103,9 +159,15 @@ export interface DeadPage<T = unknown> {
   cursor: string | null;
 }
 
+/** What `consume()` returns. Application shutdown stops it too. */
 export interface DelayQueueConsumer {
-  /** Claims nothing more and waits (at most `timeoutMs`, default 10 s) for the handlers in flight. */
+  /** Claims nothing more and waits (at most `timeoutMs` ms, default 10 s) for the handlers in
+   * flight; a message whose handler is still running then is delivered again once its lease runs
+   * out. Stopping twice is harmless.
+   * @throws TypeError / RangeError `timeoutMs` when not a finite number >= 0 (the promise rejects). */
   stop(timeoutMs?: number): Promise<void>;
 }
 
+/** A consumer's handler: resolving acknowledges the message; throwing or rejecting is a failed
+ * attempt (retried with backoff, dead after `maxAttempts`). */
 export type DelayedHandler<T = unknown> = (message: DelayedMessage<T>) => unknown | Promise<unknown>;
