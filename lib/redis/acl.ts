@@ -21,7 +21,7 @@ const COMMANDS = [
   // DelayQueue wake-ups: published from scripts, heard by one subscriber connection
   'publish', 'subscribe', 'unsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe',
   // inside the scripts
-  'time', 'del', 'pexpire', 'pexpireat', 'pexpiretime', 'pttl', 'persist',
+  'time', 'type', 'del', 'pexpire', 'pexpireat', 'pexpiretime', 'pttl', 'persist', 'get', 'set',
   'hget', 'hmget', 'hgetall', 'hset', 'hdel', 'hlen', 'hincrby',
   'zadd', 'zrem', 'zscore', 'zcard', 'zcount', 'zrange', 'zrangebyscore', 'zremrangebyscore',
 ];

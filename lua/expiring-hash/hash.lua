@@ -14,10 +14,13 @@
 -- "<bucket>.<k>" = names (2-byte length + bytes) of fields that expire in that bucket. A chunk
 -- stays near CHUNK bytes so appends and sweeps cost bounded work. A name may be stale (deleted
 -- or re-set since); sweeps check every name against the field itself.
--- A compact H holds one field with a ttl and nothing else: no meta field, the value as given (both
--- modes, no field expiry), and H's own expiry is the field's. It costs about what one string key
--- per item does, where the meta field alone would add a third. set.lua makes one when it creates a
--- hash, and expands it (into the layout above, in the writer's mode) when a second field comes.
+-- A compact H holds one field with a ttl and nothing else, as a string: the field's length (2 bytes,
+-- big-endian: a field may hold any byte, NUL included), the field, the value as given (both modes);
+-- H's own expiry is the field's. It costs what one string key per item does (the meta field alone
+-- would add a third), and unlike a one-field hash it stays that small past 64-byte values, where a
+-- hash leaves the listpack encoding. set.lua makes one when it creates H, and expands it (into the
+-- layout above, in the writer's mode) when a second field comes. A compact H written before (a hash
+-- of one field, no meta field) is read as one, and rewritten as a string by its next write.
 -- N (KEYS[3]) holds armed expiry notifications: "<expiry>:<field>" -> JSON { q = queue, v = value }.
 -- The expiry in the name makes each arming distinct: deleting or re-setting a live field disarms
 -- its own, never one already due. The value is kept here because native mode loses it at expiry.
@@ -69,8 +72,17 @@ end
 
 -- Reads the meta field (or the one field of a compact H); returns false when H does not exist.
 local function load_meta()
+  local kind = rcall('TYPE', H).ok
+  if kind == 'none' then return false end
+  if kind == 'string' then
+    local raw = rcall('GET', H)
+    local len = struct.unpack('>I2', raw)
+    compact = { field = string.sub(raw, 3, 2 + len), value = string.sub(raw, 3 + len), expiry = rcall('PEXPIRETIME', H) }
+    return true
+  end
   local raw = rcall('HGET', H, '')
   if not raw then
+    -- a compact H as earlier versions wrote it: a hash of one field
     local only = rcall('HGETALL', H)
     if #only == 0 then return false end
     compact = { field = only[1], value = only[2], expiry = rcall('PEXPIRETIME', H) }
@@ -168,10 +180,15 @@ local function read(field)
   return expiry, value
 end
 
+-- A field name with its length before it: the bucket index's names, and a compact H's field.
+local function entry(field)
+  return struct.pack('>I2', #field) .. field
+end
+
 local function write(field, value, expiry)
   if compact then
-    -- the one field, its expiry unchanged (update.lua)
-    rcall('HSET', H, field, value)
+    -- the one field, its expiry unchanged (update.lua); a compact hash becomes a string
+    rcall('SET', H, entry(field) .. value, 'KEEPTTL')
     return
   end
   if not native then
@@ -184,10 +201,6 @@ local function write(field, value, expiry)
   end
   rcall('HSET', H, field, value) -- clears the field's previous ttl
   if expiry >= 0 then rcall('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) end
-end
-
-local function entry(field)
-  return struct.pack('>I2', #field) .. field
 end
 
 -- Lists `field` under the bucket of `expiry` (indexed hashes), unless `old` is in that bucket.
@@ -366,26 +379,26 @@ local function account(field, expiry, old)
   return -1
 end
 
--- A new compact H of one field with a ttl.
+-- A compact H of one field with a ttl, new or replacing the one field (whatever H was).
 local function write_compact(field, value, expiry)
-  rcall('HSET', H, field, value)
-  rcall('PEXPIREAT', H, expiry)
+  rcall('SET', H, entry(field) .. value, 'PXAT', expiry)
 end
 
 -- Turns a compact H into the full layout, in `mode` ('i' or 'n'), before a second field comes.
 local function expand(mode)
   local one = compact
   compact = nil
+  rcall('DEL', H)
   new_meta(mode)
   if one.expiry > now then
     write(one.field, one.value, one.expiry)
     account(one.field, one.expiry, nil)
-  else
-    rcall('HDEL', H, one.field)
   end
-  -- written now: the caller counts fields with HLEN; H's own expiry is already the field's
+  -- written now: the caller counts fields with HLEN
   meta_before = meta_string()
   rcall('HSET', H, '', meta_before)
+  local expiry = key_expiry(meta)
+  if expiry >= 0 then rcall('PEXPIREAT', H, expiry) end
 end
 
 -- ms until the earliest and the latest expiry of a live field (0 when none has a ttl).

@@ -124,32 +124,85 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
     expect(pttl).toBeGreaterThan(19_000);
   });
 
-  it('a hash of one field with a ttl is compact: the value as given, no meta field, the key expires with it', async () => {
+  it('a hash of one field with a ttl is compact: one string key, the field length-prefixed, the key expires with it', async () => {
     const key = fresh();
     const raw = ctx.app.raw;
     const stored = `${ctx.app.prefix}eh:{${key}}`;
-    await hash().setIfBelow(key, 'only', 'value', 60_000, 3);
-    expect(await raw.hgetall(stored)).toEqual({ only: 'value' });
+    // a field may hold any character, NUL included: its length says where the value starts
+    const only = 'only\u0000é';
+    const compact = async () => {
+      const bytes = (await raw.getBuffer(stored))!;
+      const length = bytes.readUInt16BE(0);
+      return [await raw.type(stored), bytes.subarray(2, 2 + length).toString(), bytes.subarray(2 + length).toString()];
+    };
+    await hash().setIfBelow(key, only, 'value', 60_000, 3);
+    expect(await compact()).toEqual(['string', only, 'value']);
     const pttl = await raw.pttl(stored);
     expect(pttl).toBeGreaterThan(59_000);
-    expect(Math.abs((await hash().ttl(key, 'only')) - pttl)).toBeLessThan(1000);
-    // the one field again (value and ttl): still compact
-    await hash().setIfBelow(key, 'only', 'value 2', 90_000, 3);
-    expect(await raw.hgetall(stored)).toEqual({ only: 'value 2' });
+    expect(Math.abs((await hash().ttl(key, only)) - pttl)).toBeLessThan(1000);
+    expect(await hash().entries(key)).toEqual([{ field: only, value: 'value', ttlMs: expect.any(Number) }]);
+    expect(await hash().count(key)).toBe(1);
+    // the one field again (value and ttl), updated, given a new ttl: still one string
+    await hash().setIfBelow(key, only, 'value 2', 90_000, 3);
+    expect(await compact()).toEqual(['string', only, 'value 2']);
     expect(await raw.pttl(stored)).toBeGreaterThan(89_000);
+    expect(await hash().update(key, only, 'value 3')).toBe(true);
+    expect(await hash().expire(key, only, 95_000)).toBe(true);
+    expect(await compact()).toEqual(['string', only, 'value 3']);
+    expect(await raw.pttl(stored)).toBeGreaterThan(94_000);
     // refused at a cap of 1 without touching it
     expect(await hash().setIfBelow(key, 'other', 'v', 60_000, 1)).toEqual({ accepted: false, count: 1 });
-    expect(await raw.hlen(stored)).toBe(1);
-    // a second field: the full layout, the first field kept with its ttl
+    expect(await compact()).toEqual(['string', only, 'value 3']);
+    // a second field: a hash in the full layout, the first field kept with its ttl
     expect(await hash().setIfBelow(key, 'other', 'v', 30_000, 3)).toEqual({ accepted: true, count: 2 });
-    expect((await raw.hkeys(stored)).sort()).toEqual(['', 'only', 'other']);
-    expect(await hash().get(key, 'only')).toBe('value 2');
-    expect(await hash().ttl(key, 'only')).toBeGreaterThan(89_000);
-    expect(await raw.pttl(stored)).toBeGreaterThan(89_000);
+    expect(await raw.type(stored)).toBe('hash');
+    expect((await raw.hkeys(stored)).sort()).toEqual(['', only, 'other'].sort());
+    expect(await hash().get(key, only)).toBe('value 3');
+    expect(await hash().ttl(key, only)).toBeGreaterThan(94_000);
+    expect(await raw.pttl(stored)).toBeGreaterThan(94_000);
     expect(await hash().entries(key)).toHaveLength(2);
     // compact again only when created anew
-    expect(await hash().delete(key, 'only', 'other')).toBe(2);
+    expect(await hash().delete(key, only, 'other')).toBe(2);
     expect(await raw.exists(stored)).toBe(0);
+    await hash().set(key, 'again', 'v', 60_000);
+    expect(await raw.type(stored)).toBe('string');
+    expect(await hash().delete(key, 'again')).toBe(1);
+    expect(await raw.exists(stored)).toBe(0);
+  });
+
+  it('reads a compact hash as earlier versions stored it (a hash of one field), and rewrites it as a string', async () => {
+    const raw = ctx.app.raw;
+    const legacy = async (value: string, ttlMs = 60_000) => {
+      const key = fresh();
+      const stored = `${ctx.app.prefix}eh:{${key}}`;
+      await raw.multi().hset(stored, 'order-1', value).pexpire(stored, ttlMs).exec();
+      return { key, stored };
+    };
+    const a = await legacy('unpaid');
+    expect(await hash().get(a.key, 'order-1')).toBe('unpaid');
+    expect(await hash().ttl(a.key, 'order-1')).toBeGreaterThan(59_000);
+    expect(await hash().entries(a.key)).toEqual([{ field: 'order-1', value: 'unpaid', ttlMs: expect.any(Number) }]);
+    expect(await hash().count(a.key)).toBe(1);
+    expect(await hash().setIfBelow(a.key, 'order-2', 'v', 60_000, 1)).toEqual({ accepted: false, count: 1 });
+    expect(await hash().expire(a.key, 'order-1', 70_000)).toBe(true);
+    expect(await raw.pttl(a.stored)).toBeGreaterThan(69_000);
+    expect(await raw.type(a.stored)).toBe('hash'); // reads and expire leave it as it is
+    expect(await hash().update(a.key, 'order-1', 'paid?')).toBe(true);
+    expect(await raw.type(a.stored)).toBe('string'); // a write rewrites it, ttl kept
+    expect(await raw.pttl(a.stored)).toBeGreaterThan(69_000);
+    expect(await hash().get(a.key, 'order-1')).toBe('paid?');
+    // a second field expands it into the full layout; deleting its field deletes it
+    const b = await legacy('unpaid');
+    expect(await hash().setIfBelow(b.key, 'order-2', 'v', 30_000, 3)).toEqual({ accepted: true, count: 2 });
+    expect(await hash().getAll(b.key)).toEqual({ 'order-1': 'unpaid', 'order-2': 'v' });
+    expect(await hash().ttl(b.key, 'order-1')).toBeGreaterThan(59_000);
+    const c = await legacy('unpaid');
+    expect(await hash().delete(c.key, 'order-1')).toBe(1);
+    expect(await raw.exists(c.stored)).toBe(0);
+    const d = await legacy('unpaid');
+    await hash().set(d.key, 'order-1', 'again', 5_000);
+    expect(await raw.type(d.stored)).toBe('string');
+    expect(await hash().ttl(d.key, 'order-1')).toBeLessThanOrEqual(5_000);
   });
 
   it('an abandoned hash vanishes by itself, with nothing sweeping or reading it', async () => {
@@ -199,7 +252,8 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
       await expect(write()).rejects.toThrow(RangeError);
       await expect(write()).rejects.toThrow(/^ttlMs must be at most \d+/);
     }
-    expect((await ctx.app.raw.hkeys(`${ctx.app.prefix}eh:{${key}}`)).sort()).toEqual(['kept']); // compact: one field with a ttl, no meta field
+    expect(await hash().getAll(key)).toEqual({ kept: 'v' });
+    expect(await ctx.app.raw.type(`${ctx.app.prefix}eh:{${key}}`)).toBe('string'); // compact: one field with a ttl
     expect(await hash().ttl(key, 'kept')).toBeGreaterThan(59_000);
     // the cap still counts what is there: nothing slipped in beside it
     expect(await hash().setIfBelow(key, 'g', 'v', 60_000, 1)).toEqual({ accepted: false, count: 1 });
