@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import { describeValue, numberError } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
+import { QueueReply } from '../redis/replies.js';
 import { retryDelayMs } from './backoff.js';
 import type { ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
@@ -139,7 +140,7 @@ export class Consumer implements DelayQueueConsumer {
         if (claimed === asked && left > 0) this.again = true; // a full batch (or some deferred): maybe more due
         // at the queue's global concurrency, `next` is the earliest lease deadline, and whatever
         // frees a slot first wakes us over the channel
-        this.schedule.replan(next >= 0 ? Math.min(next, now + IDLE_CHECK_MS) : now + IDLE_CHECK_MS);
+        this.schedule.replan(next === QueueReply.NOTHING_DUE ? now + IDLE_CHECK_MS : Math.min(next, now + IDLE_CHECK_MS));
         redis.reportSuccess();
       } while (this.again && !this.stopped);
     } catch (error) {
@@ -232,11 +233,11 @@ export class Consumer implements DelayQueueConsumer {
         const backoff = attempt >= options.maxAttempts ? -1 : retryDelayMs(attempt, options);
         const args = ['', id, backoff, text, token, dead.deadRetentionMs, dead.maxDead, DEAD_TRIM_BATCH];
         dueAgain = Number(await redis.scripts.run('queueFail', keys, args));
-        // -2: that claim no longer holds the message; unless our own claim took it back
-        // meanwhile (then this failure is the new claim's), nothing to record or report
-      } while (dueAgain === -2 && lease.token !== token && this.leases.get(id) === lease);
+        // that claim no longer holds the message; unless our own claim took it back meanwhile
+        // (then this failure is the new claim's), nothing to record or report
+      } while (dueAgain === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(id) === lease);
       if (dueAgain >= 0) this.schedule.at(dueAgain);
-      if (dueAgain === -1) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
+      if (dueAgain === QueueReply.DIED) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
       else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
     } catch (failure) {
       this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);

@@ -1,4 +1,5 @@
 import type { RedisConnection } from '../redis/redis-connection.js';
+import { QueueReply } from '../redis/replies.js';
 import { encodeCursor, type DeadCursor } from './dead-letters.input.js';
 import type { DeadMessage } from './delay-queue.types.js';
 import type { WakeUps } from './wake-ups.js';
@@ -29,7 +30,7 @@ export class DeadLetters {
       messages.push({ id, queue, payload, attempts: Number(flat[i + 3]), error: String(flat[i + 4]), diedAt: Number(flat[i + 1]) });
     }
     const last = messages.at(-1);
-    return { messages, cursor: more === 1 && last ? encodeCursor(last) : null };
+    return { messages, cursor: more === QueueReply.MORE && last ? encodeCursor(last) : null };
   }
 
   /** Back to scheduled, due now; resolves how many moved. */

@@ -1,6 +1,7 @@
 import { counterKind } from '../rate-limit/policy.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
+import { QueueReply } from '../redis/replies.js';
 import type { ConsumerRateLimit } from './delay-queue.input.js';
 import type { DelayedMessage } from './delay-queue.types.js';
 
@@ -63,7 +64,8 @@ export class RateAdmission {
       return verdicts.map((verdict): Admission => {
         if (verdict !== undefined) return verdict;
         const code = Number((reply as number[])[next++]);
-        return code === 1 ? { kind: 'start' } : code === -2 ? { kind: 'lost' } : { kind: 'deferred', dueAt: code };
+        if (code === QueueReply.ADMITTED) return { kind: 'start' };
+        return code === QueueReply.LEASE_LOST ? { kind: 'lost' } : { kind: 'deferred', dueAt: code };
       });
     };
     try {

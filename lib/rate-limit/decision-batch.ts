@@ -1,3 +1,4 @@
+import { RateLimitReply } from '../redis/replies.js';
 import { clusterSlot } from '../redis/slot.js';
 import { replyFailure, type Reply, type ScriptRunner } from '../redis/scripts.js';
 
@@ -72,7 +73,7 @@ export class DecisionBatcher {
 function split(reply: Reply[], batch: Pending[]): void {
   let at = 0;
   for (const pending of batch) {
-    if (reply[at] === -1) {
+    if (reply[at] === RateLimitReply.STACK_FAILED) {
       pending.reject(replyFailure('rateLimitDecide', new Error(String(reply[at + 1]))));
       at += 2;
     } else {

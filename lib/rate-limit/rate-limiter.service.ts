@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { RateLimitReply } from '../redis/replies.js';
 import type { Reply } from '../redis/scripts.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
@@ -327,7 +328,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     assertPenalty(permits, spec);
     const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, permits];
     const [allowed, remaining, retryAfterMs, resetMs] = (await this.redis.scripts.run('rateLimitPenalize', [redisKey], args)) as number[];
-    const decision: RateLimitDecision = { allowed: allowed === 1, limit: spec.limit, remaining: Math.max(0, remaining!), retryAfterMs: retryAfterMs!, resetMs: resetMs! };
+    const decision: RateLimitDecision = { allowed: allowed === RateLimitReply.GRANTED, limit: spec.limit, remaining: Math.max(0, remaining!), retryAfterMs: retryAfterMs!, resetMs: resetMs! };
     this.redis.events.penalize(permits, () => ({ type: 'redis-limit.penalize', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits, remaining: decision.remaining }));
     return decision;
   }
@@ -542,15 +543,15 @@ function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): P
   const limits = group.map((index, i) => {
     const [granted, remaining, retry, reset, grant] = reply.slice(1 + i * 5, 6 + i * 5) as [number, number, number, number, string];
     const decision: RateLimitDecision = {
-      allowed: granted === 1,
+      allowed: granted === RateLimitReply.GRANTED,
       limit: checked[index]!.spec.limit,
       remaining: Math.max(0, remaining),
-      retryAfterMs: granted === 1 ? 0 : retry,
+      retryAfterMs: granted === RateLimitReply.GRANTED ? 0 : retry,
       resetMs: reset,
     };
     return { index, decision, grant };
   });
-  return { allowed: reply[0] === 1, limits };
+  return { allowed: reply[0] === RateLimitReply.GRANTED, limits };
 }
 
 /** The stack's verdict from its slots' verdicts, decisions in stack order. */

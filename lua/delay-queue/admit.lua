@@ -8,14 +8,16 @@
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..4]  algorithm ('fw' | 'sw' | 'tb'), limit (starts per window), windowMs (ms)
 -- ARGV[5..]   pairs, in KEYS order: an id, then the lease token of the claim that took it
--- Returns     per message: 1 admitted; -2 that claim no longer holds it (nothing charged); else
---             the time it is due again (ms). A deferral frees a slot of the queue's global
---             concurrency: a consumer waiting for one is woken (free-slot.lua)
+-- Returns     per message: ADMITTED; LEASE_LOST when that claim no longer holds it (nothing
+--             charged); else the time it is due again (ms) (codes: replies.lua). A deferral
+--             frees a slot of the queue's global concurrency: a consumer waiting for one is
+--             woken (free-slot.lua)
 -- The counters are the rate limiter's own (see lua/rate-limit): the algorithms are included, not
 -- copied. A refused message is due windowMs / limit after the key's previous refused one (or when
 -- the key allows, if later): a key's backlog comes back at the pace its limit allows, in the
 -- order it was refused, each message once, rather than all at once every window. The pace key
 -- lasts until the last of those is due, plus a window.
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
 --- @include "free-slot.lua"
@@ -35,13 +37,13 @@ for i = 5, #ARGV, 2 do
   -- the pairs of ARGV and of KEYS both start at 5: message (i - 3) / 2 has KEYS[i] and KEYS[i + 1]
   local key, pace_key, id = KEYS[i], KEYS[i + 1], ARGV[i]
   if not holds_lease(KEYS[2], KEYS[4], id, ARGV[i + 1]) then
-    reply[#reply + 1] = -2
+    reply[#reply + 1] = LEASE_LOST
   else
     local ok, _, retry, _, state = alg.check(key, limit, windowMs, 1, now)
     if ok then
       alg.commit(key, limit, windowMs, 1, now, state)
       rcall('HDEL', KEYS[4], 'u:' .. id)
-      reply[#reply + 1] = 1
+      reply[#reply + 1] = ADMITTED
     else
       local due = now + math.max(1, retry)
       local last = tonumber(rcall('HGET', pace_key, 'd'))

@@ -4,11 +4,12 @@
 -- KEYS[3]  dead (unused)
 -- KEYS[4]  data
 -- ARGV[1]  id
--- Returns  1 if it was scheduled and is gone, else 0
+-- Returns  CANCELLED if it was scheduled and is gone, else NOT_CANCELLED (replies.lua)
+--- @include "replies.lua"
 --- @include "message-fields.lua"
 
 local rcall = redis.call
 local id = ARGV[1]
-if rcall('ZREM', KEYS[1], id) == 0 then return 0 end
+if rcall('ZREM', KEYS[1], id) == 0 then return NOT_CANCELLED end
 rcall('HDEL', KEYS[4], message_fields(id))
-return 1
+return CANCELLED

@@ -18,10 +18,11 @@
 -- ARGV[8]  with ARGV[6]: the queue's wake-up channel, and ARGV[9] its publish command: a claim
 --          that leaves due messages because the queue is full records them in 'w', and the
 --          first script that frees a slot publishes there (free-slot.lua)
--- Returns  { now (ms), the next time a claim may find work: a scheduled runAt or a lease
---          deadline, or, when the queue is full, the earliest lease deadline (when a dead
---          consumer's share comes back) (ms; -1 when the queue is empty), then five per claimed
---          message: id, payload, runAt (ms), attempt (1 on first delivery), lease token }
+-- Returns  { now (ms), the next time a claim may find work: a scheduled runAt or a lease deadline,
+--          or, when the queue is full, the earliest lease deadline (when a dead consumer's share
+--          comes back) (ms; NOTHING_DUE, see replies.lua, when the queue is empty), then five per
+--          claimed message: id, payload, runAt (ms), attempt (1 on first delivery), lease token }
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"
 --- @include "dead-trim.lua"
@@ -64,7 +65,7 @@ local asked = limit
 if global then limit = math.min(limit, global - rcall('ZCARD', KEYS[2])) end
 local admitting = ARGV[7] == '1'
 
-local reply = { now, -1 }
+local reply = { now, NOTHING_DUE }
 local scheduled_head = head(KEYS[1])
 if scheduled_head and scheduled_head <= now and limit > 0 then
   local due = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)

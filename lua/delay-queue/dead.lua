@@ -8,8 +8,9 @@
 -- ARGV[1]  the cursor's time of death (ms), or '' for the first page
 -- ARGV[2]  the cursor's id
 -- ARGV[3]  at most this many messages
--- Returns  { more (1 if messages follow this page, else 0), then five per message: id, ms it
---          died, payload JSON, attempts, error }
+-- Returns  { MORE if messages follow this page, else LAST_PAGE (replies.lua), then five per
+--          message: id, ms it died, payload JSON, attempts, error }
+--- @include "replies.lua"
 --- @include "message-fields.lua"
 
 local rcall = redis.call
@@ -41,7 +42,7 @@ if ARGV[1] ~= '' then
 end
 
 local page = rcall('ZRANGE', dead, start, start + limit, 'WITHSCORES')
-local reply = { #page > limit * 2 and 1 or 0 }
+local reply = { #page > limit * 2 and MORE or LAST_PAGE }
 for i = 1, math.min(#page, limit * 2), 2 do
   local id = page[i]
   local fields = rcall('HMGET', KEYS[4], message_fields(id))

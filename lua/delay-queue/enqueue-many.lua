@@ -8,8 +8,9 @@
 -- ARGV[2]  wake-up channel: told the earliest new runAt when it becomes the queue's earliest
 -- ARGV[3]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
 -- ARGV[4..] four per message: id, payload (JSON), runAt in ms or '' to use now + the delay, delay in ms
--- Returns  two per message: 1 if scheduled now, 0 if its id was already scheduled or in flight;
---          its runAt (ms)
+-- Returns  two per message: SCHEDULED if scheduled now, ALREADY_QUEUED if its id was already
+--          scheduled or in flight (replies.lua); its runAt (ms)
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "schedule.lua"
 
@@ -20,7 +21,7 @@ local reply = {}
 for i = 4, #ARGV, 4 do
   local run_at = ARGV[i + 2] ~= '' and tonumber(ARGV[i + 2]) or now + tonumber(ARGV[i + 3])
   local scheduled, at = schedule(KEYS, ARGV[i], ARGV[i + 1], run_at)
-  if scheduled == 1 and (earliest == nil or run_at < earliest) then earliest = run_at end
+  if scheduled == SCHEDULED and (earliest == nil or run_at < earliest) then earliest = run_at end
   reply[#reply + 1] = scheduled
   reply[#reply + 1] = at
 end

@@ -10,7 +10,9 @@
 -- ARGV[5]  delay in ms (when ARGV[4] is '')
 -- ARGV[6]  wake-up channel: told the new runAt when it becomes the queue's earliest
 -- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
--- Returns  { 1 if scheduled now, 0 if the id was already scheduled or in flight; its runAt (ms) }
+-- Returns  { SCHEDULED if scheduled now, ALREADY_QUEUED if the id was already scheduled or in
+--          flight (replies.lua); its runAt (ms) }
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "schedule.lua"
 
@@ -18,5 +20,5 @@ local now = now_ms(ARGV[1])
 local run_at = ARGV[4] ~= '' and tonumber(ARGV[4]) or now + tonumber(ARGV[5])
 local head = scheduled_head(KEYS[1])
 local scheduled, at = schedule(KEYS, ARGV[2], ARGV[3], run_at)
-if scheduled == 1 and (head == nil or run_at < head) then redis.call(ARGV[7], ARGV[6], int(run_at)) end
+if scheduled == SCHEDULED and (head == nil or run_at < head) then redis.call(ARGV[7], ARGV[6], int(run_at)) end
 return { scheduled, at }

@@ -14,9 +14,10 @@
 -- ARGV[7]  dead messages kept at most (the newest)
 -- ARGV[8]  dead messages deleted at most per call, so one call stays short (the rest go with
 --          later deaths)
--- Returns  when the message is due again (ms); -1 when it died; -2 when that claim no longer
---          holds the message. Unless -2, a slot of the queue's global concurrency came free: a
---          consumer waiting for one is woken (free-slot.lua)
+-- Returns  when the message is due again (ms); DIED when it died; LEASE_LOST when that claim no
+--          longer holds the message (codes: replies.lua). Unless LEASE_LOST, a slot of the queue's
+--          global concurrency came free: a consumer waiting for one is woken (free-slot.lua)
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
 --- @include "message-fields.lua"
@@ -25,7 +26,7 @@
 
 local rcall = redis.call
 local id = ARGV[2]
-if not holds_lease(KEYS[2], KEYS[4], id, ARGV[5]) then return -2 end
+if not holds_lease(KEYS[2], KEYS[4], id, ARGV[5]) then return LEASE_LOST end
 rcall('ZREM', KEYS[2], id)
 free_slot(KEYS[4])
 local now = now_ms(ARGV[1])
@@ -40,4 +41,4 @@ end
 
 rcall('ZADD', KEYS[3], now, id)
 trim_dead(KEYS[3], KEYS[4], now, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]))
-return -1
+return DIED

@@ -9,12 +9,13 @@
 -- ARGV[4]  delay in ms (when ARGV[3] is '')
 -- ARGV[5]  wake-up channel
 -- ARGV[6]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
--- Returns  the new runAt (ms), or -1 when the id is not scheduled
+-- Returns  the new runAt (ms), or NOT_SCHEDULED (replies.lua) when the id is not scheduled
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 
 local rcall = redis.call
 local id = ARGV[2]
-if not rcall('ZSCORE', KEYS[1], id) then return -1 end
+if not rcall('ZSCORE', KEYS[1], id) then return NOT_SCHEDULED end
 local now = now_ms(ARGV[1])
 local run_at = ARGV[3] ~= '' and tonumber(ARGV[3]) or now + tonumber(ARGV[4])
 local head = rcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

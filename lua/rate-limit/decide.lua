@@ -6,13 +6,14 @@
 -- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
 --             limits m, then four per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits),
 --             windowMs (ms), permits to charge
--- Returns     per stack: allowed (1|0), then five per limit: allowed (1|0), remaining (permits),
---             retryAfterMs (ms, 0 if allowed), resetMs (ms until the limit is full again), and
---             the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm);
---             or, for a stack whose Redis call failed, -1 and the error text (other stacks of
---             the batch are not affected)
+-- Returns     per stack: GRANTED or REFUSED (codes: replies.lua), then five per limit: GRANTED
+--             or REFUSED, remaining (permits), retryAfterMs (ms, 0 if allowed), resetMs (ms
+--             until the limit is full again), and the grant id refund.lua takes back ('' unless
+--             charged; opaque, see each algorithm); or, for a stack whose Redis call failed,
+--             STACK_FAILED and the error text (other stacks of the batch are not affected)
 -- Each algorithm is a table of functions returning plain values (see its include): a table or
 -- closure per decision would cost more here than the decision's own Redis calls.
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"
@@ -34,7 +35,7 @@ local function decide_one(consume, k, at)
   elseif reset == nil then
     reset = alg.reset(key, windowMs, now)
   end
-  local granted = ok and 1 or 0
+  local granted = ok and GRANTED or REFUSED
   reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] = granted, granted, remaining, retry, reset, grant
   n = n + 6
 end
@@ -53,7 +54,7 @@ local function decide_stack(consume, m, k, a)
   end
   local commit = allowed and consume
   n = n + 1
-  reply[n] = allowed and 1 or 0
+  reply[n] = allowed and GRANTED or REFUSED
   for i = 1, m do
     local at = a + (i - 1) * 4
     local grant = ''
@@ -63,7 +64,7 @@ local function decide_stack(consume, m, k, a)
     elseif reset[i] == nil then
       reset[i] = alg[i].reset(KEYS[k + i - 1], tonumber(ARGV[at + 2]), now)
     end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok[i] and 1 or 0, remaining[i], retry[i], reset[i], grant
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], grant
     n = n + 5
   end
 end
@@ -85,7 +86,7 @@ while a <= #ARGV do
     local done, err = pcall(decide, consume, m, k, a + 2)
     if not done then
       for i = mark + 1, n do reply[i] = nil end
-      reply[mark + 1], reply[mark + 2] = -1, type(err) == 'table' and (err.err or 'error') or tostring(err)
+      reply[mark + 1], reply[mark + 2] = STACK_FAILED, type(err) == 'table' and (err.err or 'error') or tostring(err)
       n = mark + 2
     end
   end

@@ -4,9 +4,10 @@
 -- KEYS[1]     the limit's state key
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..5]  algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms), permits to charge
--- Returns     the verdict on one permit right after the charge: allowed (1|0), remaining
---             (permits, < 0 when past the limit), retryAfterMs (ms until one permit fits),
---             resetMs (ms until the limit is full again)
+-- Returns     the verdict on one permit right after the charge: GRANTED or REFUSED (codes:
+--             replies.lua), remaining (permits, < 0 when past the limit), retryAfterMs (ms until
+--             one permit fits), resetMs (ms until the limit is full again)
+--- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"
@@ -20,4 +21,4 @@ local _, _, _, _, state = alg.check(key, limit, windowMs, permits, now)
 alg.commit(key, limit, windowMs, permits, now, state)
 local ok, remaining, retry, reset = alg.check(key, limit, windowMs, 1, now)
 if reset == nil then reset = alg.reset(key, windowMs, now) end
-return { ok and 1 or 0, remaining, retry, reset }
+return { ok and GRANTED or REFUSED, remaining, retry, reset }

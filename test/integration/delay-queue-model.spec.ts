@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { DelayQueueService } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { QueueReply } from '../../lib/redis/replies.js';
 import type { ScriptName } from '../../lib/redis/scripts.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
@@ -61,10 +62,10 @@ class QueueModel {
 
   enqueue(id: string, payload: string, runAt: number): [number, number] {
     const m = this.messages.get(id);
-    if (m && m.where !== 'dead') return [0, m.at];
+    if (m && m.where !== 'dead') return [QueueReply.ALREADY_QUEUED, m.at];
     // new, or dead and starting afresh
     this.messages.set(id, { where: 'scheduled', at: runAt, payload, claims: 0, skipped: 0, pending: false });
-    return [1, runAt];
+    return [QueueReply.SCHEDULED, runAt];
   }
 
   claim(now: number, limit: number, visibilityMs: number, admitting: boolean, global: number | null, wakeUp: string): (string | number)[] {
@@ -94,7 +95,7 @@ class QueueModel {
     }
     if (expired.length > 0) this.waiting = null;
     const next = [...heads('scheduled'), ...heads('inFlight')];
-    return [now, next.length > 0 ? Math.min(...next) : -1, ...claimed];
+    return [now, next.length > 0 ? Math.min(...next) : QueueReply.NOTHING_DUE, ...claimed];
   }
 
   private holds(id: string, attempt: number): boolean {
@@ -105,14 +106,14 @@ class QueueModel {
   /** Admissions at `now` by fixed-window counters of `limit` in one window of `windowMs`. */
   admit(now: number, limit: number, windowMs: number, held: [string, number, string][]): number[] {
     return held.map(([id, token, key]) => {
-      if (!this.holds(id, token)) return -2;
+      if (!this.holds(id, token)) return QueueReply.LEASE_LOST;
       const m = this.messages.get(id)!;
       const counter = this.rateKeys.get(key) ?? { used: 0 };
       this.rateKeys.set(key, counter);
       m.pending = false;
       if (counter.used + 1 <= limit) {
         counter.used += 1;
-        return 1;
+        return QueueReply.ADMITTED;
       }
       let due = now + Math.max(1, (Math.floor(now / windowMs) + 1) * windowMs - now);
       if (counter.paced !== undefined && counter.paced + windowMs / limit > due) due = Math.ceil(counter.paced + windowMs / limit);
@@ -140,7 +141,7 @@ class QueueModel {
 
   fail(now: number, id: string, backoffMs: number, error: string, attempt: number, trim: Trim): number {
     const m = this.messages.get(id);
-    if (!m || !this.holds(id, attempt)) return -2;
+    if (!m || !this.holds(id, attempt)) return QueueReply.LEASE_LOST;
     m.error = error;
     m.pending = false;
     this.waiting = null;
@@ -153,7 +154,7 @@ class QueueModel {
       const excess = dead.length - trim.maxDead;
       const doomed = excess > aged ? Math.min(excess, trim.batch) : aged;
       for (const [gone] of dead.slice(0, doomed)) this.messages.delete(gone);
-      return -1;
+      return QueueReply.DIED;
     }
     m.where = 'scheduled';
     m.at = now + backoffMs;
@@ -161,12 +162,12 @@ class QueueModel {
   }
 
   cancel(id: string): number {
-    return this.messages.get(id)?.where === 'scheduled' && this.messages.delete(id) ? 1 : 0;
+    return this.messages.get(id)?.where === 'scheduled' && this.messages.delete(id) ? QueueReply.CANCELLED : QueueReply.NOT_CANCELLED;
   }
 
   reschedule(id: string, runAt: number): number {
     const m = this.messages.get(id);
-    if (m?.where !== 'scheduled') return -1;
+    if (m?.where !== 'scheduled') return QueueReply.NOT_SCHEDULED;
     m.at = runAt;
     return runAt;
   }
@@ -176,7 +177,7 @@ class QueueModel {
     const [at, id] = after ?? [-Infinity, ''];
     const rest = this.ordered('dead').filter(([k, m]) => m.at > at || (m.at === at && k > id));
     const page = rest.slice(0, limit).flatMap(([k, m]) => [k, String(m.at), m.payload, String(m.claims - m.skipped), m.error ?? '']);
-    return [rest.length > limit ? 1 : 0, ...page];
+    return [rest.length > limit ? QueueReply.MORE : QueueReply.LAST_PAGE, ...page];
   }
 
   /** The dead ids a retry or purge takes: those named that are dead, or the oldest up to `bound`. */

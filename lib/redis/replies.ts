@@ -1,0 +1,39 @@
+// The scripts' reply codes, named once for the TypeScript side. Each object mirrors one Lua
+// include (the scripts return these names there); test/unit/replies.spec.ts reads both and
+// checks that every name has the same value. A code sharing its place in a reply with times (ms)
+// is negative, as a time never is.
+
+/** lua/delay-queue/replies.lua */
+export const QueueReply = {
+  /** fail.lua: the message moved to the dead set (else it replies the time it is due again). */
+  DIED: -1,
+  /** fail.lua, admit.lua: that claim no longer holds the message; nothing changed. */
+  LEASE_LOST: -2,
+  /** admit.lua: charged to its key's counter, the handler may start (else: the time it is due again). */
+  ADMITTED: -3,
+  /** claim.lua, as its next time: nothing is scheduled or in flight. */
+  NOTHING_DUE: -1,
+  /** reschedule.lua: the id is not scheduled (else it replies the new runAt). */
+  NOT_SCHEDULED: -1,
+  /** enqueue.lua, enqueue-many.lua: scheduled now. */
+  SCHEDULED: 1,
+  /** enqueue.lua, enqueue-many.lua: its id was already scheduled or in flight. */
+  ALREADY_QUEUED: 0,
+  /** cancel.lua: it was scheduled and is gone. */
+  CANCELLED: 1,
+  /** cancel.lua: nothing changed. */
+  NOT_CANCELLED: 0,
+  /** dead.lua: more dead messages follow the page. */
+  MORE: 1,
+  /** dead.lua: the page is the last. */
+  LAST_PAGE: 0,
+} as const;
+
+/** lua/rate-limit/replies.lua */
+export const RateLimitReply = {
+  /** decide.lua, penalize.lua: a stack's or a limit's verdict. */
+  GRANTED: 1,
+  REFUSED: 0,
+  /** decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows). */
+  STACK_FAILED: -1,
+} as const;

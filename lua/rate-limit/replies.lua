@@ -1,0 +1,8 @@
+-- Include: the reply codes of the rate-limit scripts, named once. lib/redis/replies.ts gives the
+-- TypeScript side the same names (RateLimitReply), and test/unit/replies.spec.ts checks that
+-- every name has the same value in both.
+-- decide.lua, penalize.lua: a stack's or a limit's verdict
+local GRANTED = 1
+local REFUSED = 0
+-- decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows)
+local STACK_FAILED = -1
