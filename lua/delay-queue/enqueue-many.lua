@@ -12,6 +12,7 @@
 --          scheduled or in flight (replies.lua); its runAt (ms)
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
+--- @include "revive.lua"
 --- @include "schedule.lua"
 
 local now = now_ms(ARGV[1])

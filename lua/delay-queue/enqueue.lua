@@ -14,6 +14,7 @@
 --          flight (replies.lua); its runAt (ms) }
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
+--- @include "revive.lua"
 --- @include "schedule.lua"
 
 local now = now_ms(ARGV[1])

@@ -3,7 +3,8 @@
 --   'a:'..id  claims so far: the lease token (see lease.lua)
 --   'e:'..id  the last failure's error
 --   'd:'..id  claims that were no attempt: deferred by a rate limit, or whose admission never
---             came (only messages of rate-limited consumers have it)
+--             came, or made before the message died and was brought back (revive.lua); only
+--             messages of rate-limited consumers and revived ones have it
 --   'u:'..id  set while a rate-limited claim awaits its admission (admit.lua)
 -- A message's attempts (what handlers see, what maxAttempts bounds) are its claims less its
 -- non-attempts.

@@ -1,4 +1,5 @@
--- Move dead messages back to the scheduled set, due now, their next delivery attempt 1.
+-- Move dead messages back to the scheduled set, due now, their next delivery attempt 1 (and
+-- their lease token still growing: revive.lua).
 -- KEYS[1]  scheduled
 -- KEYS[2]  in flight (unused)
 -- KEYS[3]  dead
@@ -13,6 +14,7 @@
 -- Returns  { how many moved, how many dead remain, now (ms) }
 --- @include "../includes/server-time.lua"
 --- @include "dead-batch.lua"
+--- @include "revive.lua"
 
 local rcall = redis.call
 local now = now_ms(ARGV[1])
@@ -23,7 +25,7 @@ if #ids > 0 then
     local id = ids[i]
     rcall('ZREM', KEYS[3], id)
     rcall('ZADD', KEYS[1], now, id)
-    rcall('HDEL', KEYS[4], 'a:' .. id, 'e:' .. id, 'd:' .. id, 'u:' .. id)
+    revive(KEYS[4], id)
   end
   if head[2] == nil or now < tonumber(head[2]) then rcall(ARGV[3], ARGV[2], int(now)) end
 end

@@ -2,13 +2,14 @@
 -- schedule(keys, id, payload, run_at) -> SCHEDULED and run_at when scheduled now; ALREADY_QUEUED
 --  and the score it already has (runAt, or lease deadline) when its id is scheduled or in flight.
 --  `keys` are the queue's KEYS (scheduled, in flight, dead, data); the codes are replies.lua's,
---  which the including script includes first. A dead id enqueued again starts afresh.
+--  which the including script includes first, with revive.lua. A dead id enqueued again starts
+--  afresh (revive.lua); any other id not scheduled or in flight has no fields (every script that
+--  lets a message go deletes them all).
 local function schedule(keys, id, payload, run_at)
   local existing = redis.call('ZSCORE', keys[1], id) or redis.call('ZSCORE', keys[2], id)
   if existing then return ALREADY_QUEUED, tonumber(existing) end
-  if redis.call('ZREM', keys[3], id) == 1 then redis.call('HDEL', keys[4], 'e:' .. id) end
+  if redis.call('ZREM', keys[3], id) == 1 then revive(keys[4], id) end
   redis.call('HSET', keys[4], 'p:' .. id, payload)
-  redis.call('HDEL', keys[4], 'a:' .. id, 'd:' .. id, 'u:' .. id)
   redis.call('ZADD', keys[1], run_at, id)
   return SCHEDULED, run_at
 end

@@ -102,9 +102,10 @@ describe('DelayQueue dead letters', () => {
     await seed('all-retry', 1234, 50);
     expect(await queue().retryDead('all-retry')).toBe(1234);
     expect(await queue().size('all-retry')).toEqual({ scheduled: 1234, inFlight: 0, dead: 0 });
-    // attempt 1 next: the attempt count and error are gone, the payload stays
-    expect(await ctx.app.raw.hlen(key('dqm', 'all-retry'))).toBe(1234);
-    expect(await ctx.app.raw.hget(key('dqm', 'all-retry'), 'p:d-1')).toBe('{"n":1}');
+    // attempt 1 next: the error is gone, the payload stays, and so does the claim count (the lease
+    // token keeps growing), every claim so far counted as no attempt
+    expect(await ctx.app.raw.hlen(key('dqm', 'all-retry'))).toBe(3 * 1234);
+    expect(await ctx.app.raw.hmget(key('dqm', 'all-retry'), 'p:d-1', 'a:d-1', 'd:d-1', 'e:d-1')).toEqual(['{"n":1}', '1', '1', null]);
 
     await seed('all-purge', 1234, 50);
     expect(await queue().purgeDead('all-purge', ['d-1', 'd-1', 'd-2'])).toBe(2);

@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { QueueReply } from '../../lib/redis/replies.js';
+import type { Reply, ScriptName } from '../../lib/redis/scripts.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
@@ -105,5 +107,32 @@ describe('DelayQueue leases', () => {
     await consumer.stop();
     expect(starts).toEqual(['x:1', 'y:1']);
     expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+  });
+
+  // A claim whose outcome arrives very late (its process paused, its connection slow) must stay
+  // refused after the message died and came back: the token keeps growing across the death
+  it.each(['retryDead', 'enqueue'] as const)('an ack from a claim made before a message died is refused after %s brings it back', async (revive) => {
+    const q = `late-ack-${revive}`;
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = [key('dqs', q), key('dqf', q), key('dqd', q), key('dqm', q)];
+    const run = (script: ScriptName, args: (string | number)[]) => connection.scripts.run(script, keys, args);
+    const claim = async (args: (string | number)[]) => ((await run('queueClaim', args)) as Reply[]).slice(2);
+    const wakeUps = queue()['wakeUps'];
+    const [channel, publish] = [wakeUps.channel(q), await wakeUps.publishCommand()];
+    const now = 2_000_000_000_000;
+    await run('queueEnqueue', [now, 'x', '"x"', now, 0, channel, publish]);
+    // claim 1 (token 1) stalls; its lease runs out and claim 2 (token 2) fails for good
+    expect(await claim([now, 1, 1000])).toEqual(['x', '"x"', now, 1, 1]);
+    expect(await claim([now + 2000, 1, 1000])).toEqual(['x', '"x"', now + 2000, 2, 2]); // due again when handed on
+    expect(await run('queueFail', [now + 2000, 'x', -1, 'Error: gone', 2, 60_000, 100, 100])).toBe(QueueReply.DIED);
+    if (revive === 'retryDead') await run('queueRetryDead', [now + 3000, channel, publish, 10, '', 'x']);
+    else await run('queueEnqueue', [now + 3000, 'x', '"x"', now + 3000, 0, channel, publish]);
+    const reclaimed = await claim([now + 3000, 1, 60_000]);
+    expect(await run('queueAck', ['x', 1])).toBe(0); // claim 1's ack, at last
+    expect(await run('queueSize', [])).toEqual([0, 1, 0]);
+    // the new claim is attempt 1 again, under a token no earlier claim had
+    expect(reclaimed).toEqual(['x', '"x"', now + 3000, 1, 3]);
+    expect(await run('queueAck', ['x', 3])).toBe(1);
+    expect(await ctx.app.raw.hgetall(key('dqm', q))).toEqual({});
   });
 });

@@ -32,7 +32,7 @@ interface Message {
   /** runAt, lease deadline or time of death (ms): its score in the set it is in. */
   at: number;
   payload: string;
-  /** Claims since it was enqueued: the lease token. */
+  /** Claims since it was enqueued: the lease token. A dead message brought back keeps them. */
   claims: number;
   /** Claims that were no attempt. */
   skipped: number;
@@ -63,8 +63,9 @@ class QueueModel {
   enqueue(id: string, payload: string, runAt: number): [number, number] {
     const m = this.messages.get(id);
     if (m && m.where !== 'dead') return [QueueReply.ALREADY_QUEUED, m.at];
-    // new, or dead and starting afresh
-    this.messages.set(id, { where: 'scheduled', at: runAt, payload, claims: 0, skipped: 0, pending: false });
+    // new, or dead and starting afresh: attempt 1 next, with a token no earlier claim had
+    const claims = m?.claims ?? 0;
+    this.messages.set(id, { where: 'scheduled', at: runAt, payload, claims, skipped: claims, pending: false });
     return [QueueReply.SCHEDULED, runAt];
   }
 
@@ -188,7 +189,10 @@ class QueueModel {
 
   retryDead(now: number, ids: string[] | null, limit: number): number[] {
     const moved = this.deadBatch(ids, limit, now);
-    for (const k of moved) Object.assign(this.messages.get(k)!, { where: 'scheduled', at: now, claims: 0, skipped: 0, pending: false, error: undefined });
+    for (const k of moved) {
+      const m = this.messages.get(k)!;
+      Object.assign(m, { where: 'scheduled', at: now, skipped: m.claims, pending: false, error: undefined });
+    }
     return [moved.length, this.size()[2]!, now];
   }
 
