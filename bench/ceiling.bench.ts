@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { readScript } from '../lib/redis/scripts.js';
+import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
 import { spread, type Spread } from './common/stats.js';
 
 const run = promisify(execFile);
@@ -17,7 +17,7 @@ export interface CeilingRow {
 
 export async function ceiling(opts: { host: string; port: number; requests: number; runs: number; log: (l: string) => void }): Promise<CeilingRow[]> {
   const admin = new Redis({ host: opts.host, port: opts.port });
-  const source = readScript('rate-limit/decide.lua');
+  const source = COMPILED_SCRIPTS['rate-limit/decide.lua'].source;
   const sha = createHash('sha1').update(source).digest('hex');
   await admin.script('LOAD', source);
   const rows: CeilingRow[] = [];

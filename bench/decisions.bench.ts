@@ -9,7 +9,7 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { Redis, type RedisOptions } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimiterService, RedisLimitModule, type RateLimitAlgorithm } from '../lib/index.js';
-import { readScript } from '../lib/redis/scripts.js';
+import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { spread, type Spread } from './common/stats.js';
 
@@ -149,7 +149,7 @@ export async function contenders(host: string, port: number): Promise<{ list: Co
 
     // the floor under our fixed window: the same script, called with EVALSHA and nothing around it
     const raw = client(pipelining);
-    const source = readScript('rate-limit/decide.lua');
+    const source = COMPILED_SCRIPTS['rate-limit/decide.lua'].source;
     const sha = createHash('sha1').update(source).digest('hex');
     await raw.script('LOAD', source);
     list.push({

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisNode } from '../test/harness/redis-server.js';
-import { readScript } from '../lib/redis/scripts.js';
+import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { scriptAt } from './common/script-at.js';
 import { cell, spread, type Spread } from './common/stats.js';
@@ -41,7 +41,7 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
     await raw.script('LOAD', source);
     return createHash('sha1').update(source).digest('hex');
   };
-  const [decide, refund, penalize] = await Promise.all(['decide', 'refund', 'penalize'].map((s) => load(readScript(`rate-limit/${s}.lua`))));
+  const [decide, refund, penalize] = await Promise.all((['decide', 'refund', 'penalize'] as const).map((s) => load(COMPILED_SCRIPTS[`rate-limit/${s}.lua`].source)));
   const beforeSource = scriptAt(BEFORE_COMMIT, 'rate-limit/decide.lua');
   const before = beforeSource === undefined ? undefined : await load(beforeSource);
   if (before === undefined) opts.log(`  decide.lua of ${BEFORE_COMMIT} is not in this clone's history: this commit only`);

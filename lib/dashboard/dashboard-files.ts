@@ -1,10 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { LUA_DIR } from '../redis/lua-dir.js';
+import { DASHBOARD_PAGE } from './dashboard-page.generated.js';
 
-/** The page's files, shipped beside lua/ in the package's dashboard-page/ folder. */
-const PAGE_DIR = join(dirname(LUA_DIR), 'dashboard-page');
-
+/** The page's files (dashboard-page/ in the repository) with their content types. */
 export const PAGE_FILES = {
   'index.html': 'text/html; charset=utf-8',
   'dashboard.css': 'text/css; charset=utf-8',
@@ -13,10 +9,8 @@ export const PAGE_FILES = {
 
 export type PageFile = keyof typeof PAGE_FILES;
 
-/** Read once, when the dashboard's module is built: a package without them fails at start-up. */
-export function readPageFiles(): Record<PageFile, string> {
-  return Object.fromEntries(Object.keys(PAGE_FILES).map((file) => [file, readFileSync(join(PAGE_DIR, file), 'utf8')])) as Record<PageFile, string>;
-}
+/** Compiled in at build time (scripts/generate-scripts.mjs), so a bundled app serves them too. */
+export const PAGE_SOURCES: Record<PageFile, string> = DASHBOARD_PAGE;
 
 /** No script, style, image or frame from anywhere but the dashboard itself. */
 export const CONTENT_SECURITY_POLICY =

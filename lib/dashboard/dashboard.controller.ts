@@ -5,7 +5,7 @@ import { SkipRateLimit } from '../rate-limit/rate-limit.decorator.js';
 import { RateLimiterService } from '../rate-limit/rate-limiter.service.js';
 import { DashboardGuard } from './dashboard.guard.js';
 import { DashboardOverviewReader, type DashboardOverview } from './dashboard-overview.js';
-import { CONTENT_SECURITY_POLICY, PAGE_FILES, pageWithBase, readPageFiles, type PageFile } from './dashboard-files.js';
+import { CONTENT_SECURITY_POLICY, PAGE_FILES, PAGE_SOURCES, pageWithBase, type PageFile } from './dashboard-files.js';
 import { DecisionSeries, type DecisionSeriesPage } from './decision-series.js';
 
 /** Never cached, never sniffed as another type: every answer is about now, and some are payloads. */
@@ -27,8 +27,6 @@ interface QueueAction {
  * (POST). The app's own limits never apply here: an operator must not be locked out mid-incident.
  */
 export function dashboardController(path: string): Type {
-  const files = readPageFiles();
-
   @Controller(path)
   @UseGuards(DashboardGuard)
   @SkipRateLimit()
@@ -44,19 +42,19 @@ export function dashboardController(path: string): Type {
     @Served('index.html')
     page(@Req() req: { originalUrl?: string; url: string }): string {
       const pathname = (req.originalUrl ?? req.url).split('?')[0]!;
-      return pageWithBase(files['index.html'], pathname.endsWith('/') ? pathname : `${pathname}/`);
+      return pageWithBase(PAGE_SOURCES['index.html'], pathname.endsWith('/') ? pathname : `${pathname}/`);
     }
 
     @Get('dashboard.css')
     @Served('dashboard.css')
     css(): string {
-      return files['dashboard.css'];
+      return PAGE_SOURCES['dashboard.css'];
     }
 
     @Get('dashboard.js')
     @Served('dashboard.js')
     js(): string {
-      return files['dashboard.js'];
+      return PAGE_SOURCES['dashboard.js'];
     }
 
     @Get('api/overview')

@@ -1,12 +1,9 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
 import { isCluster } from './client.js';
-import { LUA_DIR } from './lua-dir.js';
+import { COMPILED_SCRIPTS, type CompiledScript } from './scripts.generated.js';
 
-/** Every script the library runs, by the name code calls it with. */
+/** Every script the library runs, by the name code calls it with: its file below lua/. */
 export const SCRIPT_FILES = {
   rateLimitDecide: 'rate-limit/decide.lua',
   rateLimitRefund: 'rate-limit/refund.lua',
@@ -56,32 +53,11 @@ export interface LoadedScript {
   numberOfKeys: number | undefined;
 }
 
-const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
-
-/** Reads a script and splices in its `--- @include "file"` lines, each file once. */
-export function readScript(file: string, seen = new Set<string>()): string {
-  const path = join(LUA_DIR, file);
-  seen.add(path);
-  return readFileSync(path, 'utf8').replace(INCLUDE, (_line, target: string) => {
-    const included = relative(LUA_DIR, join(dirname(path), target));
-    return seen.has(join(LUA_DIR, included)) ? '' : readScript(included, seen);
-  });
-}
-
-function keyCount(source: string, file: string): number | undefined {
-  const header = source.slice(0, source.search(/^[^-\n]/m));
-  if (/^-- KEYS\[1\.\.n\]/m.test(header)) return undefined;
-  const indexes = [...header.matchAll(/^-- KEYS\[(\d+)\]/gm)].map((m) => Number(m[1]));
-  if (indexes.length === 0) throw new Error(`${file}: header names no KEYS`);
-  return Math.max(...indexes);
-}
-
+/** The scripts as compiled at build time (scripts/generate-scripts.mjs): no file is read. */
 export function loadScripts(): LoadedScript[] {
   return (Object.keys(SCRIPT_FILES) as ScriptName[]).map((name) => {
-    const file = SCRIPT_FILES[name];
-    const source = readScript(file);
-    const sha1 = createHash('sha1').update(source).digest('hex');
-    return { name, command: `nrl_${name}_${sha1.slice(0, 10)}`, source, sha1, numberOfKeys: keyCount(source, file) };
+    const { source, sha1, numberOfKeys }: CompiledScript = COMPILED_SCRIPTS[SCRIPT_FILES[name]];
+    return { name, command: `nrl_${name}_${sha1.slice(0, 10)}`, source, sha1, numberOfKeys };
   });
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 /**
  * Compiles lib/ to plain ES modules for tests that run it in child processes (Node cannot load
- * TypeScript). The output stays inside the repository so lib finds lua/ and node_modules, and is
+ * TypeScript). The output stays inside the repository so lib finds node_modules, and is
  * removed when the test process exits.
  */
 export function compileLib(label: string): string {

@@ -1,4 +1,5 @@
-import { loadScripts, readScript } from '../../lib/redis/scripts.js';
+import { loadScripts } from '../../lib/redis/scripts.js';
+import { COMPILED_SCRIPTS } from '../../lib/redis/scripts.generated.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { limiterModule } from '../harness/limiter-app.js';
 
@@ -22,7 +23,7 @@ describe('Lua scripts', () => {
   });
 
   it('splices each include once and leaves no include line behind', () => {
-    const source = readScript('rate-limit/decide.lua');
+    const { source } = COMPILED_SCRIPTS['rate-limit/decide.lua'];
     expect(source).not.toMatch(/@include/);
     expect(source.match(/local function now_ms/g)).toHaveLength(1);
     expect(source.match(/local sliding_window = /g)).toHaveLength(1);

@@ -1,0 +1,18 @@
+// Types of generate-scripts.mjs, for the drift test that imports it.
+
+export interface FreshScript {
+  /** Its path below lua/. */
+  file: string;
+  sha1: string;
+  numberOfKeys: number | undefined;
+  source: string;
+}
+
+export const OUTPUTS: { scripts: string; page: string };
+/** What to do when the generated modules lag behind lua/ or dashboard-page/. */
+export const REGENERATE: string;
+export function compileScripts(): FreshScript[];
+export function readPage(): { file: string; source: string }[];
+/** Each generated module's text, by its path from the package root. */
+export function generate(): Record<string, string>;
+export function writeGenerated(): string[];
