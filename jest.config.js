@@ -72,6 +72,9 @@ export default {
       testMatch: ['<rootDir>/test/browser/**/*.spec.ts'],
       testPathIgnorePatterns: ['/node_modules/', ...(process.env.REDIS_URL ? ['/dashboard-cluster\\.spec\\.ts$'] : [])],
     },
+    // the sample app bundled by esbuild into one file and run where no node_modules, lua/ or
+    // dashboard-page/ can be found: the library must carry its scripts and page
+    { ...common, displayName: 'bundle', testMatch: ['<rootDir>/test/bundle/**/*.spec.ts'] },
     {
       ...common,
       displayName: 'compat',
