@@ -41,7 +41,8 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
     await raw.script('LOAD', source);
     return createHash('sha1').update(source).digest('hex');
   };
-  const [decide, refund, penalize] = await Promise.all((['decide', 'refund', 'penalize'] as const).map((s) => load(COMPILED_SCRIPTS[`rate-limit/${s}.lua`].source)));
+  const script = (name: 'decide' | 'refund' | 'penalize') => load(COMPILED_SCRIPTS[`rate-limit/${name}.lua`].source);
+  const [decide, refund, penalize] = await Promise.all([script('decide'), script('refund'), script('penalize')]);
   const beforeSource = scriptAt(BEFORE_COMMIT, 'rate-limit/decide.lua');
   const before = beforeSource === undefined ? undefined : await load(beforeSource);
   if (before === undefined) opts.log(`  decide.lua of ${BEFORE_COMMIT} is not in this clone's history: this commit only`);
