@@ -101,7 +101,7 @@ function commandsBetween(a: RedisStats, b: RedisStats, ownInfo = 1): { total: nu
  * with work other than this bench's: other tests on a shared machine skew every number. */
 function machineCpuMs(): number {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, , , irq, softirq, steal] = fields as number[];
+  const [user, nice, system, , , irq, softirq, steal] = fields;
   return ((user! + nice! + system! + irq! + softirq! + steal!) * 1000) / 100; // USER_HZ = 100
 }
 

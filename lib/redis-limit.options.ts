@@ -263,7 +263,7 @@ function assertRedis(redis: unknown): void {
   // a client (duck-typed, as createClient does) has a cluster() command method: not a config
   if (typeof (redis as { defineCommand?: unknown }).defineCommand === 'function') return;
   if ('cluster' in redis) {
-    const cluster = (redis as { cluster: unknown }).cluster;
+    const cluster = redis.cluster;
     const nodes = typeof cluster === 'object' && cluster !== null ? (cluster as { nodes?: unknown }).nodes : undefined;
     if (!Array.isArray(nodes) || nodes.length === 0) {
       throw new TypeError(`RedisLimitModule: redis.cluster.nodes must be a non-empty array of startup nodes, got ${describeValue(nodes)}`);

@@ -14,7 +14,7 @@ export interface RedisHealth {
 
 /** How the module reaches Redis, and how well: what the dashboard's header shows. */
 export async function redisHealth(redis: RedisConnection): Promise<RedisHealth> {
-  const client = redis.client as Redis | Cluster;
+  const client = redis.client;
   const mode = redis.cluster ? 'cluster' : (client as Redis).options.sentinels ? 'sentinel' : 'standalone';
   const [ping, info] = await Promise.allSettled([pingMs(client), serverInfo(redis)]);
   const errors = [ping, info].flatMap((result) => (result.status === 'rejected' ? [(result.reason as Error).message] : []));

@@ -110,7 +110,7 @@ export class Overrides {
   /** Reads the stored overrides and puts them in force here. */
   private async read(): Promise<Map<string, LimitOverride>> {
     const read = ++this.reads;
-    const stored = (await this.redis.scripts.bounded(this.redis.client.hgetall(this.key), 'HGETALL')) as Record<string, string>;
+    const stored = await this.redis.scripts.bounded(this.redis.client.hgetall(this.key), 'HGETALL');
     const next = new Map<string, LimitOverride>();
     for (const [name, text] of Object.entries(stored)) {
       const override = decodeOverride(text);

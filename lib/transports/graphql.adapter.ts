@@ -43,7 +43,7 @@ interface GraphQLContext extends WsConnection {
 
 // A resolver's arguments are [root, args, context, info]; read without @nestjs/graphql (an
 // optional peer) through the ExecutionContext itself.
-const contextOf = (ctx: ExecutionContext): GraphQLContext => (ctx.getArgByIndex<GraphQLContext | undefined>(2) ?? {}) as GraphQLContext;
+const contextOf = (ctx: ExecutionContext): GraphQLContext => ctx.getArgByIndex<GraphQLContext | undefined>(2) ?? {};
 /** Node's, Express's or Fastify's request: an object that knows its client's socket. A `req` an
  * app built from connectionParams (`{ headers }`) is none, and must not make every client one. */
 const isHttpRequest = (value: unknown): value is HttpRequest => typeof value === 'object' && value !== null && ('ip' in value || 'socket' in value);

@@ -80,14 +80,14 @@ describe('DelayQueueService across Node processes', () => {
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
     let onLine: () => void = () => undefined;
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       stdout += chunk;
       const lines = stdout.split('\n');
       stdout = lines.pop()!;
       for (const line of lines) if (line.trim()) events.push(JSON.parse(line) as (typeof events)[number]);
       onLine();
     });
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const ready = new Promise<void>((resolve, reject) => {
       onLine = () => events.some((e) => e.event === 'ready') && resolve();
       void exited.then(({ code, signal }) => reject(new Error(`worker exited (${code ?? signal}) before it was ready:\n${stderr}`)));

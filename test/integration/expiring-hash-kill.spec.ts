@@ -37,7 +37,7 @@ describe('expiry notifications when the writing process dies', () => {
     const succeeded = new Set<string>();
     let buffer = '';
     let killAt: NodeJS.Timeout | undefined;
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
       const lines = buffer.split('\n');
       buffer = lines.pop()!;

@@ -84,9 +84,9 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       await hash().set(key, 'kept', 'v', 60_000);
       await expect(hash().setIfBelow(key, 'slot', 'v', 60_000, 2, { notify: 'q' })).rejects.toMatchObject({ code: 'SCRIPT_ERROR' });
       await expect(hash().set(key, 'other', 'v', 60_000, { notify: 'q' })).rejects.toMatchObject({ code: 'SCRIPT_ERROR' });
-      expect(await ctx.app.raw.type(hashKey!)).toBe('string'); // compact: one field with a ttl
+      expect(await ctx.app.raw.type(hashKey)).toBe('string'); // compact: one field with a ttl
       expect(await hash().getAll(key)).toEqual({ kept: 'v' });
-      expect(await ctx.app.raw.hlen(armedKey!)).toBe(0);
+      expect(await ctx.app.raw.hlen(armedKey)).toBe(0);
     } finally {
       await ctx.app.raw.del(registry);
       if (listed) await ctx.app.raw.restore(registry, 0, listed);
@@ -106,7 +106,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       const expiry = Date.now() + 300;
       const queue = `expired-legacy-${mode}`;
       // what 0.1 left: the arming in the hash's outbox, the timer due at the expiry
-      await app.raw.hset(keys.hash(key)[2]!, `${expiry}:order-1`, JSON.stringify({ q: queue, v: 'unpaid' }));
+      await app.raw.hset(keys.hash(key)[2], `${expiry}:order-1`, JSON.stringify({ q: queue, v: 'unpaid' }));
       const timers = legacyTimerQueue(keys.shardOf(key));
       await app.moduleRef.get(DelayQueueService).enqueue(timers, { k: key, f: 'order-1', e: expiry }, { runAt: expiry });
       const got: ExpiredField[] = [];
@@ -120,7 +120,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       await sleep(500);
       await consumer.stop();
       expect(got).toEqual([{ key, field: 'order-1', value: 'unpaid' }]);
-      expect(await app.raw.hlen(keys.hash(key)[2]!)).toBe(0);
+      expect(await app.raw.hlen(keys.hash(key)[2])).toBe(0);
     } finally {
       await app.close();
     }

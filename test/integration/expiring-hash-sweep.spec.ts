@@ -141,22 +141,22 @@ describe('a sweep call', () => {
   it('does bounded work on a hash with thousands of due fields', async () => {
     const app = await limiterModule(redis, { expiringHash: { mode: 'index', sweepIntervalMs: 0 } });
     cleanup.push(app);
-    const hash = app!.moduleRef.get(ExpiringHashService);
-    const connection = app!.moduleRef.get(RedisConnection);
+    const hash = app.moduleRef.get(ExpiringHashService);
+    const connection = app.moduleRef.get(RedisConnection);
     // first, so the key never expires as a whole (it would, with its last field, if loading paused 100 ms)
     await hash.set('huge', 'keeper', 'v');
     for (let i = 0; i < 5000; i += 500) {
       await Promise.all(Array.from({ length: 500 }, (_, j) => hash.set('huge', `field-${i + j}`, 'v', 100)));
     }
     await sleep(150);
-    const keys = ['eh', 'ehb', 'ehn'].map((kind) => `${app!.prefix}${kind}:{huge}`);
+    const keys = ['eh', 'ehb', 'ehn'].map((kind) => `${app.prefix}${kind}:{huge}`);
     const [, more] = (await connection.scripts.run('hashSweep', keys, ['', 1000])) as number[];
     expect(more).toBe(1);
-    const left = await app!.raw.hlen(keys[0]!);
+    const left = await app.raw.hlen(keys[0]!);
     // the budget is checked per chunk of names, so one call may overshoot by one chunk
     expect(5002 - left).toBeGreaterThan(0);
     expect(5002 - left).toBeLessThanOrEqual(1000 + 400);
     expect(await hash.count('huge')).toBe(1);
-    expect(await app!.raw.hlen(keys[0]!)).toBe(2);
+    expect(await app.raw.hlen(keys[0]!)).toBe(2);
   });
 });

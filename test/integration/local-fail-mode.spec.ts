@@ -157,7 +157,7 @@ describe("failMode 'local' while Redis is down", () => {
   it("Redis's counters take over once it answers again", async () => {
     await redis.resume();
     // ioredis reconnects with backoff; the first request Redis decides says the whole limit
-    let first;
+    let first: Awaited<ReturnType<typeof get>> | undefined;
     for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
       const response = await get('sliding');
       if (response.headers['x-ratelimit-limit'] === String(LIMIT)) {

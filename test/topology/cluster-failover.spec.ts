@@ -23,10 +23,10 @@ function startWorker(config: object & { failMode: FailMode }): Worker {
   const child = spawn(process.execPath, [WORKER, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const lines: { event: string; samples?: Sample[] }[] = [];
   const waiters: (() => void)[] = [];
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     stdout += chunk;
     const complete = stdout.split('\n');
     stdout = complete.pop()!;

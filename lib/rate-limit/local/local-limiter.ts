@@ -15,9 +15,9 @@ import { localTokenBucket } from './local-token-bucket.js';
 export const LOCAL_MAX_KEYS = 10_000;
 
 const ALGORITHMS: Record<LimitSpec['algorithm'], LocalAlgorithm<unknown>> = {
-  fw: localFixedWindow as LocalAlgorithm<unknown>,
-  sw: localSlidingWindow as LocalAlgorithm<unknown>,
-  tb: localTokenBucket as LocalAlgorithm<unknown>,
+  fw: localFixedWindow,
+  sw: localSlidingWindow,
+  tb: localTokenBucket,
 };
 
 interface Counter {
