@@ -52,8 +52,9 @@ export abstract class RoutePlans<P> implements OnModuleInit {
       seen.add(metatype);
       const modulePath = modulePathOf(host?.metatype, applicationId);
       let handlers = 0;
-      for (const method of this.scanner.getAllMethodNames(metatype.prototype)) {
-        const handler = metatype.prototype[method] as Function;
+      const prototype = metatype.prototype as Record<string, unknown>;
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[method] as Function;
         const route = routeRef(metatype as Type, handler, modulePath);
         try {
           if (route.kind === undefined) {
@@ -97,7 +98,7 @@ export abstract class RoutePlans<P> implements OnModuleInit {
 
   private remember(controller: Function, handler: Function, plan: P): void {
     let handlers = this.plans.get(controller);
-    if (handlers === undefined) this.plans.set(controller, (handlers = new Map()));
+    if (handlers === undefined) this.plans.set(controller, (handlers = new Map<Function, P>()));
     handlers.set(handler, plan);
   }
 }

@@ -66,7 +66,7 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
     if (event.type !== 'redis-limit.decision') return;
     const minute = now - (now % MINUTE_MS);
     let counts = this.pending.get(minute);
-    if (counts === undefined) this.pending.set(minute, (counts = new Map()));
+    if (counts === undefined) this.pending.set(minute, (counts = new Map() as Counts));
     let label = event.route ?? scopeLabel(event.limits);
     if (!counts.has(label) && counts.size >= MAX_LABELS) label = OTHER;
     let count = counts.get(label);
@@ -118,7 +118,7 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
       for (const [field, value] of Object.entries(hash as Record<string, string>)) {
         const route = field.slice(2);
         let series = routes.get(route);
-        if (series === undefined) routes.set(route, (series = { route, allowed: new Array(SERIES_MINUTES).fill(0), refused: new Array(SERIES_MINUTES).fill(0) }));
+        if (series === undefined) routes.set(route, (series = { route, allowed: new Array<number>(SERIES_MINUTES).fill(0), refused: new Array<number>(SERIES_MINUTES).fill(0) }));
         series[field.startsWith('r:') ? 'refused' : 'allowed'][i]! += Number(value);
       }
     });

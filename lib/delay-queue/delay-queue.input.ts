@@ -20,7 +20,7 @@ function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
   }
   if (typeof value !== 'object') throw new TypeError(`${path} must be JSON-serializable, got ${typeof value}`);
   if (seen.has(value)) throw new TypeError(`${path} must be JSON-serializable: it is a cycle`);
-  const proto = Object.getPrototypeOf(value);
+  const proto: unknown = Object.getPrototypeOf(value);
   if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
     throw new TypeError(`${path} must be JSON-serializable: a ${value.constructor?.name ?? 'non-plain object'} would not come back as itself`);
   }

@@ -75,7 +75,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   }
 
   async getAll(key: string): Promise<Record<string, string>> {
-    const all: Record<string, string> = Object.create(null);
+    const all = Object.create(null) as Record<string, string>;
     for (const { field, value } of await this.entries(key)) all[field] = value;
     return all;
   }

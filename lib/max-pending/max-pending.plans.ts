@@ -39,8 +39,8 @@ export class MaxPendingPlans extends RoutePlans<MaxPendingPlan | null> {
 }
 
 function compile({ controller, handler, route, kind }: RouteRef, moduleFailMode: FailMode): MaxPendingPlan | null {
-  const own: MaxPendingEntry[] = Reflect.getMetadata(MAX_PENDING, handler) ?? [];
-  const entries: MaxPendingEntry[] = own.length > 0 ? own : (Reflect.getMetadata(MAX_PENDING, controller) ?? []);
+  const own = (Reflect.getMetadata(MAX_PENDING, handler) as MaxPendingEntry[] | undefined) ?? [];
+  const entries = own.length > 0 ? own : ((Reflect.getMetadata(MAX_PENDING, controller) as MaxPendingEntry[] | undefined) ?? []);
   if (entries.length === 0) return null;
   try {
     // a slot is held while a response is pending; a WebSocket message has no response to end it

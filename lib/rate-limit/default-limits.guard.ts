@@ -57,7 +57,7 @@ function isOtherRateLimitGuard(guard: unknown): boolean {
 
 function guardedByDecorator(ctx: ExecutionContext): boolean {
   return [ctx.getHandler(), ctx.getClass()].some((target) => {
-    const guards: unknown[] | undefined = Reflect.getMetadata(GUARDS, target);
+    const guards = Reflect.getMetadata(GUARDS, target) as unknown[] | undefined;
     return guards?.some(isOtherRateLimitGuard) === true;
   });
 }

@@ -1,5 +1,5 @@
 import { describeValue } from '../redis/keys.js';
-import type { LimitEntry } from './rate-limit.metadata.js';
+import type { LimitEntry, RateLimitOptions } from './rate-limit.metadata.js';
 
 /** The module's `defaultLimits` as `@RateLimit` entries, each named `defaultLimits[i]` in errors. */
 export function defaultEntries(defaults: unknown): LimitEntry[] {
@@ -7,8 +7,9 @@ export function defaultEntries(defaults: unknown): LimitEntry[] {
   if (!Array.isArray(defaults)) {
     throw new TypeError(`RedisLimitModule: defaultLimits must be an array of @RateLimit options, got ${describeValue(defaults)}`);
   }
-  // Array.from visits holes too: a hole is a missing options object, not nothing
-  return Array.from(defaults, (options, i): LimitEntry => ({ type: 'rate', options, at: `defaultLimits[${i}]` }));
+  // Array.from visits holes too: a hole is a missing options object, not nothing. Each is checked
+  // as a route's own @RateLimit options are, when a route's plan is compiled.
+  return Array.from(defaults as unknown[], (options, i): LimitEntry => ({ type: 'rate', options: options as RateLimitOptions, at: `defaultLimits[${i}]` }));
 }
 
 /**

@@ -47,10 +47,10 @@ export class GatewayEnhancers {
 /** A class with a `@SubscribeMessage` handler, its own or inherited. */
 function isGateway(metatype: unknown): metatype is Function {
   if (typeof metatype !== 'function' || metatype.prototype === undefined) return false;
-  for (let proto = metatype.prototype as object | null; proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+  for (let proto = metatype.prototype as object | null; proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
     for (const name of Object.getOwnPropertyNames(proto)) {
-      const value = name === 'constructor' ? undefined : Object.getOwnPropertyDescriptor(proto, name)?.value;
-      if (typeof value === 'function' && handlerKind(value as Function) === 'ws') return true;
+      const value: unknown = name === 'constructor' ? undefined : Object.getOwnPropertyDescriptor(proto, name)?.value;
+      if (typeof value === 'function' && handlerKind(value) === 'ws') return true;
     }
   }
   return false;
@@ -63,7 +63,7 @@ function tagged<T extends object>(instance: T): T {
 
 function attach(gateway: Function, metadataKey: string, instance: object): void {
   // what Nest reads, a base class's included; written as the class's own
-  const current: unknown[] = Reflect.getMetadata(metadataKey, gateway) ?? [];
+  const current = (Reflect.getMetadata(metadataKey, gateway) as unknown[] | undefined) ?? [];
   const kept = current.filter((enhancer) => !(typeof enhancer === 'object' && enhancer !== null && ATTACHED in enhancer && enhancer.constructor === instance.constructor));
   Reflect.defineMetadata(metadataKey, [...kept, instance], gateway);
 }

@@ -45,7 +45,7 @@ export class DeclaredNames {
 
   add(name: string, limit: DeclaredLimit): void {
     let limits = this.byName.get(name);
-    if (limits === undefined) this.byName.set(name, (limits = new Map()));
+    if (limits === undefined) this.byName.set(name, (limits = new Map<string, DeclaredLimit>()));
     limits.set(limit.at, limit);
   }
 

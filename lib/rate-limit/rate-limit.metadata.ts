@@ -102,7 +102,7 @@ export type LimitEntry = ({ type: 'rate'; options: RateLimitOptions } | { type: 
 export function appendMetadata<T>(metadataKey: symbol, entry: T): ClassDecorator & MethodDecorator {
   return (target: object, _property?: string | symbol, descriptor?: PropertyDescriptor) => {
     const holder = (descriptor?.value ?? target) as object;
-    const list: T[] = Reflect.getOwnMetadata(metadataKey, holder) ?? [];
+    const list = (Reflect.getOwnMetadata(metadataKey, holder) as T[] | undefined) ?? [];
     // decorators run bottom-up; prepend so the list reads in source order
     Reflect.defineMetadata(metadataKey, [entry, ...list], holder);
   };

@@ -194,9 +194,9 @@ function compile(
   moduleShadow: boolean,
   overrides: ReadonlyMap<string, LimitOverride>,
 ): RoutePlan | null {
-  const own: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, handler) ?? [];
-  const inherited: LimitEntry[] = Reflect.getMetadata(RATE_LIMITS, controller) ?? [];
-  const skip = Reflect.getMetadata(SKIP_RATE_LIMIT, handler) ?? (own.length === 0 && Reflect.getMetadata(SKIP_RATE_LIMIT, controller));
+  const own = (Reflect.getMetadata(RATE_LIMITS, handler) as LimitEntry[] | undefined) ?? [];
+  const inherited = (Reflect.getMetadata(RATE_LIMITS, controller) as LimitEntry[] | undefined) ?? [];
+  const skip: unknown = Reflect.getMetadata(SKIP_RATE_LIMIT, handler) ?? (own.length === 0 && Reflect.getMetadata(SKIP_RATE_LIMIT, controller));
   if (skip === true) return null;
 
   // handler wins: a class-level limit gives way to a handler-level one of the same name

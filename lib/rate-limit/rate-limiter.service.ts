@@ -556,7 +556,7 @@ function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): P
 
 /** The stack's verdict from its slots' verdicts, decisions in stack order. */
 function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], allowed = groups[0]!.allowed): StackDecision {
-  const decisions: RateLimitDecision[] = new Array(checked.length);
+  const decisions = new Array<RateLimitDecision>(checked.length);
   for (const group of groups) {
     for (const { index, decision, grant } of group.limits) {
       // a refused stack charged nothing (what a slot charged was given back): no grant to name
