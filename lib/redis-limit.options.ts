@@ -232,7 +232,7 @@ function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<Expiri
   }
   const { mode = 'auto', sweepIntervalMs = 1000, sweepShards = 16 } = options;
   if (!['auto', 'native', 'index'].includes(mode)) {
-    throw new TypeError(`RedisLimitModule: expiringHash.mode must be 'auto', 'native' or 'index', got ${String(mode)}`);
+    throw new TypeError(`RedisLimitModule: expiringHash.mode must be 'auto', 'native' or 'index', got ${describeValue(mode)}`);
   }
   assertTimerMs(sweepIntervalMs, 'an integer >= 0', 'RedisLimitModule: expiringHash.sweepIntervalMs');
   if (!Number.isSafeInteger(sweepShards) || sweepShards < 1 || sweepShards > 16384) {

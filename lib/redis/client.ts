@@ -46,7 +46,7 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
 /** The database a standalone or Sentinel client was asked for (a cluster has only 0). */
 export function selectedDatabase(client: RedisClient): number {
   if (isCluster(client)) return 0;
-  return Number((client as Redis).options.db ?? 0);
+  return (client as Redis).options.db ?? 0;
 }
 
 /** A Redis Cluster client (duck-typed, like isClient). */

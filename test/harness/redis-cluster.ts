@@ -132,7 +132,7 @@ export class TestCluster {
     const counts = await Promise.all(
       live.flatMap((n) => ['NUMSUB', 'SHARDNUMSUB'].map((kind) => this.ask(n, 'PUBSUB', kind, channel) as Promise<[string, number]>)),
     );
-    return counts.reduce((sum, [, n]) => sum + Number(n), 0);
+    return counts.reduce((sum, [, n]) => sum + n, 0);
   }
 
   /** Stops every node (their cluster config stays on disk for resume()). */

@@ -90,7 +90,7 @@ export class TestSentinel {
   /** How many connections listen on `channel` on the current master. */
   async subscribers(channel: string): Promise<number> {
     const [, count] = (await ask({ host: HOST, port: await this.masterPort() }, 'PUBSUB', 'NUMSUB', channel)) as [string, number];
-    return Number(count);
+    return count;
   }
 
   /** The master's port as a live sentinel names it now. */

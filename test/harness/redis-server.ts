@@ -150,7 +150,7 @@ export class RedisNode {
     const client = this.client();
     try {
       const [, count] = (await client.pubsub('NUMSUB', channel)) as [string, number];
-      return Number(count);
+      return count;
     } finally {
       client.disconnect();
     }

@@ -51,7 +51,7 @@ const BOUND_MS = SOAK.commandTimeoutMs + 100;
 
 function positive(name: keyof typeof args): number {
   const value = Number(args[name]);
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`--${name} must be a positive number, got ${String(args[name])}`);
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`--${name} must be a positive number, got ${args[name]}`);
   return value;
 }
 

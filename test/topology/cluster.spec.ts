@@ -198,7 +198,7 @@ describe('on a 3-master Redis Cluster', () => {
     const consumer = queues.consume('sharded', async (message) => {
       got.push(message.id);
     });
-    const count = async (node: RedisNode, kind: string) => Number(((await cluster.ask(node, 'PUBSUB', kind, channel)) as [string, number])[1]);
+    const count = async (node: RedisNode, kind: string) => ((await cluster.ask(node, 'PUBSUB', kind, channel)) as [string, number])[1];
     for (const deadline = Date.now() + 10_000; (await count(owner, 'SHARDNUMSUB')) === 0 && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 25));
     }
