@@ -29,7 +29,7 @@ import { barChart, type Bar } from './chart.js';
 import { cell, formatRatio, ratio, type Spread } from './common/stats.js';
 import { decisionThroughput, LIMIT, WINDOW_MS, type DecisionRow, type KeyShape } from './decisions.bench.js';
 import { FLOOD_LIMIT, FLOOD_WINDOW_MS, floodCost, type FloodRow } from './flood.bench.js';
-import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, ROUTES, type HttpRow } from './http.bench.js';
+import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, type HttpRow, type ROUTES } from './http.bench.js';
 import { outcomeCost, outcomeTable, type OutcomeRow } from './outcomes.bench.js';
 import { slidingWindowCost, SW_LIMIT, SW_SMALL_GRANTS, type SlidingRow } from './sliding-window.bench.js';
 import { queueOpsReport, type QueueOpsFigures } from './queue-ops.report.js';

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
+import type * as typescript from 'typescript';
 
 /**
  * lib/ as plain ES modules for child processes, like compileLib but file by file without type
@@ -10,7 +11,7 @@ import { dirname, join, relative } from 'node:path';
 export function transpileLib(label: string): string {
   const outDir = join(process.cwd(), '.cache', 'transpiled-lib', `${label}-${process.pid}`);
   process.once('exit', () => rmSync(outDir, { recursive: true, force: true }));
-  const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript');
+  const ts = createRequire(import.meta.url)('typescript') as typeof typescript;
   const config = ts.getParsedCommandLineOfConfigFile('tsconfig.build.json', {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined })!;
   const compilerOptions = { ...config.options, module: ts.ModuleKind.ESNext, sourceMap: false, declaration: false };
   const root = join(process.cwd(), 'lib');
