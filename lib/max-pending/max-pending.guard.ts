@@ -50,7 +50,7 @@ export class MaxPendingGuard implements CanActivate {
       const opts = plan.notify ? { notify: plan.notify } : undefined;
       reservation = await this.expiringHash.reserve(key, slot.slotId, '', plan.ttlMs, plan.max, opts);
     } catch (error) {
-      applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable);
+      applyFailMode(error, plan.failMode, this.redis, plan.route, () => transport.unavailable());
       holdSlot(request, slot); // an id for the handler, but nothing in Redis to release
       return true;
     }

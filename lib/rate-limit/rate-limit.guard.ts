@@ -76,7 +76,7 @@ export class RateLimitGuard implements CanActivate {
       result = await decideShadowed({ decide: (stack) => this.limiter.decide(stack, { route: plan.route }) }, limits.stack, plan.limits);
       this.redis.reportSuccess();
     } catch (error) {
-      if (applyFailMode(error, plan.failMode, this.redis, plan.route, transport.unavailable) === 'open') return true;
+      if (applyFailMode(error, plan.failMode, this.redis, plan.route, () => transport.unavailable()) === 'open') return true;
       // 'local': this process decides, shadows still never refuse, and refusals answer as Redis's do
       local = true;
       result = await decideShadowed({ decide: (stack) => decideLocally(this.redis, plan.route, stack) }, limits.stack, plan.limits);
