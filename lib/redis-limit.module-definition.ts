@@ -42,6 +42,7 @@ export type RedisLimitFactoryOptions = Omit<RedisLimitModuleOptions, 'isGlobal'>
  * `useExisting`; `isGlobal` (default true) beside them, never in what the factory returns.
  */
 export type RedisLimitModuleAsyncOptions = Omit<typeof ASYNC_OPTIONS_TYPE, 'useFactory'> & {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Nest's own useFactory type: `inject` hands it providers of any type
   useFactory?: (...args: any[]) => RedisLimitFactoryOptions | Promise<RedisLimitFactoryOptions>;
 };
 

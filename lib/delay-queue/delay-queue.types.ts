@@ -170,4 +170,5 @@ export interface DelayQueueConsumer {
 
 /** A consumer's handler: resolving acknowledges the message; throwing or rejecting is a failed
  * attempt (retried with backoff, dead after `maxAttempts`). */
+// eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- says a handler may return a promise, as the API's contract reads
 export type DelayedHandler<T = unknown> = (message: DelayedMessage<T>) => unknown | Promise<unknown>;
