@@ -113,11 +113,11 @@ function shapesOf(name: string, pipelining: Pipelining): KeyShape[] {
 
 /** Builds every contender; `close` releases their clients and apps. */
 export async function contenders(host: string, port: number): Promise<{ list: Contender[]; close: () => Promise<void> }> {
-  const closers: (() => Promise<unknown> | void)[] = [];
+  const closers: (() => Promise<unknown>)[] = [];
   const client = (pipelining: Pipelining) => {
     const options: RedisOptions = { host, port, enableAutoPipelining: pipelining === 'auto' };
     const c = new Redis(options);
-    closers.push(() => c.disconnect());
+    closers.push(async () => c.disconnect());
     return c;
   };
   const list: Contender[] = [];

@@ -26,7 +26,7 @@ export const graphqlBody = (query: GraphQLQuery, symbol: string) =>
 @Injectable()
 class GqlThrottlerGuard extends ThrottlerGuard {
   protected override getRequestResponse(context: ExecutionContext) {
-    const gql = GqlExecutionContext.create(context).getContext<{ req: Record<string, any>; res: Record<string, any> }>();
+    const gql = GqlExecutionContext.create(context).getContext<{ req: Record<string, unknown>; res: Record<string, unknown> }>();
     return { req: gql.req, res: gql.res };
   }
 }

@@ -56,6 +56,7 @@ try {
   await page.click(`#queues tr[data-queue="${UNPAID_ORDER_EXPIRED}"] button`);
   await page.waitForSelector('#dead tr[data-id="o-1042"]');
   // the whole page in one frame (fullPage sometimes stops at the first screen's height)
+  // eslint-disable-next-line no-undef -- page.evaluate runs this in the page, where document is
   await page.setViewport({ width: 1180, height: await page.evaluate(() => document.documentElement.scrollHeight), deviceScaleFactor: 1 });
   await page.screenshot({ path: 'docs/dashboard.png' });
   console.log('wrote docs/dashboard.png');

@@ -107,7 +107,7 @@ function withApp() {
   });
   afterAll(() => ctx.redis.stop());
   afterEach(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.dispose()));
+    await Promise.all(clients.splice(0).map(async (c) => c.dispose()));
     await ctx.app?.close();
     ctx.app = undefined;
   });

@@ -18,8 +18,9 @@ async function connect(port: number) {
   });
   const arrived: Reply[] = [];
   const waiting: ((reply: Reply) => void)[] = [];
-  socket.on('message', (raw) => {
-    const reply = JSON.parse(String(raw)) as Reply;
+  // one Buffer a message: the client keeps ws' default binaryType, 'nodebuffer'
+  socket.on('message', (raw: Buffer) => {
+    const reply = JSON.parse(raw.toString()) as Reply;
     const next = waiting.shift();
     if (next) next(reply);
     else arrived.push(reply);

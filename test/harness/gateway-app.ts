@@ -52,7 +52,8 @@ async function wsClient(origin: string): Promise<Client> {
     socket.once('error', reject);
   });
   const replies = replyQueue();
-  socket.on('message', (raw) => replies.push(JSON.parse(String(raw)) as Reply));
+  // one Buffer a message: the client keeps ws' default binaryType, 'nodebuffer'
+  socket.on('message', (raw: Buffer) => replies.push(JSON.parse(raw.toString()) as Reply));
   return {
     send(event, data = {}) {
       const reply = replies.next();

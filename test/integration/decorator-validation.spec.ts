@@ -16,7 +16,8 @@ describe('decorator options are checked at app.init()', () => {
   // rejects with the start-up error, so the tests below can assert on it with `rejects.toThrow`
   async function init(controller: Type): Promise<void> {
     const error = await startupError(redis, controller);
-    if (error !== undefined) throw error;
+    if (error instanceof Error) throw error;
+    expect(error).toBeUndefined(); // anything else thrown fails here, showing what it was
   }
 
   it.each([

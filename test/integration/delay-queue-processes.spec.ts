@@ -50,7 +50,7 @@ async function until(check: () => Promise<boolean> | boolean, timeoutMs: number,
 describe('DelayQueueService across Node processes', () => {
   let libDir: string;
   const children: ChildProcess[] = [];
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+  const cleanups: (() => Promise<unknown>)[] = [];
 
   beforeAll(() => {
     libDir = compileLib('delay-queue');

@@ -222,7 +222,7 @@ describe('rate limits agree with reference models', () => {
         const kept = chosen.map((i) => Promise.all([client.persist(stateKeys[i]!), client.pttl(stateKeys[i]!)]));
         // a sliding window's entries (members scored by a time, oldest first): one per live
         // grant, not per permit
-        const entries = chosen.map((i) => (models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf') : null));
+        const entries = chosen.map((i) => (models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf') : Promise.resolve(null)));
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
         expect(reply.allowed).toBe(allowed);
