@@ -13,7 +13,6 @@ import {
   RedisLimitModule,
   RedisScriptError,
   type RateLimitPolicy,
-  type StackedLimit,
 } from '../../lib/index.js';
 import { escapeKeyPart } from '../../lib/redis/keys.js';
 import { limiterModule, uniquePrefix, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
@@ -109,7 +108,7 @@ describe('bad input', () => {
       ['block: durationMs a string', () => limiter().block('k', POLICY, '60000' as never), TypeError, /^durationMs must be a positive integer, got "60000"$/],
       ['refundLimit: limit null', () => limiter().refundLimit(null as never, 'g'), TypeError, /^limit must be an object, got null$/],
       ['blockLimit: a policy and a funnel', () => limiter().blockLimit({ key: 'k', policy: POLICY, funnel: FUNNEL }, 5), TypeError, /^limit takes a policy or a funnel, not both$/],
-      ['penalizeLimit: a funnel named funnel', () => limiter().penalizeLimit({ key: 'k', funnel: { capacity: 0, leakingDurationMs: 1 } } as StackedLimit, 1), RangeError, /^funnel\.capacity/],
+      ['penalizeLimit: a funnel named funnel', () => limiter().penalizeLimit({ key: 'k', funnel: { capacity: 0, leakingDurationMs: 1 } }, 1), RangeError, /^funnel\.capacity/],
       ['penalizeLimit: options null', () => limiter().penalizeLimit({ key: 'k', policy: POLICY }, 1, null as never), TypeError, /^options must be an object, got null$/],
       ['refundLimit: options.now -1', () => limiter().refundLimit({ key: 'k', policy: POLICY }, 'g', 1, { now: -1 }), RangeError, /^options\.now must be a whole number of ms/],
       ['blockLimit: an unknown option', () => limiter().blockLimit({ key: 'k', policy: POLICY }, 5, { nowMs: 0 } as never), TypeError, /^options\.nowMs is not an option \(now\)$/],
