@@ -233,7 +233,7 @@ async function producer(contender: Contender, url: string): Promise<Producer> {
       );
     },
     pending: async () => {
-      const counts = await queue.getJobCounts('delayed', 'wait', 'active', 'prioritized');
+      const counts: Record<string, number> = await queue.getJobCounts('delayed', 'wait', 'active', 'prioritized');
       return Object.values(counts).reduce((a, b) => a + b, 0);
     },
     close: () => queue.close(),
