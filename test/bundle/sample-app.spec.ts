@@ -110,8 +110,8 @@ describe('the sample app bundled into one file', () => {
     // no NODE_OPTIONS or NODE_PATH from jest: plain node, finding nothing but the file
     const env = { PATH: process.env['PATH'], REDIS_URL: redis.url, PORT: String(port), ADMIN_KEY: 'bundle-admin-key' };
     app = spawn(process.execPath, ['app.mjs'], { cwd: runDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    app.stdout!.on('data', (chunk: Buffer) => (output += chunk));
-    app.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+    app.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    app.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const up = async () => {
       if (app.exitCode !== null) throw new Error(`the bundled app exited with code ${app.exitCode}:\n${output}`);
       return fetch(`${base}/health`).then((r) => r.ok, () => false);
