@@ -21,7 +21,10 @@ export async function ceiling(opts: { host: string; port: number; requests: numb
   const sha = createHash('sha1').update(source).digest('hex');
   await admin.script('LOAD', source);
   const rows: CeilingRow[] = [];
-  const perSecond = new Map<number, number[]>([[1, []], [16, []]]);
+  const perSecond = new Map<number, number[]>([
+    [1, []],
+    [16, []],
+  ]);
   try {
     for (let r = 0; r < opts.runs; r++) {
       for (const pipeline of perSecond.keys()) {

@@ -44,7 +44,9 @@ export function barChart(title: string, panels: Panel[]): string {
     y += 8;
   }
   y += 10;
-  parts.push(`<text x="12" y="${y}" font-size="11" fill="#444">Bars: median of the runs; whiskers: min–max. Blue: nest-redis-limit. Source: BENCHMARKS.md.</text>`);
+  parts.push(
+    `<text x="12" y="${y}" font-size="11" fill="#444">Bars: median of the runs; whiskers: min–max. Blue: nest-redis-limit. Source: BENCHMARKS.md.</text>`,
+  );
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${y + 14}" viewBox="0 0 ${WIDTH} ${y + 14}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="white"/>`,

@@ -28,9 +28,11 @@ const NAME: Record<Contender, string> = { ours: 'nest-redis-limit DelayQueue', b
 /** Sends `total` items through `send`, `inFlight` at a time. */
 async function pooled(total: number, inFlight: number, send: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < total) await send(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < total) await send(next++);
+    }),
+  );
 }
 
 /** One contender, one mode, on a fresh server: messages per second. */
@@ -41,16 +43,23 @@ async function measure(contender: Contender, mode: Mode): Promise<number> {
     let enqueueBulk: (from: number) => Promise<unknown>;
     let close: () => Promise<unknown>;
     if (contender === 'ours') {
-      const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: 'bench:' }), { logger: ['error', 'warn'] });
+      const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: 'bench:' }), {
+        logger: ['error', 'warn'],
+      });
       const queues = app.get(DelayQueueService);
       enqueueOne = (i) => queues.enqueue(QUEUE, PAYLOAD, { id: `m-${i}`, delayMs: DELAY_MS });
-      enqueueBulk = (from) => queues.enqueueMany(QUEUE, Array.from({ length: BULK }, (_, j) => ({ payload: PAYLOAD, id: `m-${from + j}`, delayMs: DELAY_MS })));
+      enqueueBulk = (from) =>
+        queues.enqueueMany(
+          QUEUE,
+          Array.from({ length: BULK }, (_, j) => ({ payload: PAYLOAD, id: `m-${from + j}`, delayMs: DELAY_MS })),
+        );
       close = () => app.close();
     } else {
       const queue = new Queue(QUEUE, { connection: { host: redis.host, port: redis.port, maxRetriesPerRequest: null } });
       await queue.waitUntilReady();
       enqueueOne = (i) => queue.add('m', PAYLOAD, { jobId: `m-${i}`, delay: DELAY_MS });
-      enqueueBulk = (from) => queue.addBulk(Array.from({ length: BULK }, (_, j) => ({ name: 'm', data: PAYLOAD, opts: { jobId: `m-${from + j}`, delay: DELAY_MS } })));
+      enqueueBulk = (from) =>
+        queue.addBulk(Array.from({ length: BULK }, (_, j) => ({ name: 'm', data: PAYLOAD, opts: { jobId: `m-${from + j}`, delay: DELAY_MS } })));
       close = () => queue.close();
     }
     // warm-up: scripts loaded, connections up

@@ -52,7 +52,11 @@ async function measure(contender: Contender): Promise<Run> {
     if (contender === 'ours') {
       const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis: server.url }), { logger: ['error', 'warn'] });
       const queues = app.get(DelayQueueService);
-      add = (count) => queues.enqueueMany(QUEUE, Array.from({ length: count }, () => ({ payload: PAYLOAD, delayMs: DELAY_MS })));
+      add = (count) =>
+        queues.enqueueMany(
+          QUEUE,
+          Array.from({ length: count }, () => ({ payload: PAYLOAD, delayMs: DELAY_MS })),
+        );
       close = () => app.close();
     } else {
       const queue = new Queue(QUEUE, { connection: { host: server.host, port: server.port, maxRetriesPerRequest: null } });

@@ -56,7 +56,12 @@ async function runOurs(redis: RedisNode, starts: Start[]): Promise<() => Promise
   for (let i = 0; i < messages.length; i += 500) {
     await Promise.all(messages.slice(i, i + 500).map((m) => queues.enqueue(QUEUE, m, { id: idOf(m), runAt })));
   }
-  const rateLimit = { limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' as const, key: (m: DelayedMessage) => `t${(m.payload as { tenant: number }).tenant}` };
+  const rateLimit = {
+    limit: LIMIT,
+    windowMs: WINDOW_MS,
+    algorithm: 'fixed-window' as const,
+    key: (m: DelayedMessage) => `t${(m.payload as { tenant: number }).tenant}`,
+  };
   const consumers = Array.from({ length: CONSUMERS }, () =>
     queues.consume<{ tenant: number }>(QUEUE, (m) => void starts.push({ tenant: m.payload.tenant, at: Date.now() }), { concurrency: CONCURRENCY, rateLimit }),
   );
@@ -142,7 +147,9 @@ function inChild(contender: Contender): Promise<RateResult> {
       env: { ...process.env, BENCH_CONTENDERS: contender, BENCH_RATE_CHILD: file },
       stdio: ['ignore', 2, 'inherit'], // this process's stdout is for its table
     });
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(readFileSync(file, 'utf8')) as RateResult) : reject(new Error(`rate bench for ${contender} exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(readFileSync(file, 'utf8')) as RateResult) : reject(new Error(`rate bench for ${contender} exited with ${code}`)),
+    );
   });
 }
 
@@ -163,7 +170,10 @@ const lines = [
   '',
   '| contender | starts per tenant-second: max | min | mean | per-tenant mean, lowest–highest | target |',
   '|---|---:|---:|---:|---|---|',
-  ...results.map((r) => `| ${NAME[r.contender]} | ${r.max} | ${r.min} | ${fmt(r.mean)} | ${fmt(r.tenantMeans[0])}–${fmt(r.tenantMeans[1])} | ${r.contender === 'ours' ? target : ''} |`),
+  ...results.map(
+    (r) =>
+      `| ${NAME[r.contender]} | ${r.max} | ${r.min} | ${fmt(r.mean)} | ${fmt(r.tenantMeans[0])}–${fmt(r.tenantMeans[1])} | ${r.contender === 'ours' ? target : ''} |`,
+  ),
   '',
 ];
 process.stdout.write(lines.join('\n'));

@@ -389,7 +389,10 @@ function claimDiag(reports: WorkerReport[]): ClaimDiag | undefined {
     slowWake: mean(0),
     slowRtt: mean(1),
     slowDispatch: mean(2),
-    batchPattern: reports[0]!.claims.filter((c) => c.n > 0).slice(0, 24).map((c) => c.n),
+    batchPattern: reports[0]!.claims
+      .filter((c) => c.n > 0)
+      .slice(0, 24)
+      .map((c) => c.n),
   };
 }
 
@@ -451,7 +454,10 @@ async function trickle(contender: Contender, url: string, monitor: Redis): Promi
     redisCommandsPerMsg: commandsBetween(before, after).total / total,
     redisCpuMs: after.cpuMs - before.cpuMs,
     consumerCpuMs: reports.reduce((s, r) => s + r.cpuMs, 0),
-    otherCpuPercent: cpu.otherPercent(after.cpuMs - before.cpuMs, reports.reduce((s, r) => s + r.cpuMs, 0)),
+    otherCpuPercent: cpu.otherPercent(
+      after.cpuMs - before.cpuMs,
+      reports.reduce((s, r) => s + r.cpuMs, 0),
+    ),
     loop: loopStats(reports),
     diag: claimDiag(reports),
     errors: reports.flatMap((r) => r.errors),
@@ -524,7 +530,10 @@ async function burst(contender: Contender, url: string, monitor: Redis): Promise
     redisCpuMs: after.cpuMs - before.cpuMs,
     redisCommands: polls.total,
     consumerCpuMs: reports.reduce((s, r) => s + r.cpuMs, 0),
-    otherCpuPercent: cpu.otherPercent(after.cpuMs - before.cpuMs, reports.reduce((s, r) => s + r.cpuMs, 0)),
+    otherCpuPercent: cpu.otherPercent(
+      after.cpuMs - before.cpuMs,
+      reports.reduce((s, r) => s + r.cpuMs, 0),
+    ),
     diag: claimDiag(reports),
     errors: reports.flatMap((r) => r.errors),
   };
@@ -622,8 +631,14 @@ function printTables(results: Record<Contender, Results>): void {
     row(['wake-up: claim sent − runAt, p50 / p99 ms', `${cell(runs, (d) => d.wakeP50, 2)} / ${cell(runs, (d) => d.wakeP99, 2)}`]);
     row(['claim round trip, p50 / p99 ms', `${cell(runs, (d) => d.rttP50, 2)} / ${cell(runs, (d) => d.rttP99, 2)}`]);
     row(['handler start − claim reply, p50 / p99 ms', `${cell(runs, (d) => d.dispatchP50, 2)} / ${cell(runs, (d) => d.dispatchP99, 2)}`]);
-    row(["consumer's clock-offset estimate (server − local; truly ~0 on one machine), p50 / p1 ms", `${cell(runs, (d) => d.offsetP50, 2)} / ${cell(runs, (d) => d.offsetP1, 2)}`]);
-    row(['slowest 1% of messages: mean wake-up / claim round trip / dispatch ms', `${cell(runs, (d) => d.slowWake, 1)} / ${cell(runs, (d) => d.slowRtt, 1)} / ${cell(runs, (d) => d.slowDispatch, 1)}`]);
+    row([
+      "consumer's clock-offset estimate (server − local; truly ~0 on one machine), p50 / p1 ms",
+      `${cell(runs, (d) => d.offsetP50, 2)} / ${cell(runs, (d) => d.offsetP1, 2)}`,
+    ]);
+    row([
+      'slowest 1% of messages: mean wake-up / claim round trip / dispatch ms',
+      `${cell(runs, (d) => d.slowWake, 1)} / ${cell(runs, (d) => d.slowRtt, 1)} / ${cell(runs, (d) => d.slowDispatch, 1)}`,
+    ]);
     row(['ack calls / mean ids per ack', `${cell(runs, (d) => d.acks, 0)} / ${cell(runs, (d) => d.meanAckBatch, 1)}`]);
     row(['ack round trip, p50 / p99 ms', `${cell(runs, (d) => d.ackRttP50, 2)} / ${cell(runs, (d) => d.ackRttP99, 2)}`]);
     console.log(`\nclaim batch sizes, first process, first non-empty claims of each run:`);
@@ -632,9 +647,30 @@ function printTables(results: Record<Contender, Results>): void {
   };
 
   if (CONTENDERS.some((c) => results[c].trickle.length > 0)) {
-    console.log(`\n### Trickle: ${TRICKLE_RATE} msgs/s for ${TRICKLE_SECONDS} s, each enqueued in real time with delayMs ${TRICKLE_DELAY_MS}; ${CONSUMERS} consumers in ${PROCESSES} processes, concurrency ${TRICKLE_CONCURRENCY} each\n`);
-    console.log('Lateness = handler start − runAt (ms; wall clock with sub-ms precision, calibrated against Date.now() in each process). Target: p50 <= 3 ms, p99 <= 10 ms.\n');
-    head(['contender', 'sent rate /s', 'handled', 'lost', 'dup', 'lateness p50', 'p95', 'p99', 'max', 'Redis cmds/msg', 'Redis CPU ms', 'consumer CPU ms', 'other load %', 'event-loop delay p99 / max ms', 'GC pauses', 'longest GC ms']);
+    console.log(
+      `\n### Trickle: ${TRICKLE_RATE} msgs/s for ${TRICKLE_SECONDS} s, each enqueued in real time with delayMs ${TRICKLE_DELAY_MS}; ${CONSUMERS} consumers in ${PROCESSES} processes, concurrency ${TRICKLE_CONCURRENCY} each\n`,
+    );
+    console.log(
+      'Lateness = handler start − runAt (ms; wall clock with sub-ms precision, calibrated against Date.now() in each process). Target: p50 <= 3 ms, p99 <= 10 ms.\n',
+    );
+    head([
+      'contender',
+      'sent rate /s',
+      'handled',
+      'lost',
+      'dup',
+      'lateness p50',
+      'p95',
+      'p99',
+      'max',
+      'Redis cmds/msg',
+      'Redis CPU ms',
+      'consumer CPU ms',
+      'other load %',
+      'event-loop delay p99 / max ms',
+      'GC pauses',
+      'longest GC ms',
+    ]);
     for (const c of CONTENDERS) {
       const runs = results[c].trickle;
       row([
@@ -657,15 +693,39 @@ function printTables(results: Record<Contender, Results>): void {
       ]);
     }
     console.log('');
-    console.log('"event-loop delay": how late a 1 ms timer fired in the worse of the two consumer processes during the run (that timer adds ~1,000 wake-ups/s per process, to both contenders, in this scenario only); "GC pauses": both processes, count and longest.\n');
-    console.log('"other load %": CPU that processes other than this bench, its consumers and its redis-server used during the run, as % of the machine (2 cores = 100%).\n');
+    console.log(
+      '"event-loop delay": how late a 1 ms timer fired in the worse of the two consumer processes during the run (that timer adds ~1,000 wake-ups/s per process, to both contenders, in this scenario only); "GC pauses": both processes, count and longest.\n',
+    );
+    console.log(
+      '"other load %": CPU that processes other than this bench, its consumers and its redis-server used during the run, as % of the machine (2 cores = 100%).\n',
+    );
     diagTable((r) => r.trickle.map((t) => t.diag));
   }
 
   if (CONTENDERS.some((c) => results[c].burst.length > 0)) {
-    console.log(`\n### Burst: ${BURST.toLocaleString('en')} messages due at one instant ${BURST_LEAD_MS} ms after the enqueue began; ${CONSUMERS} consumers in ${PROCESSES} processes, concurrency ${BURST_CONCURRENCY} each\n`);
-    console.log('Times in ms from runAt. "drained" = the queue was seen empty (every message acknowledged), polled every 5 ms; msgs/s = 20,000 / drained. Target: drained <= 1,300 ms (>= 15k msgs/s).\n');
-    head(['contender', 'enqueue ms', 'slack before runAt ms', 'handled', 'lost', 'dup', 'first start', 'last start', 'drained', 'msgs/s', 'lateness p50', 'p99', 'Redis CPU ms', 'consumer CPU ms', 'other load %']);
+    console.log(
+      `\n### Burst: ${BURST.toLocaleString('en')} messages due at one instant ${BURST_LEAD_MS} ms after the enqueue began; ${CONSUMERS} consumers in ${PROCESSES} processes, concurrency ${BURST_CONCURRENCY} each\n`,
+    );
+    console.log(
+      'Times in ms from runAt. "drained" = the queue was seen empty (every message acknowledged), polled every 5 ms; msgs/s = 20,000 / drained. Target: drained <= 1,300 ms (>= 15k msgs/s).\n',
+    );
+    head([
+      'contender',
+      'enqueue ms',
+      'slack before runAt ms',
+      'handled',
+      'lost',
+      'dup',
+      'first start',
+      'last start',
+      'drained',
+      'msgs/s',
+      'lateness p50',
+      'p99',
+      'Redis CPU ms',
+      'consumer CPU ms',
+      'other load %',
+    ]);
     for (const c of CONTENDERS) {
       const runs = results[c].burst;
       row([
@@ -712,7 +772,13 @@ function printTables(results: Record<Contender, Results>): void {
     const errors = all.flatMap((r) => r.errors);
     if (errors.length > 0) problems.push(`${NAME[c]}: ${errors.length} consumer errors, e.g. ${[...new Set(errors)].slice(0, 3).join('; ')}`);
     const enq = results[c].trickle.reduce((s, r) => s + r.enqueueErrors, 0) + results[c].burst.reduce((s, r) => s + r.enqueueErrors.length, 0);
-    if (enq > 0) problems.push(`${NAME[c]}: ${enq} enqueue errors ${results[c].burst.flatMap((r) => r.enqueueErrors).slice(0, 2).join('; ')}`);
+    if (enq > 0)
+      problems.push(
+        `${NAME[c]}: ${enq} enqueue errors ${results[c].burst
+          .flatMap((r) => r.enqueueErrors)
+          .slice(0, 2)
+          .join('; ')}`,
+      );
   }
   console.log(problems.length > 0 ? `Problems:\n- ${problems.join('\n- ')}` : 'No consumer or enqueue errors.');
 }
@@ -751,10 +817,20 @@ function writeJson(path: string, results: Record<Contender, Results>): void {
 async function main(): Promise<void> {
   const started = now();
   console.log(`## Delay queue: nest-redis-limit vs BullMQ\n`);
-  const overrides = Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => `${k}=${v} `).join('');
+  const overrides = Object.entries(process.env)
+    .filter(([k]) => k.startsWith('BENCH_'))
+    .map(([k, v]) => `${k}=${v} `)
+    .join('');
   console.log(`Command: \`${overrides}npm run bench:queue\`\n`);
-  console.log(`${new Date().toISOString()} — ${await machine()}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
-  console.log(`${ROUNDS} rounds; each contender run gets a fresh redis-server on loopback and fresh consumer processes; contenders alternate (round 1 ours first, round 2 BullMQ first, ...), except in the idle scenario, where both idle at the same time, each on its own server.\n`);
+  console.log(
+    `${new Date().toISOString()} — ${await machine()}; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n`,
+  );
+  console.log(
+    `${ROUNDS} rounds; each contender run gets a fresh redis-server on loopback and fresh consumer processes; contenders alternate (round 1 ours first, round 2 BullMQ first, ...), except in the idle scenario, where both idle at the same time, each on its own server.\n`,
+  );
   const results: Record<Contender, Results> = {
     ours: { trickle: [], burst: [], idle: [] },
     bullmq: { trickle: [], burst: [], idle: [] },
@@ -782,11 +858,15 @@ async function main(): Promise<void> {
           if (scenario === 'trickle') {
             const r = await trickle(contender, url, monitor);
             results[contender].trickle.push(r);
-            console.error(`[${scenario} ${round + 1} ${contender}] p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} handled ${r.delivery.handled} lost ${r.delivery.lost} dup ${r.delivery.duplicates}; other load ${r.otherCpuPercent.toFixed(0)}%, loop delay p99 ${r.loop.delayP99.toFixed(1)} ms, GC ${r.loop.gcPauses} (max ${r.loop.gcMaxMs.toFixed(1)} ms)`);
+            console.error(
+              `[${scenario} ${round + 1} ${contender}] p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} max ${r.max.toFixed(1)} handled ${r.delivery.handled} lost ${r.delivery.lost} dup ${r.delivery.duplicates}; other load ${r.otherCpuPercent.toFixed(0)}%, loop delay p99 ${r.loop.delayP99.toFixed(1)} ms, GC ${r.loop.gcPauses} (max ${r.loop.gcMaxMs.toFixed(1)} ms)`,
+            );
           } else {
             const r = await burst(contender, url, monitor);
             results[contender].burst.push(r);
-            console.error(`[${scenario} ${round + 1} ${contender}] enqueue ${r.enqueueMs.toFixed(0)} ms, last start ${r.lastStartMs.toFixed(0)} drained ${r.drainedMs.toFixed(0)} ms, ${r.throughput.toFixed(0)}/s handled ${r.delivery.handled} lost ${r.delivery.lost} dup ${r.delivery.duplicates}; other load ${r.otherCpuPercent.toFixed(0)}%`);
+            console.error(
+              `[${scenario} ${round + 1} ${contender}] enqueue ${r.enqueueMs.toFixed(0)} ms, last start ${r.lastStartMs.toFixed(0)} drained ${r.drainedMs.toFixed(0)} ms, ${r.throughput.toFixed(0)}/s handled ${r.delivery.handled} lost ${r.delivery.lost} dup ${r.delivery.duplicates}; other load ${r.otherCpuPercent.toFixed(0)}%`,
+            );
           }
         });
         console.error(`  (${((now() - t) / 1000).toFixed(1)} s)`);

@@ -53,7 +53,6 @@ export interface WorkerReport {
 export type ParentMessage = { type: 'stop' } | { type: 'mark' };
 export type ChildMessage = { type: 'ready'; clockSkewMs: number } | { type: 'report'; report: WorkerReport };
 
-
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2]!) as WorkerConfig;
   const report: WorkerReport = {

@@ -69,7 +69,11 @@ function value(i: number): string {
 /** Runs task(0..n-1) with `width` calls in flight. */
 async function pool(n: number, width: number, task: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => { while (next < n) await task(next++); }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
 }
 
 /** Raw layouts: pipelined batches of 1,000 items, 4 batches in flight (no client overhead to speak of). */
@@ -139,9 +143,7 @@ const ALL_LAYOUTS: Record<string, Layout> = {
   },
 };
 
-const LAYOUTS = Object.fromEntries(
-  Object.entries(ALL_LAYOUTS).filter(([name]) => listed('BENCH_LAYOUTS')?.includes(name) ?? true),
-);
+const LAYOUTS = Object.fromEntries(Object.entries(ALL_LAYOUTS).filter(([name]) => listed('BENCH_LAYOUTS')?.includes(name) ?? true));
 
 interface Cell {
   /** One figure per run. */
@@ -399,7 +401,10 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
   // field with a ttl (checked against every hash below)
   // (leased hashes stay in the registry until released, so a batch whose lease is lost shows up)
   let drainMs = NaN;
-  const marks: [number, number][] = [[0.5, NaN], [0.99, NaN]];
+  const marks: [number, number][] = [
+    [0.5, NaN],
+    [0.99, NaN],
+  ];
   while (performance.now() - started < 120_000) {
     const left = await registered();
     for (const mark of marks) if (Number.isNaN(mark[1]) && left <= listed * (1 - mark[0])) mark[1] = performance.now() - started;
@@ -587,7 +592,11 @@ async function main(): Promise<void> {
   const started = performance.now();
   const memoryFlavors = (process.env['BENCH_MEMORY_FLAVORS'] ?? FLAVORS.join(',')).split(',').filter(Boolean) as RedisFlavor[];
   // bytes in Redis do not depend on CPU contention: the runs go side by side, each on its own server
-  await Promise.all(Array.from({ length: MEMORY_RUNS }, async () => { for (const flavor of memoryFlavors) await memoryRun(flavor); }));
+  await Promise.all(
+    Array.from({ length: MEMORY_RUNS }, async () => {
+      for (const flavor of memoryFlavors) await memoryRun(flavor);
+    }),
+  );
   if (results.size) printMemory();
   if (process.env['BENCH_JSON']) writeJson(process.env['BENCH_JSON']);
   if (IDLE_FLAVORS.length > 0) {

@@ -46,12 +46,15 @@ class FlexibleGuard implements CanActivate {
       if (!(refusal instanceof RateLimiterRes)) throw refusal;
       // the headers its docs set on a refusal, as @RateLimit sends them: the same response to write
       const seconds = String(Math.ceil(refusal.msBeforeNext / 1000));
-      context.switchToHttp().getResponse<{ set(headers: Record<string, string>): unknown }>().set({
-        'Retry-After': seconds,
-        'X-RateLimit-Limit': String(LIMIT),
-        'X-RateLimit-Remaining': String(refusal.remainingPoints),
-        'X-RateLimit-Reset': seconds,
-      });
+      context
+        .switchToHttp()
+        .getResponse<{ set(headers: Record<string, string>): unknown }>()
+        .set({
+          'Retry-After': seconds,
+          'X-RateLimit-Limit': String(LIMIT),
+          'X-RateLimit-Remaining': String(refusal.remainingPoints),
+          'X-RateLimit-Reset': seconds,
+        });
       throw new HttpException('Too Many Requests', HttpStatus.TOO_MANY_REQUESTS);
     }
   }

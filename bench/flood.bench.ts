@@ -61,7 +61,9 @@ async function commandCalls(admin: Redis): Promise<Map<string, number>> {
 export async function floodCost(opts: HttpOptions): Promise<FloodRow[]> {
   const script = fileURLToPath(new URL('./flood-app.js', import.meta.url));
   const args = (mode: FloodApp) => [opts.redisHost, String(opts.redisPort), String(FLOOD_LIMIT), String(FLOOD_WINDOW_MS), mode];
-  const servers = new Map<FloodApp, AppProcess>(await Promise.all((['cache', 'no-cache'] as const).map(async (mode) => [mode, await startApp(script, args(mode))] as const)));
+  const servers = new Map<FloodApp, AppProcess>(
+    await Promise.all((['cache', 'no-cache'] as const).map(async (mode) => [mode, await startApp(script, args(mode))] as const)),
+  );
   const admin = new Redis({ host: opts.redisHost, port: opts.redisPort });
   const samples = new Map<FloodRoute, Sample[]>();
   const load = async (route: FloodRoute, seconds: number): Promise<Sample> => {

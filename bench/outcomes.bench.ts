@@ -86,7 +86,11 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
       // the commit before first, then this one: neither always runs on a warmer server
       if (before !== undefined) {
         const old = keys.map((key) => `${key}:before`);
-        record(algorithm, 'consume, before blocks and grant ids', await measure(old.map((key) => () => raw.evalsha(before, 1, key, '', '1', 1, ...limitArgs, 1))));
+        record(
+          algorithm,
+          'consume, before blocks and grant ids',
+          await measure(old.map((key) => () => raw.evalsha(before, 1, key, '', '1', 1, ...limitArgs, 1))),
+        );
       }
       const consumed = await measure(keys.map((key) => () => raw.evalsha(decide, 1, key, '', '1', 1, ...limitArgs, 1) as Promise<(string | number)[]>));
       record(algorithm, 'consume', consumed);

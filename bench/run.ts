@@ -56,8 +56,7 @@ const BUILD = fileURLToPath(new URL('./', import.meta.url));
 const log = (line: string) => console.error(line);
 const started = performance.now();
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { cwd: ROOT }).toString().trim();
-const pkgVersion = (name: string) =>
-  (JSON.parse(readFileSync(`${ROOT}bench/node_modules/${name}/package.json`, 'utf8')) as { version: string }).version;
+const pkgVersion = (name: string) => (JSON.parse(readFileSync(`${ROOT}bench/node_modules/${name}/package.json`, 'utf8')) as { version: string }).version;
 
 /** A child bench that also writes its figures to the file BENCH_JSON names: its tables and those figures. */
 async function childWithJson<T>(script: string, env: Record<string, string>): Promise<[string, T]> {
@@ -132,10 +131,14 @@ async function main(): Promise<void> {
   }
   // issue 16's memory per message and rate limit: in the memory section when both run (see the top)
   const queueMemory = async () => {
-    [queueOps.tables.memory, queueOps.memory] = await childWithJson<NonNullable<QueueOpsFigures['memory']>>('delay-queue-memory.bench.js', { BENCH_ROUNDS: String(RUNS) });
+    [queueOps.tables.memory, queueOps.memory] = await childWithJson<NonNullable<QueueOpsFigures['memory']>>('delay-queue-memory.bench.js', {
+      BENCH_ROUNDS: String(RUNS),
+    });
   };
   const queueRate = async () => {
-    [queueOps.tables.rate, queueOps.rate] = await childWithJson<NonNullable<QueueOpsFigures['rate']>>('delay-queue-rate.bench.js', { BENCH_RATE_SECONDS: String(RATE_SECONDS) });
+    [queueOps.tables.rate, queueOps.rate] = await childWithJson<NonNullable<QueueOpsFigures['rate']>>('delay-queue-rate.bench.js', {
+      BENCH_RATE_SECONDS: String(RATE_SECONDS),
+    });
   };
   const alsoQueueOps = SECTIONS.includes('queue-ops');
   await timed('memory', async () => {
@@ -180,19 +183,25 @@ async function main(): Promise<void> {
     queue = JSON.parse(readFileSync(json, 'utf8'));
   });
   await timed('queue-ops', async () => {
-    [queueOps.tables.enqueue, queueOps.enqueue] = await childWithJson<NonNullable<QueueOpsFigures['enqueue']>>('delay-queue-enqueue.bench.js', { BENCH_ROUNDS: String(RUNS) });
+    [queueOps.tables.enqueue, queueOps.enqueue] = await childWithJson<NonNullable<QueueOpsFigures['enqueue']>>('delay-queue-enqueue.bench.js', {
+      BENCH_ROUNDS: String(RUNS),
+    });
     if (!queueOps.memory) await queueMemory();
     if (!queueOps.rate) await queueRate();
   });
 
   // ---- the report ------------------------------------------------------------------------------
-  const commit = sh('git', ['rev-parse', '--short', 'HEAD']) + (sh('git', ['status', '--porcelain', '--', 'lib', 'lua']) ? ' (with uncommitted changes to lib/lua)' : '');
-  const scaled = RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== FULL_HTTP_SECONDS || RATE_SECONDS !== FULL_RATE_SECONDS || SECTIONS.length !== ALL_SECTIONS.length;
+  const commit =
+    sh('git', ['rev-parse', '--short', 'HEAD']) + (sh('git', ['status', '--porcelain', '--', 'lib', 'lua']) ? ' (with uncommitted changes to lib/lua)' : '');
+  const scaled =
+    RUNS !== 3 || CALLS !== 200_000 || HTTP_SECONDS !== FULL_HTTP_SECONDS || RATE_SECONDS !== FULL_RATE_SECONDS || SECTIONS.length !== ALL_SECTIONS.length;
   md.push('# Benchmarks', '');
   md.push(
     `Written by \`npm run bench\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC at commit ${commit}; ` +
       `the whole run took ${((performance.now() - started) / 60_000).toFixed(1)} min (${sectionSeconds.join(', ')}).` +
-      (scaled ? ` **Scaled-down run** (BENCH_RUNS=${RUNS}, BENCH_CALLS=${CALLS}, BENCH_HTTP_SECONDS=${HTTP_SECONDS}, BENCH_RATE_SECONDS=${RATE_SECONDS}, sections ${SECTIONS.join(',')}): not the figures to quote.` : ''),
+      (scaled
+        ? ` **Scaled-down run** (BENCH_RUNS=${RUNS}, BENCH_CALLS=${CALLS}, BENCH_HTTP_SECONDS=${HTTP_SECONDS}, BENCH_RATE_SECONDS=${RATE_SECONDS}, sections ${SECTIONS.join(',')}): not the figures to quote.`
+        : ''),
     '',
   );
   md.push(
@@ -237,7 +246,7 @@ async function main(): Promise<void> {
     md.push(
       `${CALLS.toLocaleString('en-US')} calls per run, ${IN_FLIGHT} in flight, limit ${LIMIT} per ${WINDOW_MS / 1000} s for everyone ` +
         '(10,000 keys: 20 calls each, all granted; one hot key: 1,000 granted, then refusals). ' +
-        "Ours: `RateLimiterService.consume` / `.funnel` through the module, which sends the decisions made in one turn of the event loop as one script call. " +
+        'Ours: `RateLimiterService.consume` / `.funnel` through the module, which sends the decisions made in one turn of the event loop as one script call. ' +
         'rate-limiter-flexible: `RateLimiterRedis.consume` (a refusal is its rejection). throttler-storage-redis: `increment(key, ttl, limit, blockDuration, name)` called directly. ' +
         'Naive: `INCR`, then `PEXPIRE` when the count is 1 (two round trips on a first hit; a crash between them leaves a counter without expiry). ' +
         "Bare EVALSHA: ioredis `evalsha` of our decide.lua, one decision per call, nothing around it. Pipelining: ioredis `enableAutoPipelining` on the contender's client " +
@@ -249,7 +258,9 @@ async function main(): Promise<void> {
       md.push('| contender | auto-pipelining | decisions/s | p50 ms | p99 ms | Node µs/call | Redis µs/call |', '|---|---|---:|---:|---:|---:|---:|');
       for (const r of decisionRows.filter((x) => x.shape === shape)) {
         const name = r.kind === 'ours' ? `**${r.name}**` : r.name;
-        md.push(`| ${name} | ${r.pipelining} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 2)} | ${cell(r.p99Ms, 2)} | ${cell(r.nodeUs, 1)} | ${cell(r.redisUs, 1)} |`);
+        md.push(
+          `| ${name} | ${r.pipelining} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 2)} | ${cell(r.p99Ms, 2)} | ${cell(r.nodeUs, 1)} | ${cell(r.redisUs, 1)} |`,
+        );
       }
       md.push('');
       const cols: [string, Spread | undefined][] = [
@@ -266,7 +277,9 @@ async function main(): Promise<void> {
         const ours = row(name, shape)?.perSecond;
         if (!ours) continue;
         // paired per run, except the ceiling, which ran apart: medians only
-        md.push(`| ${name.replace('nest-redis-limit ', '')} | ${present.map(([c, s]) => formatRatio(ratio(ours, s, !c.startsWith('÷ ceiling')))).join(' | ')} |`);
+        md.push(
+          `| ${name.replace('nest-redis-limit ', '')} | ${present.map(([c, s]) => formatRatio(ratio(ours, s, !c.startsWith('÷ ceiling')))).join(' | ')} |`,
+        );
       }
       md.push('');
     }
@@ -281,13 +294,23 @@ async function main(): Promise<void> {
       headlines.push(
         `- **Decisions, 10,000 keys** (our fixed window, ${cell(fw)}/s): ${formatRatio(ratio(fw, rlf))} rate-limiter-flexible, ` +
           `${formatRatio(ratio(fw, thr))} throttler-storage-redis, ${formatRatio(ratio(fw, bare))} a bare EVALSHA loop of the same script` +
-          (ceilingOf(1) ? `, ${(fw.median / ceilingOf(1)!.median).toFixed(2)}× the redis-benchmark ceiling at -P 1 (${(fw.median / ceilingOf(16)!.median).toFixed(2)}× at -P 16).` : '.'),
+          (ceilingOf(1)
+            ? `, ${(fw.median / ceilingOf(1)!.median).toFixed(2)}× the redis-benchmark ceiling at -P 1 (${(fw.median / ceilingOf(16)!.median).toFixed(2)}× at -P 16).`
+            : '.'),
       );
     }
     const bars = (shape: KeyShape): Bar[] =>
       [...OURS, RLF, THROTTLER, NAIVE, BARE].flatMap((name) => {
         const s = row(name, shape)?.perSecond;
-        return s ? [{ label: name.replace('@nest-lab/', '').replace(' RateLimiterRedis', '').replace(' increment', ''), ...s, ours: name.startsWith('nest-redis-limit') }] : [];
+        return s
+          ? [
+              {
+                label: name.replace('@nest-lab/', '').replace(' RateLimiterRedis', '').replace(' increment', ''),
+                ...s,
+                ours: name.startsWith('nest-redis-limit'),
+              },
+            ]
+          : [];
       });
     panels.push({ title: 'Decisions from one Node process, 10,000 keys, 256 in flight', unit: 'decisions/s', bars: bars('10k-keys') });
   }
@@ -309,9 +332,9 @@ async function main(): Promise<void> {
     md.push(
       `\`autocannon -c 50 -d ${HTTP_SECONDS}\` against the sample app's quote route (Express, bench/http-app.ts), four ways: ` +
         `no guard; \`@RateLimit({ limit: ${HTTP_LIMIT}, windowMs: ${HTTP_WINDOW_MS}, algorithm: 'fixed-window' })\`; the same limit as the module's ` +
-        '`defaultLimits` on an undecorated route (a server process of its own, as defaults apply to every route of an app), beside that app\'s own `@SkipRateLimit()` route as its baseline; and ' +
+        "`defaultLimits` on an undecorated route (a server process of its own, as defaults apply to every route of an app), beside that app's own `@SkipRateLimit()` route as its baseline; and " +
         '`@UseGuards(ThrottlerGuard)` with the same limit on `@nestjs/throttler` storing in Redis through `@nest-lab/throttler-storage-redis`. ' +
-        "Then the same quote as a GraphQL query (`POST /graphql`, Apollo on Express as in the sample app, bench/graphql-app.module.ts, a third server process), three ways: " +
+        'Then the same quote as a GraphQL query (`POST /graphql`, Apollo on Express as in the sample app, bench/graphql-app.module.ts, a third server process), three ways: ' +
         "no guard; the same `@RateLimit`; and the throttler's documented GraphQL set-up, a `ThrottlerGuard` subclass whose `getRequestResponse` " +
         'reads `req` and `res` from `GqlExecutionContext`, with the same limit and Redis storage. ' +
         'All limits key by client IP (one key here) and are never reached: the rows measure deciding, not refusing ' +
@@ -320,7 +343,8 @@ async function main(): Promise<void> {
       '| route | req/s | p50 ms | p99 ms | app CPU µs/req | Redis CPU µs/req | non-2xx | errors |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
       ...httpRows.map(
-        (r) => `| ${r.route} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 1)} | ${cell(r.p99Ms, 1)} | ${cell(r.appUs)} | ${cell(r.redisUs, 1)} | ${r.non2xx} | ${r.errors} |`,
+        (r) =>
+          `| ${r.route} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 1)} | ${cell(r.p99Ms, 1)} | ${cell(r.appUs)} | ${cell(r.redisUs, 1)} | ${r.non2xx} | ${r.errors} |`,
       ),
       '',
       `@RateLimit ÷ no guard: ${formatRatio(ratio(ours.perSecond, plain.perSecond))}; defaultLimits ÷ its app's @SkipRateLimit route: ${formatRatio(ratio(defaults.perSecond, defaultsPlain.perSecond))} (÷ no guard: ${formatRatio(ratio(defaults.perSecond, plain.perSecond))}); ` +
@@ -337,7 +361,8 @@ async function main(): Promise<void> {
         `A \`@RateLimit\` GraphQL query: ${formatRatio(ratio(gqlOurs.perSecond, gqlPlain.perSecond))} of the unguarded query ` +
         `(the throttler's GraphQL guard: ${formatRatio(ratio(gqlThr.perSecond, gqlPlain.perSecond))}).`,
     );
-    const bars = (rows: HttpRow[]) => rows.map((r) => ({ label: r.route.replace('GraphQL, ', ''), ...r.perSecond, ours: r.route.endsWith('(nest-redis-limit)') }));
+    const bars = (rows: HttpRow[]) =>
+      rows.map((r) => ({ label: r.route.replace('GraphQL, ', ''), ...r.perSecond, ours: r.route.endsWith('(nest-redis-limit)') }));
     panels.push({ title: `HTTP, autocannon -c 50 -d ${HTTP_SECONDS}, quote route`, unit: 'req/s', bars: bars(httpRows.filter((r) => !isGraphQL(r))) });
     panels.push({ title: `GraphQL (Apollo), autocannon -c 50 -d ${HTTP_SECONDS}, quote query`, unit: 'req/s', bars: bars(httpRows.filter(isGraphQL)) });
   }
@@ -354,14 +379,14 @@ async function main(): Promise<void> {
         `already over its limit (a \`key\` function returning one fixed key, ${FLOOD_LIMIT} per ${FLOOD_WINDOW_MS / 3_600_000} h; the warm-up takes the one grant), four ways: ` +
         'no guard (the baseline: it serves the quote); `@RateLimit` with the refusal cache (the default); `@RateLimit` with the module option ' +
         '`refusalCache: false` (a server process of its own), where Redis decides every refusal (decide.lua; the refusals that arrive in one turn ' +
-        'of the event loop share one EVALSHA); and rate-limiter-flexible\'s `RateLimiterRedis` ' +
+        "of the event loop share one EVALSHA); and rate-limiter-flexible's `RateLimiterRedis` " +
         'in a Nest guard with `inMemoryBlockOnConsumed: limit + 1` and `inMemoryBlockDuration` unset (the key is blocked in memory from its first ' +
         'refusal for its msBeforeNext; a set duration would be a guess), answering 429 with the Retry-After and X-RateLimit-* headers its docs set, as ours does. Redis commands per response: the delta of INFO commandstats ' +
         "around each load, summed over every command but the bench's own INFO, so the commands a script runs count too (decide.lua's HMGET " +
         'and TIME); script calls: EVALSHA and EVAL alone, the round trips the library makes. Refused and other: responses ' +
         'over all runs (429, and anything else: a grant or a failure).',
       '',
-      '| route | req/s | p50 ms | p99 ms | Redis commands/req (scripts\' included) | script calls/req | app CPU µs/req | Redis CPU µs/req | refused | other | errors |',
+      "| route | req/s | p50 ms | p99 ms | Redis commands/req (scripts' included) | script calls/req | app CPU µs/req | Redis CPU µs/req | refused | other | errors |",
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...floodRows.map(
         (r) =>
@@ -394,8 +419,8 @@ async function main(): Promise<void> {
         'granting the permits shown, then a decision on the same key for the whole limit (refused unless the key was empty), and ' +
         `${SW_SMALL_GRANTS.toLocaleString('en-US')} or more single-permit grants followed by a refusal whose retry time depends on all of them (each grant ` +
         'member carries the running total of permits granted on its key, so the grants a refusal waits for are found by binary search: O(log² grants) ' +
-        "Redis calls, no walk). Redis CPU: INFO commandstats usec of that one call after CONFIG RESETSTAT; size: MEMORY USAGE ... SAMPLES 0 of the key after it. " +
-        "0.1 kept one sorted-set member per permit; it is not run at 3,000,000 permits (about 20 s with Redis blocked and a 369 MB key, issue 13).",
+        'Redis calls, no walk). Redis CPU: INFO commandstats usec of that one call after CONFIG RESETSTAT; size: MEMORY USAGE ... SAMPLES 0 of the key after it. ' +
+        '0.1 kept one sorted-set member per permit; it is not run at 3,000,000 permits (about 20 s with Redis blocked and a 369 MB key, issue 13).',
       '',
       '| decision | Redis µs, this commit | Redis µs, 0.1 | bytes after, this commit | bytes after, 0.1 |',
       '|---|---:|---:|---:|---:|',
@@ -403,7 +428,9 @@ async function main(): Promise<void> {
     for (const scenario of [...new Set(slidingRows.map((r) => r.scenario))]) {
       const ours = slidingRows.find((r) => r.scenario === scenario && r.contender === 'this commit');
       const old = slidingRows.find((r) => r.scenario === scenario && r.contender === '0.1');
-      md.push(`| ${scenario} | ${ours ? cell(ours.redisUs) : '–'} | ${old ? cell(old.redisUs) : '–'} | ${ours ? cell(ours.bytes) : '–'} | ${old ? cell(old.bytes) : '–'} |`);
+      md.push(
+        `| ${scenario} | ${ours ? cell(ours.redisUs) : '–'} | ${old ? cell(old.redisUs) : '–'} | ${ours ? cell(ours.bytes) : '–'} | ${old ? cell(old.bytes) : '–'} |`,
+      );
     }
     md.push('');
   }
@@ -413,7 +440,7 @@ async function main(): Promise<void> {
     md.push(
       '`bench/outcomes.bench.ts` (also `npm run bench -- outcomes`): each call one EVALSHA on its own (no batching), 1,000 keys a round, 64 in flight, ' +
         '1,000 permits per hour, each key half used first (not measured). A round consumes one permit on each key, refunds that grant (by its grant id), ' +
-        "then penalizes each key one permit; beside them, a consume by the decide.lua of the commit before grant ids, refunds and blocks. " +
+        'then penalizes each key one permit; beside them, a consume by the decide.lua of the commit before grant ids, refunds and blocks. ' +
         'Script µs: INFO commandstats usec of EVALSHA ÷ calls after CONFIG RESETSTAT; server µs: INFO cpu (user + sys, network included) ÷ calls. ' +
         'Target (issue 15): one round trip each (true by construction: one EVALSHA a call), Redis CPU per call within 1.5× of a consume.',
       '',
@@ -424,7 +451,10 @@ async function main(): Promise<void> {
       .filter((r) => r.call === 'refund' || r.call === 'penalize')
       .map((r) => ({ r, x: r.scriptUs.median / outcomeRows.find((c) => c.algorithm === r.algorithm && c.call === 'consume')!.scriptUs.median }))
       .sort((a, b) => b.x - a.x)[0];
-    if (worst) headlines.push(`- **refund and penalize**: one EVALSHA each; the costliest, ${worst.r.algorithm} ${worst.r.call}, takes ${worst.x.toFixed(2)}× a consume's script time (target: within 1.5×).`);
+    if (worst)
+      headlines.push(
+        `- **refund and penalize**: one EVALSHA each; the costliest, ${worst.r.algorithm} ${worst.r.call}, takes ${worst.x.toFixed(2)}× a consume's script time (target: within 1.5×).`,
+      );
   }
 
   if (memory) {
@@ -470,7 +500,12 @@ async function main(): Promise<void> {
         `BENCH_ROUNDS=${RUNS} BENCH_TRICKLE_SECONDS=${process.env['BENCH_TRICKLE_SECONDS'] ?? '3'} BENCH_IDLE_SECONDS=${process.env['BENCH_IDLE_SECONDS'] ?? '5'} ` +
         '(the standalone bench defaults to 10 s and 30 s; the idle consumers claim once per 5 s, so a 5 s window sees one claim each).',
       '',
-      demote(queueTables.replace(/^## .*\n/m, '').replace(/^Command: .*\n/m, '').trim()),
+      demote(
+        queueTables
+          .replace(/^## .*\n/m, '')
+          .replace(/^Command: .*\n/m, '')
+          .trim(),
+      ),
       '',
     );
     const ours = queue['ours'];

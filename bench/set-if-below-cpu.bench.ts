@@ -29,7 +29,11 @@ const VALUE = 'x'.repeat(60);
 
 async function pool(n: number, width: number, task: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => { while (next < n) await task(next++); }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
 }
 
 /** used_memory without what is not the data: client buffers, and the Lua heap (Redis 8 counts it
@@ -95,7 +99,9 @@ async function main(): Promise<void> {
       await server.stop();
     }
   }
-  console.log(`${FLAVOR} ${mode} mode, ${CALLS.toLocaleString('en-US')} setIfBelow calls per shape, ${RUNS} runs${SERVER_ARGS.length ? `, server ${SERVER_ARGS.join(' ')}` : ''}`);
+  console.log(
+    `${FLAVOR} ${mode} mode, ${CALLS.toLocaleString('en-US')} setIfBelow calls per shape, ${RUNS} runs${SERVER_ARGS.length ? `, server ${SERVER_ARGS.join(' ')}` : ''}`,
+  );
   console.log('| per owner | Redis CPU per call, µs | bytes per item | write commands (last run) |');
   console.log('|---|---|---|---|');
   for (const [perOwner, runs] of samples) {

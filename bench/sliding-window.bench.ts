@@ -35,7 +35,10 @@ export interface SlidingRow {
 export async function slidingWindowCost(opts: { host: string; port: number; runs: number; log: (line: string) => void }): Promise<SlidingRow[]> {
   const raw = new Redis({ host: opts.host, port: opts.port });
   const contenders: { name: SlidingRow['contender']; sha: string }[] = [];
-  for (const [name, source] of [['this commit', COMPILED_SCRIPTS['rate-limit/decide.lua'].source], ['0.1', scriptAt(OLD_COMMIT, 'rate-limit/decide.lua')]] as const) {
+  for (const [name, source] of [
+    ['this commit', COMPILED_SCRIPTS['rate-limit/decide.lua'].source],
+    ['0.1', scriptAt(OLD_COMMIT, 'rate-limit/decide.lua')],
+  ] as const) {
     if (source === undefined) {
       opts.log(`  0.1's script is not in this clone's history (${OLD_COMMIT}): this commit only`);
       continue;

@@ -48,7 +48,8 @@ async function act(what, call) {
   await refresh();
 }
 
-const ago = (ms) => (ms < 60_000 ? `${Math.round(ms / 1000)} s ago` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min ago` : `${(ms / 3_600_000).toFixed(1)} h ago`);
+const ago = (ms) =>
+  ms < 60_000 ? `${Math.round(ms / 1000)} s ago` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min ago` : `${(ms / 3_600_000).toFixed(1)} h ago`;
 const policy = (p) => (p.limit === undefined ? 'per request' : `${p.limit} / ${p.windowMs === undefined ? '?' : `${p.windowMs} ms`}`);
 
 function showHealth({ redis, readOnly: ro }) {
@@ -63,7 +64,9 @@ function showQueues(queues) {
   const body = $('queues').tBodies[0];
   body.replaceChildren(
     ...queues.map((q) =>
-      el('tr', { 'data-queue': q.queue },
+      el(
+        'tr',
+        { 'data-queue': q.queue },
         el('td', {}, q.queue),
         el('td', { class: 'n' }, q.scheduled),
         el('td', { class: 'n' }, q.inFlight),
@@ -89,16 +92,33 @@ async function showDead(cursor) {
   $('dead-actions').hidden = readOnly;
   const now = Date.now();
   const rows = page.messages.map((m) =>
-    el('tr', { 'data-id': m.id },
+    el(
+      'tr',
+      { 'data-id': m.id },
       el('td', {}, m.id),
       el('td', {}, el('pre', {}, JSON.stringify(m.payload, null, 1))),
       el('td', { class: 'n' }, m.attempts),
       el('td', { class: 'error' }, m.error),
       el('td', { title: new Date(m.diedAt).toISOString() }, ago(now - m.diedAt)),
-      el('td', {}, ...(readOnly ? [] : [
-        el('button', { type: 'button', class: 'retry', onclick: () => act(`retry ${m.id}`, () => post('api/dead/retry', { queue, ids: [m.id] })) }, 'Retry'), ' ',
-        el('button', { type: 'button', class: 'purge danger', onclick: () => act(`purge ${m.id}`, () => post('api/dead/purge', { queue, ids: [m.id] })) }, 'Purge'),
-      ])),
+      el(
+        'td',
+        {},
+        ...(readOnly
+          ? []
+          : [
+              el(
+                'button',
+                { type: 'button', class: 'retry', onclick: () => act(`retry ${m.id}`, () => post('api/dead/retry', { queue, ids: [m.id] })) },
+                'Retry',
+              ),
+              ' ',
+              el(
+                'button',
+                { type: 'button', class: 'purge danger', onclick: () => act(`purge ${m.id}`, () => post('api/dead/purge', { queue, ids: [m.id] })) },
+                'Purge',
+              ),
+            ]),
+      ),
     ),
   );
   const body = $('dead').tBodies[0];
@@ -140,7 +160,9 @@ function showDecisions({ routes }) {
   const max = Math.max(1, ...routes.flatMap((s) => s.allowed.map((a, i) => a + s.refused[i])));
   $('charts').replaceChildren(
     ...routes.map((s) =>
-      el('div', { class: 'route', 'data-route': s.route },
+      el(
+        'div',
+        { class: 'route', 'data-route': s.route },
         el('span', { class: 'route-name' }, s.route),
         routeChart(s, max),
         el('span', { class: 'route-totals' }, `${sum(s.allowed)} / `, el('b', { class: 'refused-total' }, sum(s.refused))),
@@ -162,15 +184,39 @@ function showLimits(limits) {
         limitInput.value = windowInput.value = '';
         return act(`override ${l.name}`, () => sent);
       };
-      return el('tr', { 'data-name': l.name },
+      return el(
+        'tr',
+        { 'data-name': l.name },
         el('td', {}, l.name),
         el('td', {}, ...l.declared.map((d) => el('div', { title: d.at }, `${d.algorithm} ${policy(d)}`))),
         el('td', { class: 'override' }, l.override ? policy(l.override) : '—'),
-        el('td', {}, ...(readOnly ? [] : [
-          limitInput, ' ', windowInput, ' ',
-          el('button', { type: 'button', class: 'set-override', onclick: set }, 'Set'), ' ',
-          ...(l.override ? [el('button', { type: 'button', class: 'remove-override', onclick: () => act(`remove override ${l.name}`, () => post('api/overrides', { name: l.name, policy: null })) }, 'Remove')] : []),
-        ])),
+        el(
+          'td',
+          {},
+          ...(readOnly
+            ? []
+            : [
+                limitInput,
+                ' ',
+                windowInput,
+                ' ',
+                el('button', { type: 'button', class: 'set-override', onclick: set }, 'Set'),
+                ' ',
+                ...(l.override
+                  ? [
+                      el(
+                        'button',
+                        {
+                          type: 'button',
+                          class: 'remove-override',
+                          onclick: () => act(`remove override ${l.name}`, () => post('api/overrides', { name: l.name, policy: null })),
+                        },
+                        'Remove',
+                      ),
+                    ]
+                  : []),
+              ]),
+        ),
       );
     }),
   );

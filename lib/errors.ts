@@ -29,7 +29,10 @@ export class RedisLimitError extends Error {
 /** Redis did not answer within `commandTimeoutMs` (`timeoutMs`); code 'REDIS_TIMEOUT'. The call
  * may still have been carried out. */
 export class RedisTimeoutError extends RedisLimitError {
-  constructor(readonly timeoutMs: number, command: string) {
+  constructor(
+    readonly timeoutMs: number,
+    command: string,
+  ) {
     super(`Redis did not answer ${command} within ${timeoutMs} ms`, 'REDIS_TIMEOUT');
   }
 }

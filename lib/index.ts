@@ -1,25 +1,11 @@
 export { RedisLimitModule } from './redis-limit.module.js';
 export type { RedisLimitFactoryOptions, RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
-export type {
-  ClusterConfig,
-  ExpiringHashOptions,
-  FailMode,
-  HeadersMode,
-  KeyResolver,
-  RedisLimitModuleOptions,
-  SkipIf,
-} from './redis-limit.options.js';
+export type { ClusterConfig, ExpiringHashOptions, FailMode, HeadersMode, KeyResolver, RedisLimitModuleOptions, SkipIf } from './redis-limit.options.js';
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
 export type { FunnelPolicy, LimitKind, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
 export { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
-export type {
-  ExpiringEntry,
-  ExpiringSetOptions,
-  ExpiryMode,
-  SetIfBelowResult,
-  SlotReservation,
-} from './expiring-hash/expiring-hash.types.js';
+export type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash/expiring-hash.types.js';
 export type { ExpiredField } from './expiring-hash/notifier.js';
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
@@ -46,13 +32,7 @@ export type { TierResolver } from './rate-limit/tier.js';
 export { MaxPending } from './max-pending/max-pending.decorator.js';
 export { PendingSlot } from './max-pending/pending-slot.decorator.js';
 export type { MaxPendingOptions } from './max-pending/max-pending.metadata.js';
-export {
-  RedisLimitError,
-  RedisScriptError,
-  RedisTimeoutError,
-  RedisUnavailableError,
-  type RedisLimitErrorCode,
-} from './errors.js';
+export { RedisLimitError, RedisScriptError, RedisTimeoutError, RedisUnavailableError, type RedisLimitErrorCode } from './errors.js';
 export { aclRules, type AclOptions } from './redis/acl.js';
 export { RedisLimitEvents } from './observability/redis-limit-events.js';
 export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEventType, RedisLimitListener } from './observability/events.js';

@@ -42,7 +42,13 @@ const PROVIDERS = [
   imports: [DiscoveryModule],
   // defaultLimits reach every route without a line of guard wiring; countIf sees every handler's end
   // (and on Nest 11, whose gateways get no global enhancers, GatewayEnhancers brings both there)
-  providers: [...PROVIDERS, DelayQueueExplorer, { provide: APP_GUARD, useClass: DefaultLimitsGuard }, { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor }, GatewayEnhancers],
+  providers: [
+    ...PROVIDERS,
+    DelayQueueExplorer,
+    { provide: APP_GUARD, useClass: DefaultLimitsGuard },
+    { provide: APP_INTERCEPTOR, useClass: OutcomeInterceptor },
+    GatewayEnhancers,
+  ],
   exports: PROVIDERS,
 })
 export class RedisLimitModule extends ConfigurableModuleClass {

@@ -218,7 +218,22 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   if (typeof shadow !== 'boolean') throw new TypeError(`RedisLimitModule: shadow must be a boolean, got ${describeValue(shadow)}`);
   const expiringHash = resolveExpiringHash(options.expiringHash);
   const delayQueue = resolveDelayQueueOptions(options.delayQueue);
-  return { redis: options.redis, keyPrefix, failMode, commandTimeoutMs, headers, tracker, ipv6Subnet, expiringHash, delayQueue, defaultLimits: options.defaultLimits, skipIf: options.skipIf, localDivisor, shadow, refusalCache: refusalCacheOption(options.refusalCache) };
+  return {
+    redis: options.redis,
+    keyPrefix,
+    failMode,
+    commandTimeoutMs,
+    headers,
+    tracker,
+    ipv6Subnet,
+    expiringHash,
+    delayQueue,
+    defaultLimits: options.defaultLimits,
+    skipIf: options.skipIf,
+    localDivisor,
+    shadow,
+    refusalCache: refusalCacheOption(options.refusalCache),
+  };
 }
 
 function assertIpv6Subnet(value: unknown): asserts value is number | false {

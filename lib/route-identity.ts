@@ -53,8 +53,7 @@ export function routeRef(controller: Type, handler: Function, modulePath?: strin
 export function modulePathOf(module: unknown, applicationId: string | undefined): string | undefined {
   if (typeof module !== 'function') return undefined;
   const path: unknown =
-    (applicationId === undefined ? undefined : Reflect.getMetadata(MODULE_PATH + applicationId, module)) ??
-    Reflect.getMetadata(MODULE_PATH, module);
+    (applicationId === undefined ? undefined : Reflect.getMetadata(MODULE_PATH + applicationId, module)) ?? Reflect.getMetadata(MODULE_PATH, module);
   return typeof path === 'string' ? path : undefined;
 }
 

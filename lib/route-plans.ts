@@ -63,7 +63,9 @@ export abstract class RoutePlans<P> implements OnModuleInit {
           }
           handlers += 1;
           if (isFieldResolver(handler) && this.declaredOn(handler) && !this.fieldGuards()) {
-            throw new TypeError(`${route.route}: ${this.decorators} cannot take effect on a @ResolveField unless GraphQLModule's fieldResolverEnhancers includes 'guards'`);
+            throw new TypeError(
+              `${route.route}: ${this.decorators} cannot take effect on a @ResolveField unless GraphQLModule's fieldResolverEnhancers includes 'guards'`,
+            );
           }
           this.remember(metatype as Type, handler, this.compile(route));
         } catch (error) {
@@ -71,7 +73,9 @@ export abstract class RoutePlans<P> implements OnModuleInit {
         }
       }
       if (handlers === 0 && this.declaredOn(metatype)) {
-        problems.push(new TypeError(`${metatype.name}: ${this.decorators} cannot take effect here: it has no method that ${NOT_A_HANDLER.replace(/^it is not/, 'is')}`));
+        problems.push(
+          new TypeError(`${metatype.name}: ${this.decorators} cannot take effect here: it has no method that ${NOT_A_HANDLER.replace(/^it is not/, 'is')}`),
+        );
       }
     }
     if (problems.length > 0) throw problemsError(`Invalid ${this.what} options`, problems);

@@ -33,15 +33,24 @@ try {
   }
   for (let i = 0; i < 8; i++) await fetch(`${base}/quotes/ACME`);
   for (let i = 0; i < 7; i++) {
-    await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account: 'bob', password: 'guess' }) });
+    await fetch(`${base}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ account: 'bob', password: 'guess' }),
+    });
   }
   await fetch(`${base}/quotes?symbols=ACME,GLOBEX`);
   const series = app.get(DecisionSeries);
   const now = Date.now();
   for (let minute = 1; minute < 45; minute++) {
     const wave = Math.round(12 + 10 * Math.sin(minute / 6));
-    for (let i = 0; i < wave; i++) series.record({ type: 'redis-limit.decision', allowed: i < wave - (minute % 9 === 0 ? 6 : 1), retryAfterMs: 0, limits: [], route: 'QuotesController.quote' }, now - minute * 60_000);
-    for (let i = 0; i < minute % 4; i++) series.record({ type: 'redis-limit.decision', allowed: i > 1, retryAfterMs: 0, limits: [], route: 'LoginController.login' }, now - minute * 60_000);
+    for (let i = 0; i < wave; i++)
+      series.record(
+        { type: 'redis-limit.decision', allowed: i < wave - (minute % 9 === 0 ? 6 : 1), retryAfterMs: 0, limits: [], route: 'QuotesController.quote' },
+        now - minute * 60_000,
+      );
+    for (let i = 0; i < minute % 4; i++)
+      series.record({ type: 'redis-limit.decision', allowed: i > 1, retryAfterMs: 0, limits: [], route: 'LoginController.login' }, now - minute * 60_000);
   }
   await series.flush();
   // an incident: failed logins allowed 10 per window instead of 5, in every instance

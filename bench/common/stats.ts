@@ -34,5 +34,4 @@ export function ratio(ours: Spread, theirs: Spread, paired = true): Spread {
   return { ...spread(ours.runs.map((o, i) => o / theirs.runs[i]!)), median: m };
 }
 
-export const formatRatio = (r: Spread) =>
-  r.min === r.max ? `${r.median.toFixed(2)}×` : `${r.median.toFixed(2)}× (${r.min.toFixed(2)}–${r.max.toFixed(2)})`;
+export const formatRatio = (r: Spread) => (r.min === r.max ? `${r.median.toFixed(2)}×` : `${r.median.toFixed(2)}× (${r.min.toFixed(2)}–${r.max.toFixed(2)})`);

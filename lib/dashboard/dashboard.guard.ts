@@ -19,7 +19,8 @@ export class DashboardGuard implements CanActivate {
     if (!(await this.options.canActivate(ctx))) throw new ForbiddenException('canActivate refused this dashboard request');
     const req = ctx.switchToHttp().getRequest<HttpRequest>();
     if (req.method === 'GET' || req.method === 'HEAD') return true;
-    if (this.options.readOnly) throw new ForbiddenException('the dashboard is read-only (RedisLimitDashboardModule.register({ readOnly: false }) allows actions)');
+    if (this.options.readOnly)
+      throw new ForbiddenException('the dashboard is read-only (RedisLimitDashboardModule.register({ readOnly: false }) allows actions)');
     if (!isSameOrigin(req.headers)) throw new ForbiddenException('a dashboard action must come from the dashboard page itself (same origin)');
     if (!isJson(req.headers)) throw new UnsupportedMediaTypeException('a dashboard action takes a JSON body (Content-Type: application/json)');
     return true;

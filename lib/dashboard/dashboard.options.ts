@@ -30,10 +30,14 @@ export function resolveDashboardOptions(options: unknown): ResolvedDashboardOpti
   }
   const { path = '/redis-limit', canActivate, readOnly = true } = options as Record<string, unknown>;
   if (typeof canActivate !== 'function') {
-    throw new TypeError(`RedisLimitDashboardModule.register: canActivate must be a function (ctx) => boolean deciding who may see the dashboard, got ${describeValue(canActivate)}`);
+    throw new TypeError(
+      `RedisLimitDashboardModule.register: canActivate must be a function (ctx) => boolean deciding who may see the dashboard, got ${describeValue(canActivate)}`,
+    );
   }
   if (typeof path !== 'string' || !PATH.test(path) || path.includes('//')) {
-    throw new TypeError(`RedisLimitDashboardModule.register: path must be a URL path such as '/redis-limit' (letters, digits, - . _ ~ /), got ${describeValue(path)}`);
+    throw new TypeError(
+      `RedisLimitDashboardModule.register: path must be a URL path such as '/redis-limit' (letters, digits, - . _ ~ /), got ${describeValue(path)}`,
+    );
   }
   if (typeof readOnly !== 'boolean') throw new TypeError(`RedisLimitDashboardModule.register: readOnly must be a boolean, got ${describeValue(readOnly)}`);
   return { path: path.length > 1 ? path.replace(/\/$/, '') : path, canActivate: canActivate as ResolvedDashboardOptions['canActivate'], readOnly };

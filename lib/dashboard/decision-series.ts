@@ -118,7 +118,8 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
       for (const [field, value] of Object.entries(hash as Record<string, string>)) {
         const route = field.slice(2);
         let series = routes.get(route);
-        if (series === undefined) routes.set(route, (series = { route, allowed: new Array<number>(SERIES_MINUTES).fill(0), refused: new Array<number>(SERIES_MINUTES).fill(0) }));
+        if (series === undefined)
+          routes.set(route, (series = { route, allowed: new Array<number>(SERIES_MINUTES).fill(0), refused: new Array<number>(SERIES_MINUTES).fill(0) }));
         series[field.startsWith('r:') ? 'refused' : 'allowed'][i]! += Number(value);
       }
     });

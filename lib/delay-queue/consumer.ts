@@ -120,7 +120,15 @@ export class Consumer implements DelayQueueConsumer {
         // leases run from the claim's execution, which is after this: a safe local bound for them
         const leasedUntil = Date.now() + options.visibilityTimeoutMs;
         const asked = Math.min(room, MAX_BATCH);
-        const args = ['', asked, options.visibilityTimeoutMs, this.deps.dead.deadRetentionMs, DEAD_TRIM_BATCH, options.globalConcurrency ?? '', this.admission ? 1 : ''];
+        const args = [
+          '',
+          asked,
+          options.visibilityTimeoutMs,
+          this.deps.dead.deadRetentionMs,
+          DEAD_TRIM_BATCH,
+          options.globalConcurrency ?? '',
+          this.admission ? 1 : '',
+        ];
         if (options.globalConcurrency !== undefined) args.push(this.deps.wakeUp.channel, await this.deps.wakeUp.command());
         const claim = redis.scripts.send('queueClaim', keys, args);
         let reply: (string | number)[];
@@ -128,7 +136,12 @@ export class Consumer implements DelayQueueConsumer {
           reply = (await redis.scripts.bounded(claim, 'queueClaim')) as (string | number)[];
         } catch (error) {
           // the claim may still run on a Redis that is only slow: whatever it leased is ours to handle
-          claim.then((late) => (this.stopped ? undefined : this.handle(late as (string | number)[], leasedUntil)), () => undefined).catch(() => undefined);
+          claim
+            .then(
+              (late) => (this.stopped ? undefined : this.handle(late as (string | number)[], leasedUntil)),
+              () => undefined,
+            )
+            .catch(() => undefined);
           throw error;
         }
         const [now, next] = reply as [number, number];
@@ -185,7 +198,8 @@ export class Consumer implements DelayQueueConsumer {
       const verdict = verdicts?.[i] ?? { kind: 'start' };
       const lease = { id: message.id, token: tokens[i]!, attempt: message.attempt, leasedUntil };
       if (verdict.kind === 'start') this.run(message, lease);
-      else if (verdict.kind === 'deferred') this.hint(verdict.dueAt); // the claim's reply plans the wake-up: keep this for it
+      else if (verdict.kind === 'deferred')
+        this.hint(verdict.dueAt); // the claim's reply plans the wake-up: keep this for it
       else if (verdict.kind === 'broken') {
         this.leases.hold(lease);
         void this.fail(message, lease, verdict.error);

@@ -46,4 +46,3 @@ export class DelayQueueExplorer implements OnApplicationBootstrap {
     for (const { entry, handler } of found) this.queues.consume(entry.queue, handler, entry.options);
   }
 }
-

@@ -37,7 +37,9 @@ export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, a
   if (runAt !== undefined) {
     const ms = runAt instanceof Date ? runAt.getTime() : runAt;
     if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
-      throw new (numberError(ms))(`${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`);
+      throw new (numberError(ms))(
+        `${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`,
+      );
     }
     return [ms, 0];
   }

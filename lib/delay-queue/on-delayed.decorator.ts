@@ -29,5 +29,4 @@ export interface OnDelayedEntry {
  * }
  * ```
  */
-export const OnDelayed = (queue: string, options?: ConsumeOptions): MethodDecorator =>
-  SetMetadata<symbol, OnDelayedEntry>(ON_DELAYED, { queue, options });
+export const OnDelayed = (queue: string, options?: ConsumeOptions): MethodDecorator => SetMetadata<symbol, OnDelayedEntry>(ON_DELAYED, { queue, options });

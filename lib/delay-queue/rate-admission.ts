@@ -72,7 +72,12 @@ export class RateAdmission {
       return decide(await this.redis.scripts.bounded(sent, 'queueAdmit'));
     } catch (error) {
       // nothing is decided yet: every verdict (broken keys too) waits for the reply, if it comes
-      sent.then((reply) => late(decide(reply)), () => undefined).catch(() => undefined);
+      sent
+        .then(
+          (reply) => late(decide(reply)),
+          () => undefined,
+        )
+        .catch(() => undefined);
       throw error;
     }
   }

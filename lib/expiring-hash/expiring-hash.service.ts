@@ -137,14 +137,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   }
 
   /** setIfBelow, plus when capacity frees up: what a guard's 429 and headers need. */
-  async reserve(
-    key: string,
-    field: string,
-    value: string,
-    ttlMs: number,
-    max: number,
-    opts?: ExpiringSetOptions,
-  ): Promise<SlotReservation> {
+  async reserve(key: string, field: string, value: string, ttlMs: number, max: number, opts?: ExpiringSetOptions): Promise<SlotReservation> {
     assertHashKey(key);
     assertField(field);
     assertValue(value);

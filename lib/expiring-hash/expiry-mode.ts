@@ -4,10 +4,7 @@ import type { ExpiringHashOptions } from '../redis-limit.options.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
 
 /** The mode new hashes get: 'native' when the server has HPEXPIRE (unless the option says 'index'). */
-export async function detectExpiryMode(
-  hasCommand: (command: string) => Promise<boolean>,
-  option: Required<ExpiringHashOptions>['mode'],
-): Promise<ExpiryMode> {
+export async function detectExpiryMode(hasCommand: (command: string) => Promise<boolean>, option: Required<ExpiringHashOptions>['mode']): Promise<ExpiryMode> {
   if (option === 'index') return 'index';
   const supported = await hasCommand('HPEXPIRE');
   if (option === 'native' && !supported) {

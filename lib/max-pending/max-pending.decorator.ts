@@ -26,9 +26,5 @@ import { MAX_PENDING, type MaxPendingEntry, type MaxPendingOptions } from './max
  * ```
  */
 export function MaxPending(max: number, options: MaxPendingOptions): ClassDecorator & MethodDecorator {
-  return applyDecorators(
-    appendMetadata<MaxPendingEntry>(MAX_PENDING, { max, options }),
-    UseGuards(MaxPendingGuard),
-    UseInterceptors(MaxPendingInterceptor),
-  );
+  return applyDecorators(appendMetadata<MaxPendingEntry>(MAX_PENDING, { max, options }), UseGuards(MaxPendingGuard), UseInterceptors(MaxPendingInterceptor));
 }

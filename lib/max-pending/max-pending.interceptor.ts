@@ -1,11 +1,4 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type CallHandler,
-  type ExecutionContext,
-  type NestInterceptor,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { catchError, defer, type Observable } from 'rxjs';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
 import { heldSlot, releaseSlot } from './pending-slot.js';

@@ -27,7 +27,14 @@ export interface ShadowVerdict {
  */
 export type RedisLimitEvent =
   /** A rate-limit stack was decided (RateLimiterService and the guards). */
-  | { type: 'redis-limit.decision'; allowed: boolean; retryAfterMs: number; limits: LimitVerdict[]; /** refused from the refusal cache, without asking Redis */ cached?: true; /** the guard's route (`Class.method`); absent for direct service calls */ route?: string }
+  | {
+      type: 'redis-limit.decision';
+      allowed: boolean;
+      retryAfterMs: number;
+      limits: LimitVerdict[];
+      /** refused from the refusal cache, without asking Redis */ cached?: true;
+      /** the guard's route (`Class.method`); absent for direct service calls */ route?: string;
+    }
   /** `refund` gave `permits` of a grant back (0: nothing left to give). */
   | { type: 'redis-limit.refund'; key: string; scope?: string; kind: LimitKind; limit: number; permits: number }
   /** `penalize` charged `permits`; `remaining` is what the key has left after it. */

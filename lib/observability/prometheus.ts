@@ -57,7 +57,10 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
     'gauge',
     'DelayQueue messages by queue and state, as last read (DelayQueueService.prometheus() reads them first).',
     Object.entries(c.queueSizes).flatMap(([queue, size]) =>
-      (['scheduled', 'inFlight', 'dead'] as const).map((state): [string, number] => [`{queue="${label(queue)}",state="${state === 'inFlight' ? 'inflight' : state}"}`, size[state]]),
+      (['scheduled', 'inFlight', 'dead'] as const).map((state): [string, number] => [
+        `{queue="${label(queue)}",state="${state === 'inFlight' ? 'inflight' : state}"}`,
+        size[state],
+      ]),
     ),
   );
   return `${lines.join('\n')}\n`;

@@ -64,6 +64,8 @@ function tagged<T extends object>(instance: T): T {
 function attach(gateway: Function, metadataKey: string, instance: object): void {
   // what Nest reads, a base class's included; written as the class's own
   const current = (Reflect.getMetadata(metadataKey, gateway) as unknown[] | undefined) ?? [];
-  const kept = current.filter((enhancer) => !(typeof enhancer === 'object' && enhancer !== null && ATTACHED in enhancer && enhancer.constructor === instance.constructor));
+  const kept = current.filter(
+    (enhancer) => !(typeof enhancer === 'object' && enhancer !== null && ATTACHED in enhancer && enhancer.constructor === instance.constructor),
+  );
   Reflect.defineMetadata(metadataKey, [...kept, instance], gateway);
 }

@@ -21,11 +21,7 @@ const waitSeconds = (ms: number) => Math.max(1, seconds(ms));
  * request could be granted, which is Retry-After itself; otherwise the time until the limit is
  * full again (the decision carries no sooner moment; by then more quota is surely available).
  */
-export function rateLimitHeaders(
-  mode: HeadersMode,
-  policies: readonly HeaderPolicy[],
-  decisions: readonly RateLimitDecision[],
-): Record<string, string> {
+export function rateLimitHeaders(mode: HeadersMode, policies: readonly HeaderPolicy[], decisions: readonly RateLimitDecision[]): Record<string, string> {
   if (mode === false || decisions.length === 0) return {};
   const index = described(decisions);
   const decision = decisions[index]!;
@@ -36,9 +32,7 @@ export function rateLimitHeaders(
     headers['X-RateLimit-Reset'] = String(seconds(decision.resetMs));
   }
   if (mode === 'draft' || mode === 'both') {
-    headers['RateLimit-Policy'] = policies
-      .map((p) => `${sfString(p.name)};q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`)
-      .join(', ');
+    headers['RateLimit-Policy'] = policies.map((p) => `${sfString(p.name)};q=${p.limit};w=${Math.max(1, seconds(p.windowMs))}`).join(', ');
     const t = decision.allowed ? seconds(decision.resetMs) : waitSeconds(decision.retryAfterMs);
     headers['RateLimit'] = `${sfString(policies[index]!.name)};r=${decision.remaining};t=${t}`;
   }

@@ -64,7 +64,9 @@ export class DeclaredNames {
         throw new RangeError(`policy.limit (${override.limit}) is below the cost ${limit.cost} of ${limit.at}: it could never be granted`);
       }
       if (override.windowMs !== undefined && limit.keepWindow) {
-        throw new RangeError(`policy.windowMs: ${limit.at} has another limit named ${describeValue(name)} of its kind, which one window would make one counter; override the limit only`);
+        throw new RangeError(
+          `policy.windowMs: ${limit.at} has another limit named ${describeValue(name)} of its kind, which one window would make one counter; override the limit only`,
+        );
       }
       const windowMs = override.windowMs ?? limit.windowMs;
       if ((limit.kind === 'tb' || limit.kind === 'fn') && windowMs !== undefined && override.limit * windowMs > Number.MAX_SAFE_INTEGER) {

@@ -91,9 +91,7 @@ export function rateLimitSpec(policy: RateLimitPolicy, argument = 'policy'): Lim
   // own keys only: 'toString' or 'constructor' must not find Object.prototype's
   const code = Object.hasOwn(ALGORITHMS, algorithm) ? ALGORITHMS[algorithm] : undefined;
   if (code === undefined) {
-    throw new TypeError(
-      `${argument}.algorithm must be one of ${Object.keys(ALGORITHMS).join(', ')}, got ${describeValue(algorithm)}`,
-    );
+    throw new TypeError(`${argument}.algorithm must be one of ${Object.keys(ALGORITHMS).join(', ')}, got ${describeValue(algorithm)}`);
   }
   assertPositiveInteger(limit, `${argument}.limit`);
   assertPositiveInteger(windowMs, `${argument}.windowMs`);

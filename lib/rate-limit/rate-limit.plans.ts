@@ -209,7 +209,8 @@ function compile(
     const limits = entries.map((entry, i) => plan(entry, scope, i, moduleShadow));
     assertOwnCounters(limits);
     for (const limit of limits) {
-      limit.keepWindow = limit.name !== undefined && limits.some((other) => other !== limit && other.name === limit.name && other.spec.kind === limit.spec.kind);
+      limit.keepWindow =
+        limit.name !== undefined && limits.some((other) => other !== limit && other.name === limit.name && other.spec.kind === limit.spec.kind);
     }
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     // the strictest mode of the stack decides it: closed, then local, then open

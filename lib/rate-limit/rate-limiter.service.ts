@@ -219,11 +219,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
-  async acquire(
-    key: string,
-    policy: RateLimitPolicy,
-    opts: { permits?: number; timeoutMs?: number } = {},
-  ): Promise<boolean> {
+  async acquire(key: string, policy: RateLimitPolicy, opts: { permits?: number; timeoutMs?: number } = {}): Promise<boolean> {
     assertAcquireOptions(opts);
     const { permits = 1, timeoutMs } = opts;
     const deadline = performance.now() + (timeoutMs ?? Infinity);
@@ -328,8 +324,22 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     assertPenalty(permits, spec);
     const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, permits];
     const [allowed, remaining, retryAfterMs, resetMs] = (await this.redis.scripts.run('rateLimitPenalize', [redisKey], args)) as number[];
-    const decision: RateLimitDecision = { allowed: allowed === RateLimitReply.GRANTED, limit: spec.limit, remaining: Math.max(0, remaining!), retryAfterMs: retryAfterMs!, resetMs: resetMs! };
-    this.redis.events.penalize(permits, () => ({ type: 'redis-limit.penalize', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits, remaining: decision.remaining }));
+    const decision: RateLimitDecision = {
+      allowed: allowed === RateLimitReply.GRANTED,
+      limit: spec.limit,
+      remaining: Math.max(0, remaining!),
+      retryAfterMs: retryAfterMs!,
+      resetMs: resetMs!,
+    };
+    this.redis.events.penalize(permits, () => ({
+      type: 'redis-limit.penalize',
+      key,
+      ...scope,
+      kind: KIND_NAMES[spec.kind],
+      limit: spec.limit,
+      permits,
+      remaining: decision.remaining,
+    }));
     return decision;
   }
 
@@ -338,7 +348,11 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   async blockLimit(limit: StackedLimit, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertBlockDuration(durationMs);
-    await this.redis.scripts.run('rateLimitBlock', [redisKey], [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs, ...this.refusals.publishArgs]);
+    await this.redis.scripts.run(
+      'rateLimitBlock',
+      [redisKey],
+      [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs, ...this.refusals.publishArgs],
+    );
     this.refusals.forget([redisKey]);
     this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, durationMs }));
   }
@@ -421,7 +435,10 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
     const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(counterKind(spec), key, limits[i]!.scope));
     // peeks and the test clock ask Redis every time
-    const cached = options.peek || options.now !== undefined ? undefined : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
+    const cached =
+      options.peek || options.now !== undefined
+        ? undefined
+        : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
     if (cached !== undefined && 'hit' in cached) {
       const result: StackDecision = { allowed: false, ...cached.hit };
       this.redis.events.decision(false, () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
@@ -462,7 +479,11 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   private send(group: number[], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<Reply[]> {
     const args: (string | number)[] = [options.peek ? '0' : '1', group.length];
     for (const i of group) args.push(checked[i]!.spec.algorithm, checked[i]!.spec.limit, checked[i]!.spec.windowMs, checked[i]!.permits);
-    return this.batcher.decide(group.map((i) => keys[i]!), args, options.now);
+    return this.batcher.decide(
+      group.map((i) => keys[i]!),
+      args,
+      options.now,
+    );
   }
 
   /** Gives back what one slot's call charged; the limits' `remaining` then counts it again. */
@@ -473,7 +494,11 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
     }
     args.push(...this.refusals.publishArgs);
-    const back = (await this.redis.scripts.run('rateLimitRefund', group.limits.map(({ index }) => keys[index]!), args)) as number[];
+    const back = (await this.redis.scripts.run(
+      'rateLimitRefund',
+      group.limits.map(({ index }) => keys[index]!),
+      args,
+    )) as number[];
     this.refusals.forget(group.limits.map(({ index }) => keys[index]!));
     group.limits.forEach((limit, i) => {
       limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + back[i]!);

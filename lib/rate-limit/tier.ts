@@ -23,7 +23,10 @@ export const isFixed = (spec: TieredSpec): spec is LimitSpec => typeof spec.limi
  */
 export function tieredSpec(options: RateLimitPolicy | { limit: unknown; windowMs: unknown }, at: string): TieredSpec {
   const { limit, windowMs } = options;
-  for (const [option, value] of [['limit', limit], ['windowMs', windowMs]] as const) {
+  for (const [option, value] of [
+    ['limit', limit],
+    ['windowMs', windowMs],
+  ] as const) {
     if (typeof value !== 'number' && typeof value !== 'function') {
       throw new TypeError(`${at}.${option} must be a positive integer or a function (ctx) => number, got ${describeValue(value)}`);
     }

@@ -6,24 +6,57 @@ import { assertKeyPrefix, describeValue } from './keys.js';
  */
 const COMMANDS = [
   // scripts: run by sha, sent whole on NOSCRIPT, loaded on every master at (re)connect
-  'evalsha', 'eval', 'script|load',
+  'evalsha',
+  'eval',
+  'script|load',
   // asked once: does the server have HPEXPIRE / SPUBLISH (a refusal counts as no)
   'command|info',
   // ioredis: the ready check (waits out LOADING after a restart), the names it gives its cluster
   // subscriber connections (and yours, with connectionName), a clean close
-  'info', 'client|setname', 'quit',
+  'info',
+  'client|setname',
+  'quit',
   // the database a URL or the db option names: refused, ioredis would carry on in database 0
   'select',
   // Redis Cluster clients: the ready check, the slot map, and redirects while a slot migrates
-  'cluster|info', 'cluster|slots', 'asking',
+  'cluster|info',
+  'cluster|slots',
+  'asking',
   // the dashboard's Redis health (latency)
   'ping',
   // DelayQueue wake-ups: published from scripts, heard by one subscriber connection
-  'publish', 'subscribe', 'unsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe',
+  'publish',
+  'subscribe',
+  'unsubscribe',
+  'spublish',
+  'ssubscribe',
+  'sunsubscribe',
   // inside the scripts
-  'time', 'type', 'del', 'pexpire', 'pexpireat', 'pexpiretime', 'pttl', 'persist', 'get', 'set',
-  'hget', 'hmget', 'hgetall', 'hset', 'hdel', 'hlen', 'hincrby',
-  'zadd', 'zrem', 'zscore', 'zcard', 'zcount', 'zrange', 'zrangebyscore', 'zremrangebyscore',
+  'time',
+  'type',
+  'del',
+  'pexpire',
+  'pexpireat',
+  'pexpiretime',
+  'pttl',
+  'persist',
+  'get',
+  'set',
+  'hget',
+  'hmget',
+  'hgetall',
+  'hset',
+  'hdel',
+  'hlen',
+  'hincrby',
+  'zadd',
+  'zrem',
+  'zscore',
+  'zcard',
+  'zcount',
+  'zrange',
+  'zrangebyscore',
+  'zremrangebyscore',
 ];
 
 /** ExpiringHash native mode (Redis >= 7.4): a server without them refuses to name them in an ACL. */

@@ -115,11 +115,13 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     let known = this.commands.get(command);
     if (known === undefined) {
       const info = this.client.call('COMMAND', 'INFO', command) as Promise<unknown[]>;
-      known = info.then(([entry]) => Array.isArray(entry)).catch((error: Error) => {
-        if (error.name === 'ReplyError') return false;
-        this.commands.delete(command);
-        throw error;
-      });
+      known = info
+        .then(([entry]) => Array.isArray(entry))
+        .catch((error: Error) => {
+          if (error.name === 'ReplyError') return false;
+          this.commands.delete(command);
+          throw error;
+        });
       this.commands.set(command, known);
     }
     return known;

@@ -71,8 +71,7 @@ export const graphqlAdapter: TransportAdapter = {
   setHeaders: (res, headers) => {
     if (typeof res === 'object' && res !== null) setHeaders(res, headers);
   },
-  tooManyRequests: (retryAfterMs) =>
-    new GraphQLLimitError('Too Many Requests', { code: 'TOO_MANY_REQUESTS', statusCode: 429, retryAfterMs }),
+  tooManyRequests: (retryAfterMs) => new GraphQLLimitError('Too Many Requests', { code: 'TOO_MANY_REQUESTS', statusCode: 429, retryAfterMs }),
   unavailable: () => new GraphQLLimitError('Rate limiter unavailable', { code: 'SERVICE_UNAVAILABLE', statusCode: 503 }),
   /**
    * The client IP of the operation's HTTP request. A subscription has none: its connection's

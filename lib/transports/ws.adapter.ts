@@ -60,7 +60,9 @@ export const wsAdapter: TransportAdapter = {
     const address = remoteAddressOf(ctx.switchToWs().getClient());
     if (address === undefined) {
       // one shared counter for every client would refuse them all together: say so instead
-      throw new TypeError("nest-redis-limit: this gateway's client has no remote address (neither a ws WebSocket nor a socket.io Socket); give the limit a key or the module a tracker");
+      throw new TypeError(
+        "nest-redis-limit: this gateway's client has no remote address (neither a ws WebSocket nor a socket.io Socket); give the limit a key or the module a tracker",
+      );
     }
     return ipKey(address, ipv6Subnet);
   },

@@ -1,6 +1,13 @@
 import { Module, type DynamicModule, type INestApplication } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
-import { RedisLimitDashboardModule, RedisLimitModule, type FailMode, type HeadersMode, type RateLimitOptions, type RedisLimitModuleOptions } from '../../lib/index.js';
+import {
+  RedisLimitDashboardModule,
+  RedisLimitModule,
+  type FailMode,
+  type HeadersMode,
+  type RateLimitOptions,
+  type RedisLimitModuleOptions,
+} from '../../lib/index.js';
 import { AppController } from './app.controller.js';
 import { CompletionsModule } from './completions/completions.module.js';
 import { sampleGraphQLModule } from './graphql/sample-graphql.module.js';

@@ -33,10 +33,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     void app
       .close()
       .finally(() => embedded?.stop())
-      .then(() => process.exit(0), (error: unknown) => {
-        logger.error(error);
-        process.exit(1);
-      });
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error(error);
+          process.exit(1);
+        },
+      );
   });
 }
 

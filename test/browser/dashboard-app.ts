@@ -53,7 +53,11 @@ export interface DashboardApp {
 }
 
 /** An app with a limited route, a queue and the dashboard at /redis-limit, listening on loopback. */
-export async function dashboardApp(platform: HttpPlatform, redis: TestRedis, { readOnly = false, keyPrefix = uniquePrefix(`dash-${platform}`) } = {}): Promise<DashboardApp> {
+export async function dashboardApp(
+  platform: HttpPlatform,
+  redis: TestRedis,
+  { readOnly = false, keyPrefix = uniquePrefix(`dash-${platform}`) } = {},
+): Promise<DashboardApp> {
   const dashboard: DynamicModule = RedisLimitDashboardModule.register({ canActivate: adminOnly, readOnly });
   const moduleRef = await Test.createTestingModule({
     imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix }), HelloModule, dashboard],

@@ -17,7 +17,8 @@ describe('the dashboard on a Redis Cluster', () => {
     await cluster?.stop();
   });
 
-  const get = <T>(path: string) => fetch(`${target.origin}/redis-limit/api/${path}`, { headers: { 'x-admin-key': ADMIN_KEY } }).then((r) => r.json() as Promise<T>);
+  const get = <T>(path: string) =>
+    fetch(`${target.origin}/redis-limit/api/${path}`, { headers: { 'x-admin-key': ADMIN_KEY } }).then((r) => r.json() as Promise<T>);
 
   it('keeps the per-minute counts and says it is a cluster', async () => {
     for (let i = 0; i < 4; i++) await fetch(`${target.origin}/hello`);
@@ -26,6 +27,11 @@ describe('the dashboard on a Redis Cluster', () => {
     const hello = routes.find((r) => r.route === 'HelloController.hello')!;
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     expect([sum(hello.allowed), sum(hello.refused)]).toEqual([3, 1]);
-    expect((await get<DashboardOverview>('overview')).redis).toMatchObject({ mode: 'cluster', server: 'redis', version: expect.any(String), pingMs: expect.any(Number) });
+    expect((await get<DashboardOverview>('overview')).redis).toMatchObject({
+      mode: 'cluster',
+      server: 'redis',
+      version: expect.any(String),
+      pingMs: expect.any(Number),
+    });
   });
 });

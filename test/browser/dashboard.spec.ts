@@ -54,7 +54,11 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await dead(target, 'to-purge', { order: 42 });
     await dead(target, 'hostile', { html: XSS });
     await target.queue.enqueue(JOBS, { order: 43 }, { id: 'later', delayMs: 3_600_000 });
-    await until(async () => (await target.queue.size(JOBS)).dead === 3, 5000, async () => JSON.stringify(await target.queue.size(JOBS)));
+    await until(
+      async () => (await target.queue.size(JOBS)).dead === 3,
+      5000,
+      async () => JSON.stringify(await target.queue.size(JOBS)),
+    );
     page = await adminPage();
     await open(page, target);
   });
@@ -82,15 +86,31 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
   it('retries a dead message (it then runs) and purges another', async () => {
     target.jobs.failing.delete('to-retry');
     await page.click('#dead tr[data-id="to-retry"] button.retry');
-    await until(() => target.jobs.ran.has('to-retry'), 5000, () => 'to-retry never ran');
+    await until(
+      () => target.jobs.ran.has('to-retry'),
+      5000,
+      () => 'to-retry never ran',
+    );
     // the page redraws after each action: wait for that before the next click
-    await until(async () => (await page.$('#dead tr[data-id="to-retry"]')) === null, 5000, () => 'to-retry still listed');
+    await until(
+      async () => (await page.$('#dead tr[data-id="to-retry"]')) === null,
+      5000,
+      () => 'to-retry still listed',
+    );
     await page.click('#dead tr[data-id="to-purge"] button.purge');
-    await until(async () => (await page.$('#dead tr[data-id="to-purge"]')) === null, 5000, () => 'to-purge still listed');
+    await until(
+      async () => (await page.$('#dead tr[data-id="to-purge"]')) === null,
+      5000,
+      () => 'to-purge still listed',
+    );
     const left = (await target.queue.dead(JOBS)).messages.map((m) => m.id);
     expect(left).toEqual(['hostile']);
     await page.click('#refresh');
-    await until(async () => (await text(page, `#queues tr[data-queue="${JOBS}"] td.dead-count`)) === '1', 5000, () => 'dead count not 1');
+    await until(
+      async () => (await text(page, `#queues tr[data-queue="${JOBS}"] td.dead-count`)) === '1',
+      5000,
+      () => 'dead count not 1',
+    );
   });
 
   it('charts decisions and refusals per route after traffic, and sets an override the next request obeys', async () => {
@@ -105,13 +125,21 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
 
     await page.type('#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
     await page.click('#limits tr[data-name="greetings"] button.set-override');
-    await until(async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '10 / 60000 ms', 5000, () => 'override not shown');
+    await until(
+      async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '10 / 60000 ms',
+      5000,
+      () => 'override not shown',
+    );
     const next = await hello();
     expect(next.status).toBe(200);
     expect(next.headers.get('x-ratelimit-limit')).toBe('10');
 
     await page.click('#limits tr[data-name="greetings"] button.remove-override');
-    await until(async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '—', 5000, () => 'override not removed');
+    await until(
+      async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '—',
+      5000,
+      () => 'override not removed',
+    );
     expect((await hello()).status).toBe(429);
   });
 
@@ -129,7 +157,11 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
 
   it('takes actions from its own page only: another origin, another site or a form body is refused', async () => {
     const retry = (headers: Record<string, string>) =>
-      fetch(`${target.origin}/redis-limit/api/dead/retry`, { method: 'POST', headers: { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ queue: JOBS }) });
+      fetch(`${target.origin}/redis-limit/api/dead/retry`, {
+        method: 'POST',
+        headers: { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ queue: JOBS }),
+      });
     expect((await retry({ origin: 'http://evil.example' })).status).toBe(403);
     expect((await retry({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await retry({ 'content-type': 'text/plain' })).status).toBe(415);
@@ -142,7 +174,11 @@ describe('a read-only dashboard', () => {
   beforeAll(async () => {
     target = await dashboardApp('express', redis, { readOnly: true });
     await dead(target, 'stays', { order: 1 });
-    await until(async () => (await target.queue.size(JOBS)).dead === 1, 5000, () => 'not dead');
+    await until(
+      async () => (await target.queue.size(JOBS)).dead === 1,
+      5000,
+      () => 'not dead',
+    );
   });
   afterAll(() => target?.close());
 
@@ -157,7 +193,11 @@ describe('a read-only dashboard', () => {
       const answers = await page.evaluate(async (queue) => {
         const post = (path: string, body: unknown) =>
           fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.status);
-        return [await post('api/dead/retry', { queue }), await post('api/dead/purge', { queue }), await post('api/overrides', { name: 'greetings', policy: { limit: 9 } })];
+        return [
+          await post('api/dead/retry', { queue }),
+          await post('api/dead/purge', { queue }),
+          await post('api/overrides', { name: 'greetings', policy: { limit: 9 } }),
+        ];
       }, JOBS);
       expect(answers).toEqual([403, 403, 403]);
       expect((await target.queue.size(JOBS)).dead).toBe(1);

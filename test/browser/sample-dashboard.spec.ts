@@ -20,23 +20,27 @@ describe('the sample app dashboard', () => {
     await redis?.stop();
   });
 
-  it('asks a browser for the admin key, and shows the page once given it', async () => {
-    const refused = await sample.http.get('/redis-limit');
-    expect(refused.status).toBe(401);
-    expect(refused.headers['www-authenticate']).toMatch(/^Basic /);
-    expect((await sample.http.get('/redis-limit/api/overview').set('x-admin-key', 'guess')).status).toBe(401);
+  it(
+    'asks a browser for the admin key, and shows the page once given it',
+    async () => {
+      const refused = await sample.http.get('/redis-limit');
+      expect(refused.status).toBe(401);
+      expect(refused.headers['www-authenticate']).toMatch(/^Basic /);
+      expect((await sample.http.get('/redis-limit/api/overview').set('x-admin-key', 'guess')).status).toBe(401);
 
-    const browser = await launchChromium();
-    try {
-      const page = await browser.newPage();
-      await page.authenticate({ username: 'admin', password: DEMO_ADMIN_KEY });
-      expect((await page.goto(`${origin}/redis-limit`))?.status()).toBe(200);
-      await page.waitForSelector('body[data-loaded]');
-      // the sample's named limits, with their declarations, and buttons: the sample's dashboard acts
-      expect(await page.$eval('#limits tr[data-name="login"] td', (td) => td.textContent)).toBe('login');
-      expect(await page.$$('#limits tr[data-name="login"] button.set-override')).toHaveLength(1);
-    } finally {
-      await browser.close();
-    }
-  }, LAUNCH_TIMEOUT_MS);
+      const browser = await launchChromium();
+      try {
+        const page = await browser.newPage();
+        await page.authenticate({ username: 'admin', password: DEMO_ADMIN_KEY });
+        expect((await page.goto(`${origin}/redis-limit`))?.status()).toBe(200);
+        await page.waitForSelector('body[data-loaded]');
+        // the sample's named limits, with their declarations, and buttons: the sample's dashboard acts
+        expect(await page.$eval('#limits tr[data-name="login"] td', (td) => td.textContent)).toBe('login');
+        expect(await page.$$('#limits tr[data-name="login"] button.set-override')).toHaveLength(1);
+      } finally {
+        await browser.close();
+      }
+    },
+    LAUNCH_TIMEOUT_MS,
+  );
 });

@@ -114,7 +114,10 @@ describe('the sample app bundled into one file', () => {
     app.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const up = async () => {
       if (app.exitCode !== null) throw new Error(`the bundled app exited with code ${app.exitCode}:\n${output}`);
-      return fetch(`${base}/health`).then((r) => r.ok, () => false);
+      return fetch(`${base}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
     };
     await until(up, 60_000, () => `the bundled app did not answer /health:\n${output}`);
   }, 240_000);

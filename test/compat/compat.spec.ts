@@ -29,11 +29,7 @@ const LIBRARY_IOREDIS = [
 // the apps' jest runs cannot see a broken dist/cjs/package.json; plain Node, as in production, can.
 const PLAIN_NODE_LOAD: Record<string, string[]> = {
   'nest11-cjs': ['-e', "console.log(typeof require('nest-redis-limit').RedisLimitModule)"],
-  'nest12-esm': [
-    '--input-type=module',
-    '-e',
-    "import { RedisLimitModule } from 'nest-redis-limit'; console.log(typeof RedisLimitModule)",
-  ],
+  'nest12-esm': ['--input-type=module', '-e', "import { RedisLimitModule } from 'nest-redis-limit'; console.log(typeof RedisLimitModule)"],
 };
 
 interface RunResult {
@@ -90,11 +86,15 @@ describe('packed tarball in consumer apps', () => {
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }, 60_000);
 
-  it.each(FIXTURES)('%s passes its own jest run', async (name) => {
-    const result = await run('npm', ['test'], join(tmp!, name), childEnv({ REDIS_URL: redis!.url }));
-    // On failure jest prints the whole output of the app's test run in the diff.
-    expect(result).toMatchObject({ code: 0, output: expect.stringMatching(new RegExp(`Tests:\\s+${APP_TESTS} passed, ${APP_TESTS} total`)) });
-  }, 120_000);
+  it.each(FIXTURES)(
+    '%s passes its own jest run',
+    async (name) => {
+      const result = await run('npm', ['test'], join(tmp!, name), childEnv({ REDIS_URL: redis!.url }));
+      // On failure jest prints the whole output of the app's test run in the diff.
+      expect(result).toMatchObject({ code: 0, output: expect.stringMatching(new RegExp(`Tests:\\s+${APP_TESTS} passed, ${APP_TESTS} total`)) });
+    },
+    120_000,
+  );
 
   it.each(FIXTURES)('%s loads it in plain Node', async (name) => {
     const result = await run(process.execPath, PLAIN_NODE_LOAD[name]!, join(tmp!, name));

@@ -31,8 +31,14 @@ describe.each(ADAPTERS)('countIf on a %s gateway', (adapter) => {
   });
   afterEach(() => app.close());
 
-  const remaining = async () => (await app.app.get(RateLimiterService).decide([{ key: 'player', scope: 'guess', policy: GUESS }], { peek: true })).decisions[0]!.remaining;
-  const settled = (expected: number) => until(async () => (await remaining()) === expected, 5_000, async () => `${await remaining()} left, not ${expected}`);
+  const remaining = async () =>
+    (await app.app.get(RateLimiterService).decide([{ key: 'player', scope: 'guess', policy: GUESS }], { peek: true })).decisions[0]!.remaining;
+  const settled = (expected: number) =>
+    until(
+      async () => (await remaining()) === expected,
+      5_000,
+      async () => `${await remaining()} left, not ${expected}`,
+    );
 
   it('gives back answered messages and counts the ones that threw', async () => {
     const client = await app.connect();

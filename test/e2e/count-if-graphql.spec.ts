@@ -53,15 +53,22 @@ describe('countIf on a GraphQL resolver', () => {
   });
 
   const redeem = async (code: string) => {
-    const response = await request(app.getHttpServer()).post('/graphql').send({ query: `mutation { redeem(code: "${code}") }` });
+    const response = await request(app.getHttpServer())
+      .post('/graphql')
+      .send({ query: `mutation { redeem(code: "${code}") }` });
     return response.body as { data?: { redeem: number } | null; errors?: { extensions?: { code?: string } }[] };
   };
-  const left = async () => (await app.get(RateLimiterService).decide([{ key: 'shopper', scope: 'redeem', policy: REDEEM }], { peek: true })).decisions[0]!.remaining;
+  const left = async () =>
+    (await app.get(RateLimiterService).decide([{ key: 'shopper', scope: 'redeem', policy: REDEEM }], { peek: true })).decisions[0]!.remaining;
 
   it('gives back the answered mutations and counts the bad vouchers', async () => {
     for (let i = 0; i < 3; i++) {
       expect((await redeem('GIFT')).data).toEqual({ redeem: 10 });
-      await until(async () => (await left()) === 3, 5_000, async () => `${await left()} left`);
+      await until(
+        async () => (await left()) === 3,
+        5_000,
+        async () => `${await left()} left`,
+      );
     }
     for (let i = 0; i < 3; i++) expect((await redeem('NOPE')).errors?.[0]?.extensions?.code).toBe('BAD_REQUEST');
     expect(await left()).toBe(0);

@@ -44,12 +44,17 @@ describe('countIf on a microservice handler', () => {
   });
 
   const charge = (amount: number) => firstValueFrom(client.send<unknown>('charge', { amount })).catch((error: unknown) => ({ error }));
-  const left = async () => (await app.get(RateLimiterService).decide([{ key: 'card', scope: 'declines', policy: CHARGE }], { peek: true })).decisions[0]!.remaining;
+  const left = async () =>
+    (await app.get(RateLimiterService).decide([{ key: 'card', scope: 'declines', policy: CHARGE }], { peek: true })).decisions[0]!.remaining;
 
   it('gives back the answered charges and counts the declines', async () => {
     for (let i = 0; i < 3; i++) {
       expect(await charge(10)).toEqual({ charged: 10 });
-      await until(async () => (await left()) === 2, 5_000, async () => `${await left()} left`);
+      await until(
+        async () => (await left()) === 2,
+        5_000,
+        async () => `${await left()} left`,
+      );
     }
     expect(await charge(500)).toEqual({ error: { statusCode: 402, message: 'declined' } });
     expect(await charge(500)).toEqual({ error: { statusCode: 402, message: 'declined' } });

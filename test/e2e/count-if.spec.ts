@@ -87,7 +87,11 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
   };
   /** Waits until the counter shows `expected` left: a refund lands after the response is sent. */
   const settled = (name: string, key: string, expected: number, policy = LOGIN) =>
-    until(async () => (await remaining(name, key, policy)) === expected, 5_000, async () => `${name}:${key} has ${await remaining(name, key, policy)} left, not ${expected}`);
+    until(
+      async () => (await remaining(name, key, policy)) === expected,
+      5_000,
+      async () => `${name}:${key} has ${await remaining(name, key, policy)} left, not ${expected}`,
+    );
   const login = (password: string, who = 'ada') => app.http.post('/login').send({ account: who, password });
 
   it('count failed logins only: successes give their permit back, the 6th failure is refused', async () => {
@@ -123,7 +127,11 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
   it('see the status an exception filter sent, and the handler error', async () => {
     const responses = await inSequence(5, () => app.http.get('/lookup'));
     expect(responses.map((r) => r.status)).toEqual([404, 404, 404, 404, 404]);
-    await until(() => seen.length === 5, 5_000, () => `${seen.length} outcomes seen`);
+    await until(
+      () => seen.length === 5,
+      5_000,
+      () => `${seen.length} outcomes seen`,
+    );
     expect(seen[0]).toEqual({ statusCode: 404, error: expect.any(NotFoundException) });
     await settled('lookup', 'me', 3, { limit: 3, windowMs: 60_000 });
   });
@@ -131,8 +139,14 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
   it('keep the charge when countIf throws, and log it once a minute per route', async () => {
     const responses = await inSequence(4, () => app.http.get('/buggy'));
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 429]);
-    await until(() => app.log.of('error').length > 0, 5_000, () => 'nothing logged');
-    expect(app.log.of('error')).toEqual([expect.stringMatching(/^OutcomeController\.buggy: @RateLimit\(#1\)\.countIf threw Error: countIf bug; the request stays counted/)]);
+    await until(
+      () => app.log.of('error').length > 0,
+      5_000,
+      () => 'nothing logged',
+    );
+    expect(app.log.of('error')).toEqual([
+      expect.stringMatching(/^OutcomeController\.buggy: @RateLimit\(#1\)\.countIf threw Error: countIf bug; the request stays counted/),
+    ]);
   });
 
   it('lock a key out for blockMs after a refusal, even once the window would allow again', async () => {
@@ -152,7 +166,11 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
     expect((await inSequence(2, () => app.http.post('/short-lockout'))).map((r) => r.status)).toEqual([201, 429]);
     // knocking all through the 300 ms lockout neither extends it nor blocks again
     let status = 0;
-    await until(async () => (status = (await app.http.post('/short-lockout')).status) === 201, 10_000, () => `still ${status}`);
+    await until(
+      async () => (status = (await app.http.post('/short-lockout')).status) === 201,
+      10_000,
+      () => `still ${status}`,
+    );
     expect(blocks).toBe(1);
   });
 });
@@ -204,7 +222,11 @@ describe('outcome-aware options', () => {
     try {
       for (let i = 1; i <= 4; i++) {
         expect((await app.http.get('/plain')).status).toBe(401);
-        await until(() => refunds === i, 5_000, () => `${refunds} refunds`);
+        await until(
+          () => refunds === i,
+          5_000,
+          () => `${refunds} refunds`,
+        );
       }
     } finally {
       await app.close();

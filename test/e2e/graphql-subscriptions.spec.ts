@@ -147,7 +147,10 @@ describe("GraphQL subscriptions with apollo: the app's context function", () => 
   const ctx = withApp();
 
   it('keys the defaults by the client address when the context builds its own req and passes extra through', async () => {
-    const context = ({ req, connectionParams, extra }: { req?: unknown; connectionParams?: unknown; extra?: unknown }) => ({ req: req ?? { headers: connectionParams }, extra });
+    const context = ({ req, connectionParams, extra }: { req?: unknown; connectionParams?: unknown; extra?: unknown }) => ({
+      req: req ?? { headers: connectionParams },
+      extra,
+    });
     ctx.app = await boot('apollo', ctx.redis, { defaultLimits: [{ limit: 1, windowMs: 60_000 }] }, context);
     expect(await outcomes(ctx.connect('127.0.0.1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);
     expect(await outcomes(ctx.connect('::1'), 2, 'subscription { ticks }')).toEqual([[1], 'TOO_MANY_REQUESTS']);

@@ -202,7 +202,7 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
     await expect(boot(driver, redis, {}, [BadResolver])).rejects.toThrow(/BadResolver\.bad: .*limit/);
   });
 
-  it("a limit on a @ResolveField fails app.init() unless the module runs guards on fields", async () => {
+  it('a limit on a @ResolveField fails app.init() unless the module runs guards on fields', async () => {
     await expect(boot(driver, redis, {}, [BasketResolver])).rejects.toThrow(/BasketResolver\.total: .*fieldResolverEnhancers includes 'guards'/);
     app = await boot(driver, redis, {}, [BasketResolver], ['guards']);
     expect(codes(await send(app, 3, '{ basket { total } }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);

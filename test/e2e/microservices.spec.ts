@@ -1,6 +1,14 @@
 import 'reflect-metadata';
 import { BadRequestException, Controller, Module, type ExecutionContext, type INestApplication, type INestMicroservice, type Type } from '@nestjs/common';
-import { ClientProxyFactory, EventPattern, MessagePattern, Transport, type ClientOptions, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
+import {
+  ClientProxyFactory,
+  EventPattern,
+  MessagePattern,
+  Transport,
+  type ClientOptions,
+  type ClientProxy,
+  type MicroserviceOptions,
+} from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { Funnel, MaxPending, RateLimit, RedisLimitEvents, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
@@ -158,10 +166,11 @@ describe.each<TransportName>(['tcp', 'redis'])('microservices over %s', (transpo
   }
 
   const send = (pattern: string, data: Message) => firstValueFrom(client!.send<unknown>(pattern, data));
-  const refusal = (pattern: string, data: Message) => send(pattern, data).then(
-    (answer) => ({ answered: answer }),
-    (error: unknown) => error,
-  );
+  const refusal = (pattern: string, data: Message) =>
+    send(pattern, data).then(
+      (answer) => ({ answered: answer }),
+      (error: unknown) => error,
+    );
 
   it('answers `limit` messages, then the client gets 429 with retryAfterMs', async () => {
     await boot(MODULE_OPTIONS);

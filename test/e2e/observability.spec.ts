@@ -23,7 +23,9 @@ describe('observability', () => {
 
       const decisions = seen.filter((e) => e.type === 'redis-limit.decision');
       expect(decisions.map((e) => e.allowed)).toEqual([true, true, true, true, true, false, false]);
-      expect(decisions[0]).toMatchObject({ limits: [{ kind: 'sliding-window', limit: 5, remaining: 4, allowed: true, scope: expect.stringContaining('QuotesController.quote') }] });
+      expect(decisions[0]).toMatchObject({
+        limits: [{ kind: 'sliding-window', limit: 5, remaining: 4, allowed: true, scope: expect.stringContaining('QuotesController.quote') }],
+      });
       expect(decisions[6]).toMatchObject({ retryAfterMs: expect.any(Number), limits: [{ allowed: false, remaining: 0 }] });
       expect(events().counters().decisions).toEqual({ allowed: 5, refused: 2 });
       expect(events().prometheus()).toContain('nest_redis_limit_decisions_total{outcome="refused"} 2\n');

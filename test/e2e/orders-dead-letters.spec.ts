@@ -29,23 +29,39 @@ describe.each(PLATFORMS)('dead cancellations on %s', (platform) => {
   it('lists a notice that died, with its error, page by page; retried, it is delivered again', async () => {
     await malformed('n1');
     await malformed('n2');
-    await until(async () => (await deadCount()) === 2, 5000, async () => `dead ${await deadCount()}`);
+    await until(
+      async () => (await deadCount()) === 2,
+      5000,
+      async () => `dead ${await deadCount()}`,
+    );
 
     const first = await admin('?limit=1');
     expect(first.status).toBe(200);
     expect(first.body.messages).toHaveLength(1);
-    expect(first.body.messages[0]).toMatchObject({ queue: UNPAID_ORDER_EXPIRED, attempts: 2, error: expect.stringMatching(/^SyntaxError: /), payload: { value: '{not json' } });
+    expect(first.body.messages[0]).toMatchObject({
+      queue: UNPAID_ORDER_EXPIRED,
+      attempts: 2,
+      error: expect.stringMatching(/^SyntaxError: /),
+      payload: { value: '{not json' },
+    });
     const second = await admin(`?limit=1&cursor=${encodeURIComponent(first.body.cursor)}`);
     expect(second.body.cursor).toBeNull();
     const ids = [first.body.messages[0].id, second.body.messages[0].id].sort();
     expect(ids).toEqual(['n1', 'n2']);
     const diedAt = second.body.messages[0].diedAt as number;
 
-    const retried = await ctx.sample.http.post('/admin/dead-cancellations/retry').set('x-admin-key', DEMO_ADMIN_KEY).send({ ids: ['n2'] });
+    const retried = await ctx.sample.http
+      .post('/admin/dead-cancellations/retry')
+      .set('x-admin-key', DEMO_ADMIN_KEY)
+      .send({ ids: ['n2'] });
     expect(retried.status).toBe(200);
     expect(retried.body).toEqual({ retried: 1 });
     // still malformed: delivered twice more, it dies again, later
-    await until(async () => ((await admin('')).body.messages as { id: string; diedAt: number }[]).some((m) => m.id === 'n2' && m.diedAt > diedAt), 5000, () => 'n2 not dead again');
+    await until(
+      async () => ((await admin('')).body.messages as { id: string; diedAt: number }[]).some((m) => m.id === 'n2' && m.diedAt > diedAt),
+      5000,
+      () => 'n2 not dead again',
+    );
 
     const all = await ctx.sample.http.post('/admin/dead-cancellations/retry').set('x-admin-key', DEMO_ADMIN_KEY).send({});
     expect(all.body).toEqual({ retried: 2 });

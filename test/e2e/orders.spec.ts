@@ -228,7 +228,7 @@ describe.each(PLATFORMS)('unpaid orders on %s', (platform) => {
       const paid = (await order('bob', { item: 'desk' })).body as UnpaidOrder;
       expect((await ctx.sample.http.post(`/orders/${paid.id}/pay`).set('x-user-id', 'bob')).status).toBe(200);
       const cancelled = async () => (await ctx.sample.http.get('/orders/cancelled').set('x-user-id', 'bob')).body as UnpaidOrder[];
-      for (const deadline = Date.now() + 10_000; (await cancelled()).length === 0 && Date.now() < deadline; ) await sleep(50);
+      for (const deadline = Date.now() + 10_000; (await cancelled()).length === 0 && Date.now() < deadline;) await sleep(50);
       await sleep(500); // time for a duplicate to show up, if there were one
       expect((await cancelled()).map((o) => [o.id, o.item])).toEqual([[lapsing.id, 'lamp']]);
     });

@@ -35,7 +35,10 @@ describe('runtime overrides across two app instances', () => {
   beforeAll(async () => {
     redis = await TestRedis.start();
     const options = { keyPrefix: uniquePrefix('ov'), headers: 'both' as const };
-    [a, b] = await Promise.all([platformApp('express', redis, [OverriddenController], options), platformApp('express', redis, [OverriddenController], options)]);
+    [a, b] = await Promise.all([
+      platformApp('express', redis, [OverriddenController], options),
+      platformApp('express', redis, [OverriddenController], options),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([a?.close(), b?.close()]);
@@ -60,7 +63,11 @@ describe('runtime overrides across two app instances', () => {
     expect(statuses).toEqual([200, 200, 429, 429]);
     // B remembers the refusal (once its channel is up): later ones are refused without asking Redis
     const hits = () => b.app.get(RedisLimitEvents).counters().refusalCacheHits;
-    await until(async () => (await b.http.get('/ov/raise')).status === 429 && hits() > 0, 5000, () => 'a refusal remembered on B');
+    await until(
+      async () => (await b.http.get('/ov/raise')).status === 429 && hits() > 0,
+      5000,
+      () => 'a refusal remembered on B',
+    );
 
     await limiter(a).setOverride('raise', { limit: 4 });
     // the same counter, 2 used: 2 more now

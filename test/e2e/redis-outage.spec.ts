@@ -33,81 +33,101 @@ describe.each(PLATFORMS)('Redis outages on %s', (platform) => {
     (sample = await bootSample(platform, { redis: redis.url, failMode, commandTimeoutMs: COMMAND_TIMEOUT_MS }));
   const quote = () => sample!.http.get('/quotes/ACME');
 
-  it("failMode 'closed' answers 503 promptly once Redis is gone", async () => {
-    await boot('closed');
-    expect((await quote()).status).toBe(200);
-    await redis.stop();
+  it(
+    "failMode 'closed' answers 503 promptly once Redis is gone",
+    async () => {
+      await boot('closed');
+      expect((await quote()).status).toBe(200);
+      await redis.stop();
 
-    const { response, ms } = await timed(quote);
-    expect(response.status).toBe(503);
-    expect(response.body).toEqual({ statusCode: 503, message: expect.any(String) });
-    expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
-  }, TEST_TIMEOUT_MS);
-
-  it("failMode 'closed' answers 503 within commandTimeoutMs when Redis hangs", async () => {
-    await boot('closed');
-    expect((await quote()).status).toBe(200);
-    const raw = new Redis(redis.url);
-    try {
-      // the server blocks longer than the bound: the connection is up, replies just do not come
-      const hang = raw.call('DEBUG', 'SLEEP', String(ANSWER_WITHIN_MS / 1000 + 1)).catch(() => undefined);
-      await sleep(50);
       const { response, ms } = await timed(quote);
       expect(response.status).toBe(503);
-      expect(ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 50);
+      expect(response.body).toEqual({ statusCode: 503, message: expect.any(String) });
       expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
-      await hang;
-    } finally {
-      raw.disconnect();
-    }
-  }, TEST_TIMEOUT_MS);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("failMode 'open' lets requests through while Redis is gone", async () => {
-    await boot('open');
-    expect((await quote()).status).toBe(200);
-    await redis.stop();
-
-    const responses = await inSequence(6, quote); // more than the limit: nobody counts them
-    expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200));
-    expect(responses[0]!.body).toMatchObject({ symbol: 'ACME' });
-    expect(responses[0]!.headers['x-ratelimit-limit']).toBeUndefined();
-  }, TEST_TIMEOUT_MS);
-
-  it('limits again once Redis is back, without restarting the app', async () => {
-    await boot('closed');
-    await redis.stop();
-    expect((await quote()).status).toBe(503);
-    await redis.resume();
-
-    // ioredis reconnects with backoff; the first decided request carries the headers again
-    let first: Response | undefined;
-    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-      const response = await quote();
-      if (response.status === 200 && response.headers['x-ratelimit-limit'] === '5') {
-        first = response;
-        break;
+  it(
+    "failMode 'closed' answers 503 within commandTimeoutMs when Redis hangs",
+    async () => {
+      await boot('closed');
+      expect((await quote()).status).toBe(200);
+      const raw = new Redis(redis.url);
+      try {
+        // the server blocks longer than the bound: the connection is up, replies just do not come
+        const hang = raw.call('DEBUG', 'SLEEP', String(ANSWER_WITHIN_MS / 1000 + 1)).catch(() => undefined);
+        await sleep(50);
+        const { response, ms } = await timed(quote);
+        expect(response.status).toBe(503);
+        expect(ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 50);
+        expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
+        await hang;
+      } finally {
+        raw.disconnect();
       }
-      expect(response.status).toBe(503);
-    }
-    expect(first).toBeDefined();
-    // the restarted server is empty, so this is the first grant (or a late-timed-out poll's second)
-    const left = Number(first!.headers['x-ratelimit-remaining']);
-    expect(left).toBeGreaterThanOrEqual(3);
-    const rest = await inSequence(left + 1, quote);
-    expect(rest.map((r) => r.status)).toEqual([...Array(left).fill(200), 429]);
-  }, TEST_TIMEOUT_MS);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it('survives SCRIPT FLUSH: the script is sent again and the counter goes on', async () => {
-    await boot('closed');
-    expect((await quote()).headers['x-ratelimit-remaining']).toBe('4');
-    const raw = new Redis(redis.url);
-    try {
-      expect(await raw.script('FLUSH')).toBe('OK');
-    } finally {
-      raw.disconnect();
-    }
-    const after = await quote();
-    expect(after.status).toBe(200);
-    expect(after.headers['x-ratelimit-remaining']).toBe('3');
-  }, TEST_TIMEOUT_MS);
+  it(
+    "failMode 'open' lets requests through while Redis is gone",
+    async () => {
+      await boot('open');
+      expect((await quote()).status).toBe(200);
+      await redis.stop();
+
+      const responses = await inSequence(6, quote); // more than the limit: nobody counts them
+      expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200));
+      expect(responses[0]!.body).toMatchObject({ symbol: 'ACME' });
+      expect(responses[0]!.headers['x-ratelimit-limit']).toBeUndefined();
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'limits again once Redis is back, without restarting the app',
+    async () => {
+      await boot('closed');
+      await redis.stop();
+      expect((await quote()).status).toBe(503);
+      await redis.resume();
+
+      // ioredis reconnects with backoff; the first decided request carries the headers again
+      let first: Response | undefined;
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
+        const response = await quote();
+        if (response.status === 200 && response.headers['x-ratelimit-limit'] === '5') {
+          first = response;
+          break;
+        }
+        expect(response.status).toBe(503);
+      }
+      expect(first).toBeDefined();
+      // the restarted server is empty, so this is the first grant (or a late-timed-out poll's second)
+      const left = Number(first!.headers['x-ratelimit-remaining']);
+      expect(left).toBeGreaterThanOrEqual(3);
+      const rest = await inSequence(left + 1, quote);
+      expect(rest.map((r) => r.status)).toEqual([...Array(left).fill(200), 429]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'survives SCRIPT FLUSH: the script is sent again and the counter goes on',
+    async () => {
+      await boot('closed');
+      expect((await quote()).headers['x-ratelimit-remaining']).toBe('4');
+      const raw = new Redis(redis.url);
+      try {
+        expect(await raw.script('FLUSH')).toBe('OK');
+      } finally {
+        raw.disconnect();
+      }
+      const after = await quote();
+      expect(after.status).toBe(200);
+      expect(after.headers['x-ratelimit-remaining']).toBe('3');
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

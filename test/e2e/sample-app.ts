@@ -42,8 +42,7 @@ export async function bootSample(platform: Platform, options: SampleAppOptions):
   return {
     app,
     http: request(app.getHttpServer()),
-    listen: () =>
-      (listening ??= app.listen(0, '127.0.0.1').then(() => (app.getHttpServer().address() as AddressInfo).port)),
+    listen: () => (listening ??= app.listen(0, '127.0.0.1').then(() => (app.getHttpServer().address() as AddressInfo).port)),
     close: () => app.close(),
   };
 }
@@ -59,11 +58,7 @@ export async function inSequence(count: number, send: (i: number) => request.Tes
  * For a describe block: one redis-server for the block, and a fresh sample app (own key prefix)
  * for each test. Read `sample` inside tests.
  */
-export function withSampleApp(
-  platform: Platform,
-  options: Omit<SampleAppOptions, 'redis'> = {},
-  server: StartOptions = {},
-) {
+export function withSampleApp(platform: Platform, options: Omit<SampleAppOptions, 'redis'> = {}, server: StartOptions = {}) {
   const context = {} as { redis: TestRedis; sample: SampleApp };
   beforeAll(async () => {
     context.redis = await TestRedis.start(server);

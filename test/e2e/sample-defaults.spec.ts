@@ -5,7 +5,7 @@ import { inSequence, PLATFORMS, withSampleApp } from './sample-app.js';
 // limit of its own; GET /health is exempt.
 const LIMIT = 100;
 
-describe.each(PLATFORMS)('the sample app\'s default limit on %s', (platform) => {
+describe.each(PLATFORMS)("the sample app's default limit on %s", (platform) => {
   const ctx = withSampleApp(platform);
 
   it('reaches an undecorated route: the 101st request within a minute is a 429', async () => {

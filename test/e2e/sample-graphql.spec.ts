@@ -45,8 +45,14 @@ describe.each(PLATFORMS)('the sample app over GraphQL on %s', (platform) => {
     await send(1, ALERT);
     const verdicts = limits.map((stack) => stack.map(({ limit, remaining }) => ({ limit, remaining })).sort((a, b) => a.limit - b.limit));
     expect(verdicts).toEqual([
-      [{ limit: 5, remaining: 4 }, { limit: 100, remaining: 99 }],
-      [{ limit: 5, remaining: 4 }, { limit: 100, remaining: 99 }],
+      [
+        { limit: 5, remaining: 4 },
+        { limit: 100, remaining: 99 },
+      ],
+      [
+        { limit: 5, remaining: 4 },
+        { limit: 100, remaining: 99 },
+      ],
     ]);
   });
 

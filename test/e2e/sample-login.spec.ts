@@ -17,7 +17,11 @@ describe.each(PLATFORMS)('login attempts on %s', (platform) => {
     for (let i = 0; i < 3; i++) {
       expect((await login('alice', 'wonderland')).status).toBe(200);
       // the success's permit comes back once its response is sent
-      await until(async () => (await left('alice')) === 5, 5_000, async () => `${await left('alice')} left`);
+      await until(
+        async () => (await left('alice')) === 5,
+        5_000,
+        async () => `${await left('alice')} left`,
+      );
     }
     const failures = await inSequence(5, () => login('alice', 'guess'));
     expect(failures.map((r) => r.status)).toEqual([401, 401, 401, 401, 401]);

@@ -76,7 +76,10 @@ describe.each(PLATFORMS)('the sample app over WebSocket on %s', (platform) => {
     const client = await open();
     expect((await client.send('quote', { symbol: 'ACME' })).event).toBe('quote');
     expect(limits.map((stack) => stack.map(({ limit, remaining }) => ({ limit, remaining })).sort((a, b) => a.limit - b.limit))).toEqual([
-      [{ limit: 5, remaining: 4 }, { limit: 100, remaining: 99 }],
+      [
+        { limit: 5, remaining: 4 },
+        { limit: 100, remaining: 99 },
+      ],
     ]);
   });
 

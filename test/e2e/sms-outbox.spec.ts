@@ -13,7 +13,11 @@ describe('the SMS outbox sends at most one SMS per phone per minute, whoever enq
     const queued = await ctx.sample.http.post('/sms').send({ phone: '+15555550100', text: 'Your code is 123456' });
     expect(queued.status).toBe(202);
     const { id } = queued.body as { id: string };
-    await until(async () => (await status(id)).status === 'sent', 10_000, () => `${id} not sent`);
+    await until(
+      async () => (await status(id)).status === 'sent',
+      10_000,
+      () => `${id} not sent`,
+    );
     expect(await status(id)).toMatchObject({ id, status: 'sent', sentAt: expect.any(String) });
   });
 
@@ -23,8 +27,16 @@ describe('the SMS outbox sends at most one SMS per phone per minute, whoever enq
     const first = await queue.enqueue(SMS_OUTBOX, { phone: '+15555550100', text: 'one' }, { id: 'first' });
     const second = await queue.enqueue(SMS_OUTBOX, { phone: '+15555550100', text: 'two' }, { id: 'second' });
     const other = await queue.enqueue(SMS_OUTBOX, { phone: '+15555550199', text: 'three' }, { id: 'other' });
-    await until(async () => (await status(first)).status === 'sent' && (await status(other)).status === 'sent', 10_000, () => 'not sent');
-    await until(async () => (await queue.size(SMS_OUTBOX)).inFlight === 0, 5000, () => 'in flight');
+    await until(
+      async () => (await status(first)).status === 'sent' && (await status(other)).status === 'sent',
+      10_000,
+      () => 'not sent',
+    );
+    await until(
+      async () => (await queue.size(SMS_OUTBOX)).inFlight === 0,
+      5000,
+      () => 'in flight',
+    );
     expect(await status(second)).toEqual({ id: second, status: 'queued' });
     expect(await queue.size(SMS_OUTBOX)).toEqual({ scheduled: 1, inFlight: 0, dead: 0 });
   });

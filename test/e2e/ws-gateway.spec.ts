@@ -96,8 +96,13 @@ class ByUserGuard extends RateLimitGuard {
   }
 }
 
-const gatewayApp = (adapter: AdapterName, connection: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}, providers: Provider[] = [ChatGateway], host?: string) =>
-  serve(adapter, connection, options, providers, host);
+const gatewayApp = (
+  adapter: AdapterName,
+  connection: RedisLimitModuleOptions['redis'],
+  options: RedisLimitModuleOptions = {},
+  providers: Provider[] = [ChatGateway],
+  host?: string,
+) => serve(adapter, connection, options, providers, host);
 
 const refusal = { event: 'exception', data: { statusCode: 429, message: 'Too Many Requests', retryAfterMs: expect.any(Number) } };
 

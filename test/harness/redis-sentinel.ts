@@ -105,14 +105,18 @@ export class TestSentinel {
   /** Waits until every live sentinel names a master other than `fromPort`, and it acts as one. */
   async waitForFailover(fromPort: number, timeoutMs = 30_000): Promise<number> {
     let to = fromPort;
-    await this.until(`a failover away from ${fromPort}`, async () => {
-      const replies = await Promise.all(this.live().map((s) => ask(s, 'SENTINEL', 'get-master-addr-by-name', this.name)));
-      const ports = new Set(replies.map((r) => Number((r as string[])[1])));
-      if (ports.size !== 1 || ports.has(fromPort)) return false;
-      to = [...ports][0]!;
-      const [role] = (await ask({ host: HOST, port: to }, 'ROLE')) as [string];
-      return role === 'master';
-    }, timeoutMs);
+    await this.until(
+      `a failover away from ${fromPort}`,
+      async () => {
+        const replies = await Promise.all(this.live().map((s) => ask(s, 'SENTINEL', 'get-master-addr-by-name', this.name)));
+        const ports = new Set(replies.map((r) => Number((r as string[])[1])));
+        if (ports.size !== 1 || ports.has(fromPort)) return false;
+        to = [...ports][0]!;
+        const [role] = (await ask({ host: HOST, port: to }, 'ROLE')) as [string];
+        return role === 'master';
+      },
+      timeoutMs,
+    );
     return to;
   }
 

@@ -22,8 +22,7 @@ describe('rate-limit algorithms at explicit times', () => {
     const redisKey = `${ctx.app.prefix}${counterKind(rateLimitSpec(policy))}:{${key}}`;
     return { redisKey, ttl: await ctx.app.raw.pttl(redisKey) };
   };
-  const peekAt = (key: string, policy: RateLimitPolicy, now: number) =>
-    limiter.decide([{ key, policy }], { now, peek: true }).then((r) => r.decisions[0]!);
+  const peekAt = (key: string, policy: RateLimitPolicy, now: number) => limiter.decide([{ key, policy }], { now, peek: true }).then((r) => r.decisions[0]!);
 
   beforeAll(() => {
     limiter = ctx.app.limiter;
@@ -177,8 +176,7 @@ describe('rate-limit algorithms at explicit times', () => {
     it('is a leaky bucket: capacity units refilled evenly over leakingDurationMs', async () => {
       const key = nextKey();
       const funnel = { capacity: 2, leakingDurationMs: 60_000 };
-      const f = (now: number, quota = 1) =>
-        limiter.decide([{ key, funnel, permits: quota }], { now }).then((r) => r.decisions[0]!);
+      const f = (now: number, quota = 1) => limiter.decide([{ key, funnel, permits: quota }], { now }).then((r) => r.decisions[0]!);
       expect(await f(T0, 2)).toMatchObject({ allowed: true, limit: 2, remaining: 0, resetMs: 60_000 });
       expect(await f(T0 + 1)).toMatchObject({ allowed: false, retryAfterMs: 29_999 });
       expect(await f(T0 + 30_000)).toMatchObject({ allowed: true, remaining: 0 });

@@ -11,8 +11,7 @@ describe('counter identity', () => {
   const T0 = 1_700_000_040_000;
   let keyNo = 0;
   const nextKey = () => `who-${++keyNo}`;
-  const at = (key: string, policy: RateLimitPolicy, now: number) =>
-    ctx.app.limiter.decide([{ key, policy }], { now }).then((r) => r.decisions[0]!);
+  const at = (key: string, policy: RateLimitPolicy, now: number) => ctx.app.limiter.decide([{ key, policy }], { now }).then((r) => r.decisions[0]!);
 
   describe.each(['sliding-window', 'fixed-window', 'token-bucket'] as RateLimitAlgorithm[])('%s', (algorithm) => {
     const perMinute: RateLimitPolicy = { limit: 3, windowMs: 60_000, algorithm };

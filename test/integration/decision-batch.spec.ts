@@ -19,9 +19,7 @@ describe('decisions made together are sent together', () => {
   it('300 concurrent decisions cost a handful of script calls, not 300', async () => {
     const key = nextKey(); // one user key (one slot), 300 scopes: batched on a cluster as well
     const before = await scriptCalls();
-    const results = await Promise.all(
-      Array.from({ length: 300 }, (_, i) => ctx.app.limiter.decide([{ key, scope: `s${i}`, policy, permits: 1 + (i % 5) }])),
-    );
+    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => ctx.app.limiter.decide([{ key, scope: `s${i}`, policy, permits: 1 + (i % 5) }])));
     const calls = (await scriptCalls()) - before;
     results.forEach((r, i) => expect(r.decisions[0]).toMatchObject({ allowed: true, remaining: 4 - (i % 5) }));
     expect(calls).toBeGreaterThanOrEqual(3); // at most 128 stacks per call

@@ -13,14 +13,7 @@ import {
   type ExecutionContext,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import {
-  MaxPending,
-  RateLimit,
-  RateLimitGuard,
-  SkipRateLimit,
-  type RedisLimitModuleOptions,
-  type StackDecision,
-} from '../../lib/index.js';
+import { MaxPending, RateLimit, RateLimitGuard, SkipRateLimit, type RedisLimitModuleOptions, type StackDecision } from '../../lib/index.js';
 import { controllerApp, startupError, statusesOf, type ControllerApp, type ControllerAppSetup } from '../harness/controller-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
@@ -149,11 +142,7 @@ describe('default limits', () => {
   });
   afterAll(() => redis.stop());
 
-  async function withApp(
-    options: RedisLimitModuleOptions,
-    use: (app: ControllerApp) => Promise<void>,
-    setup: Partial<ControllerAppSetup> = {},
-  ): Promise<void> {
+  async function withApp(options: RedisLimitModuleOptions, use: (app: ControllerApp) => Promise<void>, setup: Partial<ControllerAppSetup> = {}): Promise<void> {
     const app = await controllerApp(redis, { controllers: ALL, ...setup, options });
     try {
       await use(app);
@@ -294,10 +283,26 @@ describe('default limits', () => {
 
   it.each<[string, unknown, typeof TypeError, RegExp]>([
     ['a limit out of range', [{ limit: 0, windowMs: 1000 }], RangeError, /^RedisLimitModule: defaultLimits\[0\]\.limit must be a positive integer, got 0/],
-    ['an unknown option', [{ limit: 5, windowMs: 1000 }, { limit: 5, windowMs: 60_000, windowMS: 1 }], TypeError, /^RedisLimitModule: defaultLimits\[1\]\.windowMS is not an option/],
+    [
+      'an unknown option',
+      [
+        { limit: 5, windowMs: 1000 },
+        { limit: 5, windowMs: 60_000, windowMS: 1 },
+      ],
+      TypeError,
+      /^RedisLimitModule: defaultLimits\[1\]\.windowMS is not an option/,
+    ],
     ['an element that is no object', [{ limit: 5, windowMs: 1000 }, null], TypeError, /^RedisLimitModule: defaultLimits\[1\] takes an options object/],
     ['not an array', { limit: 5, windowMs: 1000 }, TypeError, /^RedisLimitModule: defaultLimits must be an array/],
-    ['two unnamed on one counter', [{ limit: 5, windowMs: 1000 }, { limit: 9, windowMs: 1000 }], TypeError, /^RedisLimitModule: two limits share the counter/],
+    [
+      'two unnamed on one counter',
+      [
+        { limit: 5, windowMs: 1000 },
+        { limit: 9, windowMs: 1000 },
+      ],
+      TypeError,
+      /^RedisLimitModule: two limits share the counter/,
+    ],
   ])('fail app.init() when bad: %s', async (_case, defaultLimits, kind, message) => {
     const error = await startupError(redis, OpenController, { defaultLimits: defaultLimits as never });
     expect(error).toBeInstanceOf(kind);

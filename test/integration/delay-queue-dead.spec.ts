@@ -40,7 +40,11 @@ describe('DelayQueue dead letters', () => {
       { maxAttempts: 2, backoffMs: 0 },
     );
     await queue().enqueue(q, { order: 7 }, { id: 'm1' });
-    await until(async () => (await queue().size(q)).dead === 1, 5000, () => `attempts ${attempts.join(',')}`);
+    await until(
+      async () => (await queue().size(q)).dead === 1,
+      5000,
+      () => `attempts ${attempts.join(',')}`,
+    );
     const page = await queue().dead<{ order: number }>(q);
     expect(page.cursor).toBeNull();
     expect(page.messages).toEqual([{ id: 'm1', queue: q, payload: { order: 7 }, attempts: 2, error: 'TypeError: gateway down', diedAt: expect.any(Number) }]);
@@ -50,7 +54,11 @@ describe('DelayQueue dead letters', () => {
     healthy = true;
     expect(await queue().retryDead(q, ['m1', 'not-dead'])).toBe(1);
     // woken by the retry's publish: the consumer's idle check is 5 s away
-    await until(async () => attempts.length === 3 && (await queue().size(q)).scheduled + (await queue().size(q)).inFlight === 0, 3000, () => `attempts ${attempts.join(',')}`);
+    await until(
+      async () => attempts.length === 3 && (await queue().size(q)).scheduled + (await queue().size(q)).inFlight === 0,
+      3000,
+      () => `attempts ${attempts.join(',')}`,
+    );
     expect(attempts).toEqual([1, 2, 1]);
     expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
     expect(await ctx.app.raw.hlen(key('dqm', q))).toBe(0);
@@ -130,7 +138,11 @@ describe('DelayQueue dead letters', () => {
     await queue().enqueue('q-emptied', 1, { id: 'y' });
     await queue().cancel('q-emptied', 'y');
     const consumer = queue().consume('q-dead', broken, { maxAttempts: 1 });
-    await until(async () => (await queue().size('q-dead')).dead === 1, 5000, () => 'q-dead never died');
+    await until(
+      async () => (await queue().size('q-dead')).dead === 1,
+      5000,
+      () => 'q-dead never died',
+    );
     await consumer.stop();
     const names = await queue().queues();
     expect(names).toEqual(expect.arrayContaining(['q-bulk', 'q-dead', 'q-scheduled']));
@@ -166,7 +178,12 @@ describe('DelayQueue dead letters', () => {
     await expect(q.dead('x', { limti: 5 } as never)).rejects.toThrow(/opts.limti is not an option/);
     await expect(q.retryDead('x', 'id' as never)).rejects.toThrow(/^ids must be an array/);
     await expect(q.purgeDead('x', ['a', ''])).rejects.toThrow(/^ids\[1\] must be a non-empty string/);
-    await expect(q.purgeDead('x', Array.from({ length: 1001 }, (_, i) => `${i}`))).rejects.toThrow(RangeError);
+    await expect(
+      q.purgeDead(
+        'x',
+        Array.from({ length: 1001 }, (_, i) => `${i}`),
+      ),
+    ).rejects.toThrow(RangeError);
     await expect(q.retryDead(7 as never)).rejects.toThrow(/^queue must be/);
   });
 });

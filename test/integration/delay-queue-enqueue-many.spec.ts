@@ -36,7 +36,11 @@ describe('DelayQueue enqueueMany', () => {
     expect(await queues().size(q)).toEqual({ scheduled: 2, inFlight: 0, dead: 0 });
     const got: DelayedMessage[] = [];
     const consumer = queues().consume(q, (m) => void got.push(m));
-    await until(() => got.length === 1, 10_000, () => 'y not delivered');
+    await until(
+      () => got.length === 1,
+      10_000,
+      () => 'y not delivered',
+    );
     await consumer.stop();
     expect(got.map((m) => [m.id, m.payload])).toEqual([['y', 'first']]);
   });
@@ -45,9 +49,17 @@ describe('DelayQueue enqueueMany', () => {
     const q = 'wake';
     const got: string[] = [];
     const consumer = queues().consume(q, (m) => void got.push(m.id));
-    await until(async () => (await ctx.redis.subscribers(`${ctx.app.prefix}dqw:{${q}}`)) >= 1, 10_000, () => 'not subscribed');
+    await until(
+      async () => (await ctx.redis.subscribers(`${ctx.app.prefix}dqw:{${q}}`)) >= 1,
+      10_000,
+      () => 'not subscribed',
+    );
     await queues().enqueueMany(q, [{ payload: 1, id: 'soon', delayMs: 100 }]);
-    await until(() => got.length === 1, 4000, () => 'not woken'); // below the 5 s idle re-check: woken by enqueueMany's publish
+    await until(
+      () => got.length === 1,
+      4000,
+      () => 'not woken',
+    ); // below the 5 s idle re-check: woken by enqueueMany's publish
     await consumer.stop();
 
     const bad = (messages: unknown) => () => queues().enqueueMany('bad', messages as never);

@@ -63,7 +63,11 @@ describe('DelayQueue leases', () => {
       { visibilityTimeoutMs: 60_000 },
     );
     await queue().enqueue(q, 'x', { id: 'x' });
-    await until(() => attempts.length === 1, 5000, () => 'not delivered');
+    await until(
+      () => attempts.length === 1,
+      5000,
+      () => 'not delivered',
+    );
     // another consumer, a minute later on its clock, finds the lease run out and takes the message
     const keys = [key('dqs', q), key('dqf', q), key('dqd', q), key('dqm', q)];
     const [now] = (await connection.scripts.run('queueClaim', keys, ['', 1, 1])) as number[];
@@ -94,16 +98,28 @@ describe('DelayQueue leases', () => {
       { visibilityTimeoutMs: 60_000 },
     );
     await queue().enqueue(q, 'x', { id: 'x' });
-    await until(() => starts.length === 1, 5000, () => 'not delivered');
+    await until(
+      () => starts.length === 1,
+      5000,
+      () => 'not delivered',
+    );
     // its lease runs out as if a renewal came late (the event loop blocked): the consumer's next
     // claim, woken by 'y', hands 'x' back to this very consumer as attempt 2
     await ctx.app.raw.zadd(key('dqf', q), 'XX', 1, 'x');
     await queue().enqueue(q, 'y', { id: 'y' });
-    await until(async () => starts.includes('y:1') && (await queue().size(q)).inFlight === 1, 5000, async () => `starts ${starts.join(', ')}`);
+    await until(
+      async () => starts.includes('y:1') && (await queue().size(q)).inFlight === 1,
+      5000,
+      async () => `starts ${starts.join(', ')}`,
+    );
     expect(await ctx.app.raw.hget(key('dqm', q), 'a:x')).toBe('2');
 
     release();
-    await until(async () => (await queue().size(q)).inFlight === 0, 5000, async () => `size ${JSON.stringify(await queue().size(q))}`);
+    await until(
+      async () => (await queue().size(q)).inFlight === 0,
+      5000,
+      async () => `size ${JSON.stringify(await queue().size(q))}`,
+    );
     await consumer.stop();
     expect(starts).toEqual(['x:1', 'y:1']);
     expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });

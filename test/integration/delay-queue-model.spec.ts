@@ -81,7 +81,9 @@ class QueueModel {
     const asked = limit;
     if (global !== null) limit = Math.min(limit, global - this.size()[1]!);
     const claimed: (string | number)[] = [];
-    for (const [id, m] of this.ordered('scheduled').filter(([, m]) => m.at <= now).slice(0, Math.max(0, limit))) {
+    for (const [id, m] of this.ordered('scheduled')
+      .filter(([, m]) => m.at <= now)
+      .slice(0, Math.max(0, limit))) {
       m.claims += 1;
       m.pending = admitting;
       claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims);
@@ -184,7 +186,10 @@ class QueueModel {
   /** The dead ids a retry or purge takes: those named that are dead, or the oldest up to `bound`. */
   private deadBatch(ids: string[] | null, limit: number, bound: number): string[] {
     if (ids) return ids.filter((k) => this.messages.get(k)?.where === 'dead');
-    return this.ordered('dead').filter(([, m]) => m.at <= bound).slice(0, limit).map(([k]) => k);
+    return this.ordered('dead')
+      .filter(([, m]) => m.at <= bound)
+      .slice(0, limit)
+      .map(([k]) => k);
   }
 
   retryDead(now: number, ids: string[] | null, limit: number): number[] {
@@ -271,14 +276,21 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     weight: 3,
     arbitrary: fc.record({
       kind: fc.constant('admit' as const),
-      held: fc.array(fc.record({ id, attempt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 4 }), key: fc.integer({ min: 0, max: 1 }) }), { minLength: 1, maxLength: 3 }),
+      held: fc.array(fc.record({ id, attempt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 4 }), key: fc.integer({ min: 0, max: 1 }) }), {
+        minLength: 1,
+        maxLength: 3,
+      }),
       limit: fc.integer({ min: 1, max: 3 }),
     }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), held: heldList }) },
   {
     weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('renew' as const), held: heldList, visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })) }),
+    arbitrary: fc.record({
+      kind: fc.constant('renew' as const),
+      held: heldList,
+      visibilityMs: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1_000, max: 30_000 })),
+    }),
   },
   {
     weight: 4,
@@ -349,7 +361,9 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
         const timeArgs = (w: When) => ('at' in w ? [now + w.at, 0] : ['', w.delayMs]);
         // the attempt named: as given (maybe stale), or the latest delivery (maybe none yet: 1)
         const attemptOf = (target: string, given: number | null) => given ?? Math.max(1, model.messages.get(target)?.claims ?? 1);
-        const rateKeys = ['k0', 'k1'].map((name) => [connection.keys.build(RATE_KIND, queue, name), connection.keys.build(`p${RATE_KIND}`, queue, name)] as const);
+        const rateKeys = ['k0', 'k1'].map(
+          (name) => [connection.keys.build(RATE_KIND, queue, name), connection.keys.build(`p${RATE_KIND}`, queue, name)] as const,
+        );
         const pairs = (held: Held[]) => held.map(({ id: i, attempt }): [string, number] => [IDS[i]!, attemptOf(IDS[i]!, attempt)]);
 
         for (const [step, o] of ops.entries()) {
@@ -365,7 +379,11 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           } else if (o.kind === 'admit') {
             const held = o.held.map(({ id: i, attempt, key }): [string, number, string] => [IDS[i]!, attemptOf(IDS[i]!, attempt), `k${key}`]);
             const counters = o.held.flatMap(({ key }) => rateKeys[key]!);
-            const reply = await connection.scripts.run('queueAdmit', [...keys, ...counters], [now, 'fw', o.limit, RATE_WINDOW_MS, ...held.flatMap(([i, t]) => [i, t])]);
+            const reply = await connection.scripts.run(
+              'queueAdmit',
+              [...keys, ...counters],
+              [now, 'fw', o.limit, RATE_WINDOW_MS, ...held.flatMap(([i, t]) => [i, t])],
+            );
             expect(reply).toEqual(model.admit(now, o.limit, RATE_WINDOW_MS, held));
           } else if (o.kind === 'ack') {
             const held = pairs(o.held);

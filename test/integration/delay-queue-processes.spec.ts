@@ -142,7 +142,9 @@ describe('DelayQueueService across Node processes', () => {
     it('3 consumer processes handle 5,000 messages exactly once between them, each some', async () => {
       const { app, queues, deliveries, listening } = await testSide(redis);
       const queue = 'bulk';
-      const workers = await Promise.all([0, 1, 2].map(() => startWorker({ redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue })));
+      const workers = await Promise.all(
+        [0, 1, 2].map(() => startWorker({ redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue })),
+      );
       await listening(queue, workers.length);
 
       const ids = Array.from({ length: 5000 }, (_, i) => `m-${i}`);
@@ -265,7 +267,11 @@ describe('DelayQueueService across Node processes', () => {
 
       // the victim is a worker that has started a message, likely still handling it: with the cap
       // shared, a given worker may never get a turn before every tenant is at its limit
-      await until(async () => (await deliveries('started')).length > 0, 15_000, () => 'nothing started');
+      await until(
+        async () => (await deliveries('started')).length > 0,
+        15_000,
+        () => 'nothing started',
+      );
       const latest = (await deliveries('started')).at(-1)!;
       const victim = workers.find((w) => w.pid === latest.pid)!;
       victim.child.kill('SIGKILL');
@@ -312,7 +318,13 @@ describe('DelayQueueService across Node processes', () => {
     cleanups.push(() => redis.stop());
     const { app, queues, deliveries, listening } = await testSide(redis);
     const queue = 'restart';
-    const worker = await startWorker({ redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue, consume: { visibilityTimeoutMs: 5000 } });
+    const worker = await startWorker({
+      redis: redis.connection,
+      recorder: redis.rawConnection,
+      keyPrefix: app.prefix,
+      queue,
+      consume: { visibilityTimeoutMs: 5000 },
+    });
     // told of the first due time, the consumer claims while the server is down: it must retry
     await listening(queue, 1);
 

@@ -25,8 +25,16 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     // a window far longer than the test: exactly `limit` starts per tenant, whatever the timing
     const rateLimit = { limit: 3, windowMs: 600_000, key: tenantOf };
     const consumers = [0, 1].map(() => queues().consume(q, (m) => void started.push(m), { rateLimit, concurrency: 4 }));
-    await until(() => started.filter((m) => tenantOf(m) !== 'a').length === quiet.length && started.length === 3 + quiet.length, 10_000, () => started.map((m) => m.id).join(', '));
-    await until(async () => (await queues().size(q)).inFlight === 0, 5000, () => 'in flight');
+    await until(
+      () => started.filter((m) => tenantOf(m) !== 'a').length === quiet.length && started.length === 3 + quiet.length,
+      10_000,
+      () => started.map((m) => m.id).join(', '),
+    );
+    await until(
+      async () => (await queues().size(q)).inFlight === 0,
+      5000,
+      () => 'in flight',
+    );
     await sleep(200); // any start beyond the limit would show now
     await Promise.all(consumers.map((c) => c.stop()));
 
@@ -50,7 +58,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
       const qa = `${q}-${algorithm}`;
       for (const id of ids) await queues().enqueue(qa, { tenant: 't' }, { id });
       const consumer = queues().consume(qa, (m) => void started.push(m), { maxAttempts: 1, rateLimit: { limit: 2, windowMs: 300, algorithm, key: tenantOf } });
-      await until(async () => started.length === ids.length && (await queues().size(qa)).inFlight === 0, 10_000, () => `${algorithm}: ${started.length} started`);
+      await until(
+        async () => started.length === ids.length && (await queues().size(qa)).inFlight === 0,
+        10_000,
+        () => `${algorithm}: ${started.length} started`,
+      );
       await consumer.stop();
       expect({ algorithm, attempts: started.map((m) => m.attempt) }).toEqual({ algorithm, attempts: ids.map(() => 1) });
       expect(await queues().size(qa)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
@@ -68,10 +80,22 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     const started: DelayedMessage[] = [];
     const consumer = queues().consume(q, (m) => void started.push(m), { maxAttempts: 2, visibilityTimeoutMs: 200, rateLimit: { limit: 5, windowMs: 60_000 } });
     // four claims, each followed by a refused admission, each lease run out before the next
-    await until(async () => Number(await ctx.app.raw.hget(key('dqm', q), 'a:x')) >= 4, 20_000, () => 'fewer than 4 claims');
+    await until(
+      async () => Number(await ctx.app.raw.hget(key('dqm', q), 'a:x')) >= 4,
+      20_000,
+      () => 'fewer than 4 claims',
+    );
     await ctx.app.raw.del(counter);
-    await until(async () => started.length > 0 || (await queues().size(q)).dead > 0, 20_000, async () => JSON.stringify(await queues().size(q)));
-    await until(async () => (await queues().size(q)).inFlight === 0, 5000, () => 'in flight');
+    await until(
+      async () => started.length > 0 || (await queues().size(q)).dead > 0,
+      20_000,
+      async () => JSON.stringify(await queues().size(q)),
+    );
+    await until(
+      async () => (await queues().size(q)).inFlight === 0,
+      5000,
+      () => 'in flight',
+    );
     await consumer.stop();
     expect({ attempts: started.map((m) => m.attempt), size: await queues().size(q) }).toEqual({ attempts: [1], size: { scheduled: 0, inFlight: 0, dead: 0 } });
   });
@@ -83,7 +107,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     const started: string[] = [];
     // claims of 2: the refusals come from several admission calls
     const consumer = queues().consume(q, (m) => void started.push(m.id), { concurrency: 2, rateLimit: { limit: 3, windowMs: 600_000, key: tenantOf } });
-    await until(async () => (await queues().size(q)).scheduled === 6 && (await queues().size(q)).inFlight === 0, 10_000, () => `${started.length} started`);
+    await until(
+      async () => (await queues().size(q)).scheduled === 6 && (await queues().size(q)).inFlight === 0,
+      10_000,
+      () => `${started.length} started`,
+    );
     await consumer.stop();
     const scores = (await ctx.app.raw.zrange(key('dqs', q), '0', '-1', 'WITHSCORES')).filter((_, i) => i % 2 === 1).map(Number);
     // each refused once, each in its own slot: the backlog comes back at the pace the limit allows
@@ -95,7 +123,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     for (let i = 0; i < 6; i++) await queues().enqueue(q, { tenant: `t${i}` });
     const started: DelayedMessage[] = [];
     const consumer = queues().consume(q, (m) => void started.push(m), { rateLimit: { limit: 2, windowMs: 600_000 } });
-    await until(async () => started.length === 2 && (await queues().size(q)).scheduled === 4, 10_000, () => `${started.length} started`);
+    await until(
+      async () => started.length === 2 && (await queues().size(q)).scheduled === 4,
+      10_000,
+      () => `${started.length} started`,
+    );
     await sleep(200);
     await consumer.stop();
     expect(started).toHaveLength(2);
@@ -115,7 +147,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
         },
       },
     });
-    await until(async () => (await queues().size(q)).dead === 1, 10_000, () => 'not dead');
+    await until(
+      async () => (await queues().size(q)).dead === 1,
+      10_000,
+      () => 'not dead',
+    );
     await consumer.stop();
     expect(handled).toEqual([]);
     expect(await ctx.app.raw.hget(key('dqm', q), 'e:k')).toBe('Error: no tenant');
@@ -136,7 +172,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     };
     const consumers = [0, 1, 2].map(() => queues().consume(q, handler, { concurrency: 5, globalConcurrency: 3 }));
     await Promise.all(ids.map((id) => queues().enqueue(q, null, { id })));
-    await until(() => handled.size === ids.length, 20_000, () => `${handled.size} handled`);
+    await until(
+      () => handled.size === ids.length,
+      20_000,
+      () => `${handled.size} handled`,
+    );
     await Promise.all(consumers.map((c) => c.stop()));
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBeGreaterThan(1);
@@ -160,7 +200,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
         opts,
       );
       await queues().enqueue(q, null, { id: 'long' });
-      await until(() => starts.length === 1, 5000, () => 'not started');
+      await until(
+        () => starts.length === 1,
+        5000,
+        () => 'not started',
+      );
       // the first consumer takes nothing more; the other finds the queue full with 'next' due
       void first.stop(60_000);
       await queues().enqueue(q, null, { id: 'next' });
@@ -179,7 +223,11 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
       const spent = (await scriptCalls()) - before;
       const releasedAt = Date.now();
       release();
-      await until(() => starts.length === 2, 10_000, () => JSON.stringify(starts));
+      await until(
+        () => starts.length === 2,
+        10_000,
+        () => JSON.stringify(starts),
+      );
       await waiting.stop();
       // polling every 50 ms made about 30 calls here; a waiting consumer makes none
       expect(spent).toBeLessThanOrEqual(3);
@@ -195,7 +243,9 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     const consume = (opts: object) => () => queues().consume('bad', () => undefined, opts);
     expect(consume({ rateLimit: { limit: 0, windowMs: 1000 } })).toThrow(new RangeError('opts.rateLimit.limit must be a positive integer, got 0'));
     expect(consume({ rateLimit: { limit: 1 } })).toThrow(TypeError);
-    expect(consume({ rateLimit: { limit: 1, windowMs: 10, key: 'tenant' } })).toThrow(new TypeError('opts.rateLimit.key must be a function (message) => string, got "tenant"'));
+    expect(consume({ rateLimit: { limit: 1, windowMs: 10, key: 'tenant' } })).toThrow(
+      new TypeError('opts.rateLimit.key must be a function (message) => string, got "tenant"'),
+    );
     expect(consume({ rateLimit: 5 })).toThrow(/^opts\.rateLimit must be an object/);
     expect(consume({ globalConcurrency: 0 })).toThrow(new RangeError('opts.globalConcurrency must be an integer >= 1, got 0'));
     expect(consume({ globalConcurrency: '2' })).toThrow(new TypeError('opts.globalConcurrency must be an integer >= 1, got "2"'));

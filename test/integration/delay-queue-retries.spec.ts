@@ -32,7 +32,11 @@ describe('DelayQueue retries', () => {
       { backoffMs: 150, maxAttempts: 4 },
     );
     await queue().enqueue(q, 'x', { id: 'x' });
-    await until(async () => (await queue().size(q)).dead === 1, 10_000, () => `runAts ${runAts.join(', ')}`);
+    await until(
+      async () => (await queue().size(q)).dead === 1,
+      10_000,
+      () => `runAts ${runAts.join(', ')}`,
+    );
     await consumer.stop();
     // runAt is the retry's score in Redis: the failure's server time plus the delay, and the
     // failure came after the attempt was due
@@ -56,7 +60,11 @@ describe('DelayQueue retries', () => {
     const consumers = cases.map(([q, opts]) => queue().consume(q, failing, { maxAttempts: 100, backoffMs: 1000, ...opts }));
     // scheduled again once the failure is recorded with its error
     const failed = async () => Promise.all(cases.map(async ([q]) => (await ctx.app.raw.hget(key('dqm', q), 'e:x')) !== null));
-    await until(async () => (await failed()).every(Boolean), 5000, async () => `failed ${(await failed()).join(', ')}`);
+    await until(
+      async () => (await failed()).every(Boolean),
+      5000,
+      async () => `failed ${(await failed()).join(', ')}`,
+    );
     const after = await serverNow();
     await Promise.all(consumers.map((c) => c.stop()));
     for (const [q, , delayMs] of cases) {
@@ -77,7 +85,11 @@ describe('DelayQueue dead set, bounded by count (maxDead)', () => {
     // one at a time, so they die in this order
     for (let i = 1; i <= 5; i++) {
       await queue().enqueue(q, `payload ${i}`, { id: `d${i}` });
-      await until(async () => (await ctx.app.raw.zscore(`${ctx.app.prefix}dqd:{${q}}`, `d${i}`)) !== null, 5000, () => `d${i} not dead`);
+      await until(
+        async () => (await ctx.app.raw.zscore(`${ctx.app.prefix}dqd:{${q}}`, `d${i}`)) !== null,
+        5000,
+        () => `d${i} not dead`,
+      );
     }
     await consumer.stop();
     expect(await ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1')).toEqual(['d3', 'd4', 'd5']);
@@ -97,10 +109,18 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     const dead = () => ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1');
     const consumer = queue().consume(q, failing, { maxAttempts: 1 });
     await queue().enqueue(q, 'old', { id: 'old' });
-    await until(async () => (await dead()).length === 1, 5000, () => 'old not dead');
+    await until(
+      async () => (await dead()).length === 1,
+      5000,
+      () => 'old not dead',
+    );
     await sleep(600); // twice the retention
     await queue().enqueue(q, 'new', { id: 'new' });
-    await until(async () => (await dead()).includes('new'), 5000, () => 'new not dead');
+    await until(
+      async () => (await dead()).includes('new'),
+      5000,
+      () => 'new not dead',
+    );
     await consumer.stop();
     expect(await dead()).toEqual(['new']);
     expect(Object.keys(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).sort()).toEqual(['a:new', 'e:new', 'p:new']);
@@ -111,12 +131,20 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     const dead = () => ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1');
     const first = queue().consume(q, failing, { maxAttempts: 1 });
     await queue().enqueue(q, 'old', { id: 'old' });
-    await until(async () => (await dead()).length === 1, 5000, () => 'old not dead');
+    await until(
+      async () => (await dead()).length === 1,
+      5000,
+      () => 'old not dead',
+    );
     await first.stop();
     await sleep(600); // twice the retention
     // a consumer's first claim (and each idle one after it, every 5 s) trims what aged out
     const second = queue().consume(q, failing, { maxAttempts: 1 });
-    await until(async () => (await dead()).length === 0, 5000, async () => `dead: ${(await dead()).join(', ')}`);
+    await until(
+      async () => (await dead()).length === 0,
+      5000,
+      async () => `dead: ${(await dead()).join(', ')}`,
+    );
     await second.stop();
     expect(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).toEqual({});
   });

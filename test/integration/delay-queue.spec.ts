@@ -1,12 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import {
-  DelayQueueService,
-  OnDelayed,
-  RedisLimitModule,
-  type DelayedMessage,
-} from '../../lib/index.js';
+import { DelayQueueService, OnDelayed, RedisLimitModule, type DelayedMessage } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
@@ -229,7 +224,7 @@ describe('DelayQueueService under contention', () => {
     expect(await queue().size('slow-claim')).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
   });
 
-  it("a failure reported after the lease was handed on does not touch the attempt that now holds the message", async () => {
+  it('a failure reported after the lease was handed on does not touch the attempt that now holds the message', async () => {
     const q = 'contended';
     const keys = ['dqs', 'dqf', 'dqd', 'dqm'].map((kind) => `${ctx.app.prefix}${kind}:{${q}}`);
     const scripts = ctx.app.moduleRef.get(RedisConnection).scripts;
@@ -270,10 +265,14 @@ describe('DelayQueueService acknowledgements across a Redis restart', () => {
       const attempts: number[] = [];
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
-      const consumer = queue.consume('restart-ack', async (message) => {
-        attempts.push(message.attempt);
-        await gate;
-      }, { visibilityTimeoutMs: 20_000 });
+      const consumer = queue.consume(
+        'restart-ack',
+        async (message) => {
+          attempts.push(message.attempt);
+          await gate;
+        },
+        { visibilityTimeoutMs: 20_000 },
+      );
       await queue.enqueue('restart-ack', 'a', { id: 'a' });
       while (attempts.length === 0) await sleep(10);
 

@@ -89,7 +89,8 @@ redis8('ExpiringHash native writes and HSETEX', () => {
     const writeAll = async (label: string) => {
       const app = await limiterModule(cluster, { expiringHash: { mode: 'native', sweepIntervalMs: 0 } });
       try {
-        for (const key of keys) expect((await writeTwoFields(app.moduleRef.get(ExpiringHashService), `${label}:${key}`)).all).toEqual({ a: 'alpha', b: 'BETA' });
+        for (const key of keys)
+          expect((await writeTwoFields(app.moduleRef.get(ExpiringHashService), `${label}:${key}`)).all).toEqual({ a: 'alpha', b: 'BETA' });
       } finally {
         await app.close();
       }

@@ -66,9 +66,7 @@ describe('expiry notifications when the writing process dies', () => {
     // the sweeper of a process starts with its first ExpiringHashService call
     await ctx.app.moduleRef.get(ExpiringHashService).count('anyone');
     try {
-      const runs = await Promise.all(
-        Array.from({ length: WRITERS }, (_, i) => killedWriter(`w${i}-`, 150 + Math.floor(Math.random() * 300), queue)),
-      );
+      const runs = await Promise.all(Array.from({ length: WRITERS }, (_, i) => killedWriter(`w${i}-`, 150 + Math.floor(Math.random() * 300), queue)));
       expect(runs.map((run) => run.signal)).toEqual(Array(WRITERS).fill('SIGKILL'));
       await sleep(100); // a command the kill cut off may still reach the server
       // writes that landed without their caller hearing so: their notifications are armed

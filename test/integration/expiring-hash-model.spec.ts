@@ -34,14 +34,20 @@ const POOL = 220;
 const field = fc.integer({ min: 0, max: POOL - 1 });
 const ttl = fc.oneof(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 1, max: 40_000 }));
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 12, arbitrary: fc.record({ kind: fc.constant('set' as const), field, ttl: fc.option(ttl, { freq: 6 }), cap: fc.constantFrom(0, 0, 0, 1, 2, 3, 5, 150) }) },
+  {
+    weight: 12,
+    arbitrary: fc.record({ kind: fc.constant('set' as const), field, ttl: fc.option(ttl, { freq: 6 }), cap: fc.constantFrom(0, 0, 0, 1, 2, 3, 5, 150) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), fields: fc.array(field, { minLength: 1, maxLength: 3 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire' as const), field, ttl }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('update' as const), field }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'legacy' as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('sweep' as const), budget: fc.integer({ min: 1, max: 300 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('read' as const), field }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 15_000 })) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 15_000 })) }),
+  },
 );
 
 describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) => {
@@ -114,7 +120,12 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
               const stored = (await raw.getBuffer(hash!))!;
               const length = stored.readUInt16BE(0);
               const at = await raw.call('PEXPIRETIME', hash!);
-              await raw.multi().del(hash!).hset(hash!, stored.subarray(2, 2 + length), stored.subarray(2 + length)).pexpireat(hash!, Number(at)).exec();
+              await raw
+                .multi()
+                .del(hash!)
+                .hset(hash!, stored.subarray(2, 2 + length), stored.subarray(2 + length))
+                .pexpireat(hash!, Number(at))
+                .exec();
             }
           } else if (op.kind === 'sweep') {
             await step('hashSweep', [now, op.budget]);

@@ -27,14 +27,10 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
 
   it('sends exactly one { key, field, value } per expired field', async () => {
     const got = await deliveries(async (queue) => {
-      await Promise.all(
-        Array.from({ length: 20 }, (_, i) => hash().set(`owner-${i % 3}`, `f${i}`, `value ${i}`, 100 + i * 10, { notify: queue })),
-      );
+      await Promise.all(Array.from({ length: 20 }, (_, i) => hash().set(`owner-${i % 3}`, `f${i}`, `value ${i}`, 100 + i * 10, { notify: queue })));
     }, 1500);
     expect(got.map((g) => g.message).sort((a, b) => a.field.localeCompare(b.field))).toEqual(
-      Array.from({ length: 20 }, (_, i) => ({ key: `owner-${i % 3}`, field: `f${i}`, value: `value ${i}` })).sort((a, b) =>
-        a.field.localeCompare(b.field),
-      ),
+      Array.from({ length: 20 }, (_, i) => ({ key: `owner-${i % 3}`, field: `f${i}`, value: `value ${i}` })).sort((a, b) => a.field.localeCompare(b.field)),
     );
   });
 

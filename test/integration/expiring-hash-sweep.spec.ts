@@ -31,13 +31,9 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     const raw = app!.raw;
     const key = (name: string) => `${app!.prefix}eh:{${name}}`;
     await Promise.all(
-      Array.from({ length: 20 }, (_, u) =>
-        Promise.all(Array.from({ length: 10 }, (_, f) => hash.set(`small-${u}`, `f${f}`, 'v'.repeat(40), 150))),
-      ),
+      Array.from({ length: 20 }, (_, u) => Promise.all(Array.from({ length: 10 }, (_, f) => hash.set(`small-${u}`, `f${f}`, 'v'.repeat(40), 150)))),
     );
-    await Promise.all(
-      Array.from({ length: 300 }, (_, f) => hash.set('big', `f${f}`, 'v'.repeat(40), f < 200 ? 1500 : 600_000)),
-    );
+    await Promise.all(Array.from({ length: 300 }, (_, f) => hash.set('big', `f${f}`, 'v'.repeat(40), f < 200 ? 1500 : 600_000)));
     expect(await raw.exists(`${app!.prefix}ehb:{big}`)).toBe(1);
     // measured while all 300 are in: 1.5 s of ttl leaves room on a loaded machine
     const before = Number(await raw.call('MEMORY', 'USAGE', key('big'), 'SAMPLES', '0'));
@@ -55,9 +51,7 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
   it('several instances share the sweep and drain everything', async () => {
     const [a, b, c] = await instances(3, 50);
     const writers = [a!, b!, c!].map((app) => app.moduleRef.get(ExpiringHashService));
-    await Promise.all(
-      Array.from({ length: 200 }, (_, u) => writers[u % 3]!.set(`user-${u}`, 'slot', 'v', 100 + (u % 50))),
-    );
+    await Promise.all(Array.from({ length: 200 }, (_, u) => writers[u % 3]!.set(`user-${u}`, 'slot', 'v', 100 + (u % 50))));
     await eventually(async () => (await redis.keys(`${a!.prefix}eh:*`)).length === 0);
     await eventually(async () => (await redis.keys(`${a!.prefix}ehr:*`)).length === 0);
   });
@@ -123,7 +117,6 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     await connection.scripts.run('registryRelease', [registry], ['', lease2!, 10_000, 'k', -1, 0]);
     expect(await app!.raw.zscore(registry, 'k')).toBeNull();
   });
-
 });
 
 // index mode: in native mode the server reclaims fields on its own, so HLEN says nothing of one call

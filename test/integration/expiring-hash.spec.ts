@@ -32,7 +32,10 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
     expect(await hash().getAll(key)).toEqual({ a: 'alpha', b: 'beta' });
     const entries = await hash().entries(key);
     expect(entries.map((e) => [e.field, e.value, e.ttlMs === -1 ? -1 : e.ttlMs > 59_000])).toEqual(
-      expect.arrayContaining([['a', 'alpha', true], ['b', 'beta', -1]]),
+      expect.arrayContaining([
+        ['a', 'alpha', true],
+        ['b', 'beta', -1],
+      ]),
     );
     expect(await hash().count(key)).toBe(2);
   });
@@ -233,9 +236,7 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
 
   it('setIfBelow is atomic: 50 concurrent callers, cap 3, exactly 3 accepted', async () => {
     const key = fresh();
-    const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => hash().setIfBelow(key, `slot-${i}`, 'v', 60_000, 3)),
-    );
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => hash().setIfBelow(key, `slot-${i}`, 'v', 60_000, 3)));
     expect(results.filter((r) => r.accepted)).toHaveLength(3);
     expect(results.every((r) => r.count <= 3)).toBe(true);
     expect(await hash().count(key)).toBe(3);

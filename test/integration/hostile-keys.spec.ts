@@ -66,8 +66,6 @@ describe('hostile keys', () => {
 
   it('rejects bad permits and quotas with a RangeError naming them', async () => {
     await expect(ctx.app.limiter.consume('k', { limit: 5, windowMs: 1000 }, 0)).rejects.toThrow('permits must be a positive integer');
-    await expect(ctx.app.limiter.funnel('k', { capacity: 2, leakingDurationMs: 1000 }, 3)).rejects.toThrow(
-      'quota (3) exceeds the limit (2)',
-    );
+    await expect(ctx.app.limiter.funnel('k', { capacity: 2, leakingDurationMs: 1000 }, 3)).rejects.toThrow('quota (3) exceeds the limit (2)');
   });
 });

@@ -79,12 +79,20 @@ describe('an ioredis 5 client passed as `redis`', () => {
     const consumer = queue.consume('q5', (message) => void received.push({ message, at: Date.now() }));
     await queue.enqueue('q5', 'late', { delayMs: 60_000 });
     const first = await queue.enqueue('q5', 'soon', { delayMs: 30 });
-    await until(() => received.length === 1, 10_000, () => 'the first message never arrived');
+    await until(
+      () => received.length === 1,
+      10_000,
+      () => 'the first message never arrived',
+    );
     expect(received[0]!.message).toMatchObject({ id: first, payload: 'soon', attempt: 1 });
     await sleep(50); // the consumer now sleeps until the late one
     const sent = Date.now();
     await queue.enqueue('q5', 'early', { delayMs: 100 });
-    await until(() => received.length === 2, 10_000, () => 'the early message never arrived');
+    await until(
+      () => received.length === 2,
+      10_000,
+      () => 'the early message never arrived',
+    );
     expect(received[1]!.message.payload).toBe('early');
     // heard on the subscriber (SUBSCRIBE, or SSUBSCRIBE on a cluster), far below the 5 s re-check
     expect(received[1]!.at - sent).toBeLessThan(2000);

@@ -54,10 +54,14 @@ async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPr
     const delivered: unknown[] = [];
     const consumers = [
       queues.consume<ExpiredField>('expired', ({ payload }) => void expired.push(payload)),
-      queues.consume('jobs', async ({ payload, attempt }) => {
-        if (attempt === 1) throw new Error('once');
-        delivered.push(payload);
-      }, { backoffMs: 10 }),
+      queues.consume(
+        'jobs',
+        async ({ payload, attempt }) => {
+          if (attempt === 1) throw new Error('once');
+          delivered.push(payload);
+        },
+        { backoffMs: 10 },
+      ),
     ];
     expect((await hash.setIfBelow('h', 'slot', 'v', 60_000, 3)).accepted).toBe(true);
     await hash.set('h', 'short', 'gone', 100, { notify: 'expired' });
@@ -167,7 +171,10 @@ describe('a least-privilege ACL user (aclRules)', () => {
   // Redis 8 has HSETEX; a user must be granted it to use it, and works without the grant
   (EXPIRY_MODES.includes('native') ? it : it.skip)('native writes use HSETEX only with the hsetex grant, and fall back without it', async () => {
     const writes: Record<string, number>[] = [];
-    for (const [name, hsetex] of [['no-hsetex', false], ['hsetex', true]] as const) {
+    for (const [name, hsetex] of [
+      ['no-hsetex', false],
+      ['hsetex', true],
+    ] as const) {
       await admin.call('ACL', 'SETUSER', name, 'on', `>${PASSWORD}`, ...aclRules({ keyPrefix: 'app:', fieldExpiry: true, hsetex }));
       await admin.call('ACL', 'LOG', 'RESET');
       await admin.config('RESETSTAT');
@@ -189,7 +196,10 @@ describe('a least-privilege ACL user (aclRules)', () => {
       const stats = await admin.info('commandstats');
       writes.push({ hsetex: commandCalls(stats, 'hsetex'), hpexpireat: commandCalls(stats, 'hpexpireat') });
     }
-    expect(writes).toEqual([{ hsetex: 0, hpexpireat: 3 }, { hsetex: 3, hpexpireat: 0 }]);
+    expect(writes).toEqual([
+      { hsetex: 0, hpexpireat: 3 },
+      { hsetex: 3, hpexpireat: 0 },
+    ]);
   });
 });
 
@@ -205,7 +215,23 @@ describe('password and TLS', () => {
     writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
     openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=nrl test CA', '-keyout', 'ca.key', '-out', 'ca.crt');
     openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
-    openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'san.ext', '-out', 'server.crt');
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      'san.ext',
+      '-out',
+      'server.crt',
+    );
     ca = readFileSync(join(dir, 'ca.crt'));
     tlsPort = await freePort();
     const tls = ['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key')];

@@ -95,7 +95,11 @@ describe("failMode 'local' while Redis is down", () => {
   const log = new ErrorLog();
   beforeAll(async () => {
     redis = await RedisNode.start({ own: true }); // stopped and restarted by the tests
-    ctx = await controllerApp(redis, { controllers: [LocalController], logger: log, options: { failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 300 } });
+    ctx = await controllerApp(redis, {
+      controllers: [LocalController],
+      logger: log,
+      options: { failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 300 },
+    });
     events = [];
     ctx.app.get(RedisLimitEvents).on((event) => events.push(event));
     await redis.stop();
@@ -231,6 +235,8 @@ describe("failMode 'local': options", () => {
     }
     const error = await startupError(redis, OrdersController);
     expect(error).toBeInstanceOf(TypeError);
-    expect((error as Error).message).toMatch(/OrdersController\.create: @MaxPending\.failMode 'local' cannot take effect: .*one process's memory cannot keep it/);
+    expect((error as Error).message).toMatch(
+      /OrdersController\.create: @MaxPending\.failMode 'local' cannot take effect: .*one process's memory cannot keep it/,
+    );
   });
 });

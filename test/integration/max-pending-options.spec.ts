@@ -40,7 +40,12 @@ describe('@MaxPending options are checked at app.init()', () => {
     ['ttlMs Infinity', 3, { ...GOOD, ttlMs: Infinity }, /OrdersController\.create: @MaxPending\.ttlMs must be a positive integer, got Infinity/],
     ['a fractional ttlMs', 3, { ...GOOD, ttlMs: 0.5 }, /OrdersController\.create: @MaxPending\.ttlMs must be a positive integer, got 0\.5/],
     // an expiry past 2^46 - 1 ms, which Redis refuses for a hash field (issue 13 #7)
-    ['ttlMs 2^48', 3, { ...GOOD, ttlMs: 2 ** 48 }, /OrdersController\.create: @MaxPending\.ttlMs must be at most \d+ ms: now \+ @MaxPending\.ttlMs must not pass 70368744177663 ms/],
+    [
+      'ttlMs 2^48',
+      3,
+      { ...GOOD, ttlMs: 2 ** 48 },
+      /OrdersController\.create: @MaxPending\.ttlMs must be at most \d+ ms: now \+ @MaxPending\.ttlMs must not pass 70368744177663 ms/,
+    ],
   ])('%s is a RangeError', async (_case, max, options, message) => {
     const error = await init(orders(max, options));
     expect(error).toBeInstanceOf(RangeError);

@@ -2,13 +2,7 @@ import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import {
-  RateLimiterService,
-  RedisLimitModule,
-  RedisTimeoutError,
-  RedisUnavailableError,
-  type RedisLimitFactoryOptions,
-} from '../../lib/index.js';
+import { RateLimiterService, RedisLimitModule, RedisTimeoutError, RedisUnavailableError, type RedisLimitFactoryOptions } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { RedisNode } from '../harness/redis-server.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
@@ -94,9 +88,7 @@ describe('RedisLimitModule', () => {
   });
 
   it('rejects bad module options when the module starts, naming the option', async () => {
-    await expect(boot([RedisLimitModule.forRoot({ redis: redis.url, commandTimeoutMs: 0 })])).rejects.toThrow(
-      /commandTimeoutMs must be a positive integer/,
-    );
+    await expect(boot([RedisLimitModule.forRoot({ redis: redis.url, commandTimeoutMs: 0 })])).rejects.toThrow(/commandTimeoutMs must be a positive integer/);
     await expect(boot([RedisLimitModule.forRoot({ redis: redis.url, keyPrefix: 'a{b}' })])).rejects.toThrow(/keyPrefix/);
     await expect(boot([RedisLimitModule.forRoot({ redis: redis.url, headers: 'x' as never })])).rejects.toThrow(/headers/);
   });
@@ -108,9 +100,7 @@ describe('RedisLimitModule', () => {
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: down.url, commandTimeoutMs: 300 })]);
     expect(performance.now() - started).toBeLessThan(5000);
     const call = performance.now();
-    await expect(moduleRef.get(RateLimiterService).consume('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(
-      RedisUnavailableError,
-    );
+    await expect(moduleRef.get(RateLimiterService).consume('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(RedisUnavailableError);
     expect(performance.now() - call).toBeLessThan(300 + 500);
     await moduleRef.close();
   });

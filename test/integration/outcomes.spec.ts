@@ -187,7 +187,12 @@ describe('refund, penalize and block: each case', () => {
       ['refund: permits 1.5', (l) => l.refund('k', policy, 'g', 1.5), RangeError, /^permits must be a positive integer/],
       ['refund: permits a string', (l) => l.refund('k', policy, 'g', '2' as unknown as number), TypeError, /^permits must be a positive integer/],
       ['penalize: permits 0', (l) => l.penalize('k', policy, 0), RangeError, /^permits must be a positive integer/],
-      ['penalize: permits missing', (l) => (l.penalize as (k: string, p: RateLimitPolicy) => Promise<unknown>)('k', policy), TypeError, /^permits must be a positive integer/],
+      [
+        'penalize: permits missing',
+        (l) => (l.penalize as (k: string, p: RateLimitPolicy) => Promise<unknown>)('k', policy),
+        TypeError,
+        /^permits must be a positive integer/,
+      ],
       [
         'penalize: a bucket past 2^53',
         (l) => l.penalize('k', { limit: 5, windowMs: 1000, algorithm: 'token-bucket' }, 2 ** 50),
@@ -198,8 +203,18 @@ describe('refund, penalize and block: each case', () => {
       ['block: durationMs a string', (l) => l.block('k', policy, '5' as unknown as number), TypeError, /^durationMs must be a positive integer/],
       ['block: empty key', (l) => l.block('', policy, 5), TypeError, /^key must be a non-empty string/],
       ['refundLimit: no limit', (l) => l.refundLimit(null as unknown as StackedLimit, 'g'), TypeError, /^limit must be an object/],
-      ['blockLimit: policy and funnel', (l) => l.blockLimit({ key: 'k', policy, funnel: { capacity: 1, leakingDurationMs: 1 } }, 5), TypeError, /^limit takes a policy or a funnel/],
-      ['penalizeLimit: bad funnel', (l) => l.penalizeLimit({ key: 'k', funnel: { capacity: -1, leakingDurationMs: 1 } }, 1), RangeError, /^funnel\.capacity must be/],
+      [
+        'blockLimit: policy and funnel',
+        (l) => l.blockLimit({ key: 'k', policy, funnel: { capacity: 1, leakingDurationMs: 1 } }, 5),
+        TypeError,
+        /^limit takes a policy or a funnel/,
+      ],
+      [
+        'penalizeLimit: bad funnel',
+        (l) => l.penalizeLimit({ key: 'k', funnel: { capacity: -1, leakingDurationMs: 1 } }, 1),
+        RangeError,
+        /^funnel\.capacity must be/,
+      ],
       ['refundLimit: bad now', (l) => l.refundLimit({ key: 'k', policy }, 'g', 1, { now: -1 }), RangeError, /^options\.now must be/],
       ['blockLimit: bad scope', (l) => l.blockLimit({ key: 'k', scope: '', policy }, 5), TypeError, /^scope must be a non-empty string/],
     ];
@@ -243,7 +258,11 @@ describe('lockouts from a guard decision', () => {
       return result.allowed;
     };
     expect([await knock(), await knock()]).toEqual([true, false]);
-    await until(async () => (await sleep(10), await knock()), 10_000, () => `still locked out after ${blocks} blocks`);
+    await until(
+      async () => (await sleep(10), await knock()),
+      10_000,
+      () => `still locked out after ${blocks} blocks`,
+    );
     expect([blocks, errors]).toEqual([1, []]);
   });
 });

@@ -67,7 +67,10 @@ describe('runtime limit overrides', () => {
   let limiter: RateLimiterService;
   const apps: PlatformApp[] = [];
   const start = async () => {
-    const started = await platformApp('express', redis, [NamedController], { keyPrefix: prefix, defaultLimits: [{ name: 'global', limit: 100, windowMs: 60_000 }] });
+    const started = await platformApp('express', redis, [NamedController], {
+      keyPrefix: prefix,
+      defaultLimits: [{ name: 'global', limit: 100, windowMs: 60_000 }],
+    });
     apps.push(started);
     return started;
   };
@@ -88,7 +91,11 @@ describe('runtime limit overrides', () => {
     const raw = redis.client();
     await raw.del(hash());
     raw.disconnect();
-    await until(async () => Object.keys(await limiter.overrides()).length === 0, 5000, () => 'overrides removed');
+    await until(
+      async () => Object.keys(await limiter.overrides()).length === 0,
+      5000,
+      () => 'overrides removed',
+    );
   });
 
   it('refuses bad input, naming the argument, and stores nothing', async () => {
@@ -190,14 +197,22 @@ describe('runtime limit overrides', () => {
       // written without an announcement, right after every subscriber connection was dropped
       await redis.onEveryMaster('CLIENT', 'KILL', 'TYPE', 'pubsub');
       await raw.hset(hash(), 'shared', JSON.stringify({ limit: 3 }));
-      await until(async () => (await app.http.get('/ovi/long')).headers['x-ratelimit-limit'] === '3', 5000, () => 'read again on resubscribing');
+      await until(
+        async () => (await app.http.get('/ovi/long')).headers['x-ratelimit-limit'] === '3',
+        5000,
+        () => 'read again on resubscribing',
+      );
 
       // no subscription at all: re-read about every second
       const overrides = limiter.limitOverrides as unknown as { subscription: { close(): void }; poll(on: boolean): void };
       overrides.subscription.close();
       overrides.poll(true);
       await raw.hset(hash(), 'shared', JSON.stringify({ limit: 4 }));
-      await until(async () => (await app.http.get('/ovi/long')).headers['x-ratelimit-limit'] === '4', 5000, () => 'read again while unsubscribed');
+      await until(
+        async () => (await app.http.get('/ovi/long')).headers['x-ratelimit-limit'] === '4',
+        5000,
+        () => 'read again while unsubscribed',
+      );
     } finally {
       raw.disconnect();
     }

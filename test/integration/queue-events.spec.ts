@@ -22,11 +22,15 @@ describe('DelayQueue events and counters', () => {
     const id = await queue().enqueue('ev', 'flaky', { id: 'm1' });
     expect(id).toBe('m1');
     await queue().enqueue('ev', 'again', { id: 'm1', delayMs: 60_000 });
-    const consumer = queue().consume('ev', (message) => {
-      calls += 1;
-      if (message.payload === 'flaky' && message.attempt === 1) throw new Error('first try fails');
-      if (message.payload === 'doomed') throw new Error('always fails');
-    }, { maxAttempts: 2, backoffMs: 20 });
+    const consumer = queue().consume(
+      'ev',
+      (message) => {
+        calls += 1;
+        if (message.payload === 'flaky' && message.attempt === 1) throw new Error('first try fails');
+        if (message.payload === 'doomed') throw new Error('always fails');
+      },
+      { maxAttempts: 2, backoffMs: 20 },
+    );
     try {
       await until(() => seen.some((e) => e.type === 'redis-limit.queue.handled'));
       await queue().enqueue('ev', 'doomed', { id: 'm2' });
@@ -35,10 +39,28 @@ describe('DelayQueue events and counters', () => {
       await consumer.stop();
       stop();
     }
-    const of = (id: string) => seen.filter((e) => 'id' in e && e.id === id).map((e) => [e.type.replace('redis-limit.queue.', ''), 'attempt' in e ? e.attempt : '-']);
-    expect(of('m1')).toEqual([['enqueued', '-'], ['enqueued', '-'], ['delivered', 1], ['retry', 1], ['delivered', 2], ['handled', 2]]);
-    expect(seen.filter((e) => e.type === 'redis-limit.queue.enqueued').map((e) => e.type === 'redis-limit.queue.enqueued' && e.scheduled)).toEqual([true, false, true]);
-    expect(of('m2')).toEqual([['enqueued', '-'], ['delivered', 1], ['retry', 1], ['delivered', 2], ['dead', 2]]);
+    const of = (id: string) =>
+      seen.filter((e) => 'id' in e && e.id === id).map((e) => [e.type.replace('redis-limit.queue.', ''), 'attempt' in e ? e.attempt : '-']);
+    expect(of('m1')).toEqual([
+      ['enqueued', '-'],
+      ['enqueued', '-'],
+      ['delivered', 1],
+      ['retry', 1],
+      ['delivered', 2],
+      ['handled', 2],
+    ]);
+    expect(seen.filter((e) => e.type === 'redis-limit.queue.enqueued').map((e) => e.type === 'redis-limit.queue.enqueued' && e.scheduled)).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    expect(of('m2')).toEqual([
+      ['enqueued', '-'],
+      ['delivered', 1],
+      ['retry', 1],
+      ['delivered', 2],
+      ['dead', 2],
+    ]);
     const retry = seen.find((e) => e.type === 'redis-limit.queue.retry')!;
     expect(retry).toMatchObject({ error: expect.objectContaining({ message: 'first try fails' }), dueAt: expect.any(Number) });
     expect(calls).toBe(4);

@@ -76,7 +76,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('boundary' as const), of: which, offset: fc.integer({ min: -2, max: 2 }) }) },
   {
     weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('wait' as const), of: which, what: fc.constantFrom('retryAfterMs' as const, 'resetMs' as const), offset: fc.integer({ min: -1, max: 1 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('wait' as const),
+      of: which,
+      what: fc.constantFrom('retryAfterMs' as const, 'resetMs' as const),
+      offset: fc.integer({ min: -1, max: 1 }),
+    }),
   },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('refund' as const), of: which, pick: fc.nat(), permits: permit }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('penalize' as const), of: which, permits: fc.integer({ min: 1, max: 100 }) }) },
@@ -334,9 +339,7 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
     /** Refused requests from one permit past what is left up to the whole limit. */
     const probe = async () => {
       const left = LIMIT - used();
-      const asks = [1, 2, 3, 4, 5, 6, 100, 999, 1_000, 1_001, 4_321, 12_000, used() - 1, used()]
-        .map((k) => left + k)
-        .filter((p) => p > left && p <= LIMIT);
+      const asks = [1, 2, 3, 4, 5, 6, 100, 999, 1_000, 1_001, 4_321, 12_000, used() - 1, used()].map((k) => left + k).filter((p) => p > left && p <= LIMIT);
       const got = await Promise.all(asks.map((p) => decide(now, p).then((r) => ({ p, allowed: r[0], remaining: r[2], retry: r[3] }))));
       expect(got).toEqual(asks.map((p) => ({ p, allowed: 0, remaining: left, retry: expectedRetry(p) })));
       const members = await ctx.app.raw.zrangebyscore(key, 0, '+inf');

@@ -86,11 +86,19 @@ describe('refusal cache', () => {
     const grants = [await a.limiter.consume(key, policy), await a.limiter.consume(key, policy)];
     await refusedAndRemembered(b, key, policy);
     expect(await a.limiter.refund(key, policy, grants[0]!.grantId!)).toBe(1);
-    await until(async () => (await b.limiter.consume(key, policy)).allowed, 5000, () => 'b granted after the refund');
+    await until(
+      async () => (await b.limiter.consume(key, policy)).allowed,
+      5000,
+      () => 'b granted after the refund',
+    );
 
     await refusedAndRemembered(b, key, policy);
     await a.limiter.reset(key, policy);
-    await until(async () => (await b.limiter.consume(key, policy)).allowed, 5000, () => 'b granted after the reset');
+    await until(
+      async () => (await b.limiter.consume(key, policy)).allowed,
+      5000,
+      () => 'b granted after the reset',
+    );
   });
 
   it('refusalCache: false asks Redis every time; bad options name the option', async () => {
@@ -115,7 +123,10 @@ describe('refusal cache', () => {
     const apps = () => [a, b] as const;
     const command = fc.oneof(
       // mostly one key and one permit, so refusals meet the same request again
-      { weight: 8, arbitrary: fc.record({ op: fc.constant('consume' as const), on: fc.nat(1), permits: fc.constantFrom(1, 1, 1, 2), key: fc.constantFrom(0, 0, 0, 1) }) },
+      {
+        weight: 8,
+        arbitrary: fc.record({ op: fc.constant('consume' as const), on: fc.nat(1), permits: fc.constantFrom(1, 1, 1, 2), key: fc.constantFrom(0, 0, 0, 1) }),
+      },
       { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), on: fc.nat(1), key: fc.nat(1) }) },
       { weight: 2, arbitrary: fc.record({ op: fc.constant('refund' as const), on: fc.nat(1), pick: fc.nat() }) },
       { weight: 2, arbitrary: fc.record({ op: fc.constant('pause' as const), ms: fc.integer({ min: 1, max: 60 }) }) },
@@ -156,7 +167,11 @@ describe('refusal cache', () => {
               await app.limiter.refund(grant.key, policy, grant.grantId);
             }
             // the other instance hears of it over pub/sub: the property holds once it has
-            await until(() => apps().every((other) => !refusalsOf(other).cache!.holds(counter)), 5000, () => `${counter} invalidated everywhere`);
+            await until(
+              () => apps().every((other) => !refusalsOf(other).cache!.holds(counter)),
+              5000,
+              () => `${counter} invalidated everywhere`,
+            );
           }
         }
       }),

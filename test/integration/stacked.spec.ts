@@ -8,7 +8,6 @@ describe('stacked limits are decided all or nothing', () => {
   const perMinute: RateLimitPolicy = { limit: 5, windowMs: 60_000 };
   const T0 = 1_700_000_000_000;
 
-
   it('a request refused by the per-minute limit consumes nothing from the per-second one', async () => {
     const key = 'alice';
     const stack: StackedLimit[] = [
@@ -93,7 +92,11 @@ describe('stacked limits are decided all or nothing', () => {
       // now the IP's hour is used up: the API key's limits are given back
       const byIp = await ctx.app.limiter.decide(stack, { now: T + 2000 });
       expect(byIp.allowed).toBe(false);
-      expect(byIp.decisions.map((d) => [d.allowed, d.remaining])).toEqual([[false, 0], [true, 3], [true, 1]]);
+      expect(byIp.decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+        [false, 0],
+        [true, 3],
+        [true, 1],
+      ]);
       expect(await remaining(stack, T + 2000)).toEqual([0, 3, 1]);
     });
 

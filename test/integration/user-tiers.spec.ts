@@ -134,7 +134,9 @@ describe('user tiers: limit and windowMs as functions of the request', () => {
 
   it('a windowMs that resolves badly is a 500 naming windowMs', async () => {
     expect(await statusesOf(() => get('/tiers/window-value', 'hal', 'free', { 'x-value': '-1' }), 2)).toEqual([500, 500]);
-    expect(log.errors).toEqual([expect.stringMatching(/^TiersController\.byWindowValue: @RateLimit\(#1\)\.windowMs resolved to -1; it must be a positive integer$/)]);
+    expect(log.errors).toEqual([
+      expect.stringMatching(/^TiersController\.byWindowValue: @RateLimit\(#1\)\.windowMs resolved to -1; it must be a positive integer$/),
+    ]);
     expect((await get('/tiers/window-value', 'hal', 'free', { 'x-value': '60000' })).status).toBe(200);
   });
 
@@ -154,7 +156,9 @@ describe('user tiers: limit and windowMs as functions of the request', () => {
   it('a token bucket whose resolved limit × windowMs is above 2^53 is a 500', async () => {
     expect((await get('/tiers/bucket', 'kim')).status).toBe(200);
     expect((await get('/tiers/bucket', 'kim', 'pro')).status).toBe(500);
-    expect(log.errors).toEqual([expect.stringMatching(/^TiersController\.bucket: @RateLimit\(#1\): limit × windowMs resolved to 1099511627776 × 1048576, above 2\^53/)]);
+    expect(log.errors).toEqual([
+      expect.stringMatching(/^TiersController\.bucket: @RateLimit\(#1\): limit × windowMs resolved to 1099511627776 × 1048576, above 2\^53/),
+    ]);
   });
 
   it("a window that lands on another limit's counter is refused when it does, naming both", async () => {
@@ -187,11 +191,36 @@ describe('user tiers at start-up', () => {
   const tier = () => 5;
 
   it.each([
-    ['a string limit', { limit: '5', windowMs: tier }, TypeError, /TierController\.handler: @RateLimit\(#1\)\.limit must be a positive integer or a function \(ctx\) => number, got "5"/],
-    ['a null window', { limit: tier, windowMs: null }, TypeError, /TierController\.handler: @RateLimit\(#1\)\.windowMs must be a positive integer or a function/],
-    ['a zero window beside a limit function', { limit: tier, windowMs: 0 }, RangeError, /TierController\.handler: @RateLimit\(#1\)\.windowMs must be a positive integer, got 0/],
-    ['a fractional limit beside a window function', { limit: 2.5, windowMs: tier }, RangeError, /TierController\.handler: @RateLimit\(#1\)\.limit must be a positive integer, got 2\.5/],
-    ['an unknown algorithm', { limit: tier, windowMs: 1000, algorithm: 'leaky' }, TypeError, /TierController\.handler: @RateLimit\(#1\)\.algorithm must be one of/],
+    [
+      'a string limit',
+      { limit: '5', windowMs: tier },
+      TypeError,
+      /TierController\.handler: @RateLimit\(#1\)\.limit must be a positive integer or a function \(ctx\) => number, got "5"/,
+    ],
+    [
+      'a null window',
+      { limit: tier, windowMs: null },
+      TypeError,
+      /TierController\.handler: @RateLimit\(#1\)\.windowMs must be a positive integer or a function/,
+    ],
+    [
+      'a zero window beside a limit function',
+      { limit: tier, windowMs: 0 },
+      RangeError,
+      /TierController\.handler: @RateLimit\(#1\)\.windowMs must be a positive integer, got 0/,
+    ],
+    [
+      'a fractional limit beside a window function',
+      { limit: 2.5, windowMs: tier },
+      RangeError,
+      /TierController\.handler: @RateLimit\(#1\)\.limit must be a positive integer, got 2\.5/,
+    ],
+    [
+      'an unknown algorithm',
+      { limit: tier, windowMs: 1000, algorithm: 'leaky' },
+      TypeError,
+      /TierController\.handler: @RateLimit\(#1\)\.algorithm must be one of/,
+    ],
     ['a cost of 0', { limit: tier, windowMs: 1000, cost: 0 }, RangeError, /TierController\.handler: @RateLimit\(#1\)\.cost must be a positive integer, got 0/],
   ])('%s fails app.init() naming the option', async (_case, options, kind, message) => {
     @Controller()
@@ -249,7 +278,9 @@ describe('user tiers in defaultLimits', () => {
 
   it('a bad result is a 500 naming the default', async () => {
     expect(await statusesOf(() => get('cid', 'free', { 'x-value': '0' }), 2)).toEqual([500, 500]);
-    expect(context.log.errors).toEqual([expect.stringMatching(/^PlainController\.get: defaultLimits\[0\]\.limit resolved to 0; it must be a positive integer$/)]);
+    expect(context.log.errors).toEqual([
+      expect.stringMatching(/^PlainController\.get: defaultLimits\[0\]\.limit resolved to 0; it must be a positive integer$/),
+    ]);
   });
 
   it('a limit that is neither a number nor a function fails app.init() naming the default', async () => {

@@ -173,7 +173,7 @@ export function checkMaxPending(slots: Slot[], max: number): Violation[] {
     events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
     let held = 0;
     let over: { at: number; count: number; peak: number } | undefined;
-    for (let i = 0; i < events.length; ) {
+    for (let i = 0; i < events.length;) {
       const t = events[i]![0];
       for (; i < events.length && events[i]![0] === t; i++) held += events[i]![1];
       if (held > max) {
@@ -249,10 +249,7 @@ export interface Answer {
   end: number;
   failMode: boolean;
 }
-export function checkOutageLatency(
-  answers: Answer[],
-  boundMs: number,
-): { violations: Violation[]; failModeAnswers: number; maxMs: number; p99Ms: number } {
+export function checkOutageLatency(answers: Answer[], boundMs: number): { violations: Violation[]; failModeAnswers: number; maxMs: number; p99Ms: number } {
   const out = new Violations('outage-latency');
   const durations: number[] = [];
   for (const a of answers) {
@@ -332,7 +329,9 @@ export function checkLockout(grants: Grant[], lockouts: Grant[], blockMs: number
     for (let i = lowerBound(group, r.end, (g) => g.start); i < group.length && group[i]!.start < until; i++) {
       const g = group[i]!;
       if (g.start > r.end && g.end < until) {
-        out.add(`key ${r.key}: granted in [${g.start}, ${g.end}], ${(g.end - r.start).toFixed(0)} ms after a refusal in [${r.start}, ${r.end}] that locked it out for ${blockMs} ms`);
+        out.add(
+          `key ${r.key}: granted in [${g.start}, ${g.end}], ${(g.end - r.start).toFixed(0)} ms after a refusal in [${r.start}, ${r.end}] that locked it out for ${blockMs} ms`,
+        );
       }
     }
   }

@@ -69,7 +69,9 @@ function spawnWorker(script: string, config: WorkerConfig): Promise<Worker> {
   const child = fork(here(script), [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    child.once('message', (message: FromWorker) => (message.type === 'ready' ? resolve({ name: config.name, child, exited }) : reject(new Error(`unexpected ${message.type}`))));
+    child.once('message', (message: FromWorker) =>
+      message.type === 'ready' ? resolve({ name: config.name, child, exited }) : reject(new Error(`unexpected ${message.type}`)),
+    );
     void exited.then((code) => reject(new Error(`${config.name} exited with ${code} before it was ready`)));
   });
 }
@@ -207,11 +209,27 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
   // rate limits: grants never above the limit, from the grant log
   const limits: [keyof WebLog['grants'], string, Violation[]][] = [
     ['hot', `fixed window ${SOAK.hot.limit}/${SOAK.hot.windowMs} ms`, checkFixedWindow(grants('hot'), SOAK.hot.limit, SOAK.hot.windowMs)],
-    ['sliding', `sliding window ${SOAK.sliding.limit}/${SOAK.sliding.windowMs} ms`, checkSlidingWindow(grants('sliding'), SOAK.sliding.limit, SOAK.sliding.windowMs)],
-    ['cold', `token buckets ${SOAK.cold.limit}/${SOAK.cold.windowMs} ms on ${SOAK.cold.keys} keys`, checkTokenBucket(grants('cold'), SOAK.cold.limit, SOAK.cold.windowMs)],
-    ['funnel', `funnel ${SOAK.funnel.capacity}/${SOAK.funnel.leakingDurationMs} ms`, checkTokenBucket(grants('funnel'), SOAK.funnel.capacity, SOAK.funnel.leakingDurationMs)],
+    [
+      'sliding',
+      `sliding window ${SOAK.sliding.limit}/${SOAK.sliding.windowMs} ms`,
+      checkSlidingWindow(grants('sliding'), SOAK.sliding.limit, SOAK.sliding.windowMs),
+    ],
+    [
+      'cold',
+      `token buckets ${SOAK.cold.limit}/${SOAK.cold.windowMs} ms on ${SOAK.cold.keys} keys`,
+      checkTokenBucket(grants('cold'), SOAK.cold.limit, SOAK.cold.windowMs),
+    ],
+    [
+      'funnel',
+      `funnel ${SOAK.funnel.capacity}/${SOAK.funnel.leakingDurationMs} ms`,
+      checkTokenBucket(grants('funnel'), SOAK.funnel.capacity, SOAK.funnel.leakingDurationMs),
+    ],
     ['flood', `fixed window ${SOAK.flood.limit}/${SOAK.flood.windowMs} ms, flooded`, checkFixedWindow(grants('flood'), SOAK.flood.limit, SOAK.flood.windowMs)],
-    ['lock', `sliding window ${SOAK.lock.limit}/${SOAK.lock.windowMs} ms on ${SOAK.lock.keys} keys`, checkSlidingWindow(grants('lock'), SOAK.lock.limit, SOAK.lock.windowMs)],
+    [
+      'lock',
+      `sliding window ${SOAK.lock.limit}/${SOAK.lock.windowMs} ms on ${SOAK.lock.keys} keys`,
+      checkSlidingWindow(grants('lock'), SOAK.lock.limit, SOAK.lock.windowMs),
+    ],
   ];
   for (const [route, what, found] of limits) {
     const mine = answers.filter((a) => a[0] === route);
@@ -229,31 +247,56 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
   row('/hot: most grants in one fixed window', `${peak} (limit ${SOAK.hot.limit})`);
 
   // answers: only the statuses each failMode allows, and outage answers within the bound
-  const allowed: Record<string, number[]> = { hot: [200, 429, 503], cold: [200, 429, 503], funnel: [200, 429, 503], sliding: [200, 429], order: [201, 429, 503], login: [200, 401, 429, 503], lock: [200, 429, 503], flood: [200, 429, 503], local: [200, 429] };
+  const allowed: Record<string, number[]> = {
+    hot: [200, 429, 503],
+    cold: [200, 429, 503],
+    funnel: [200, 429, 503],
+    sliding: [200, 429],
+    order: [201, 429, 503],
+    login: [200, 401, 429, 503],
+    lock: [200, 429, 503],
+    flood: [200, 429, 503],
+    local: [200, 429],
+  };
   for (const [route, statuses] of Object.entries(allowed)) {
     const odd = answers.filter((a) => a[0] === route && !statuses.includes(a[3]));
-    if (odd.length > 0) violations.push({ invariant: 'status', detail: `/${route}: ${odd.length} answers with status ${[...new Set(odd.map((a) => a[3]))].join(', ')}` });
+    if (odd.length > 0)
+      violations.push({ invariant: 'status', detail: `/${route}: ${odd.length} answers with status ${[...new Set(odd.map((a) => a[3]))].join(', ')}` });
   }
   const outage = checkOutageLatency(
     answers.filter((a) => a[0] !== 'pay').map(([route, start, end, , failMode]) => ({ route, start, end, failMode: failMode === 1 })),
     BOUND_MS,
   );
-  row('answers by failMode (503 closed, unchecked pass open)', `${outage.failModeAnswers}, in at most ${outage.maxMs.toFixed(0)} ms (p99 ${outage.p99Ms.toFixed(0)} ms; bound commandTimeoutMs + 100 = ${BOUND_MS} ms)`);
+  row(
+    'answers by failMode (503 closed, unchecked pass open)',
+    `${outage.failModeAnswers}, in at most ${outage.maxMs.toFixed(0)} ms (p99 ${outage.p99Ms.toFixed(0)} ms; bound commandTimeoutMs + 100 = ${BOUND_MS} ms)`,
+  );
   violations.push(...outage.violations);
-  if (outage.failModeAnswers === 0) violations.push({ invariant: 'coverage', detail: 'no request was answered by failMode: the faults did not reach the guards' });
+  if (outage.failModeAnswers === 0)
+    violations.push({ invariant: 'coverage', detail: 'no request was answered by failMode: the faults did not reach the guards' });
   const all = answers.map((a) => a[2] - a[1]).sort((a, b) => a - b);
-  row('every answer, arrival to finish', `${all.length} answers, p50 ${(all[Math.floor(all.length / 2)] ?? 0).toFixed(1)} ms, p99 ${(all[Math.floor(all.length * 0.99)] ?? 0).toFixed(1)} ms, max ${(all[all.length - 1] ?? 0).toFixed(0)} ms`);
+  row(
+    'every answer, arrival to finish',
+    `${all.length} answers, p50 ${(all[Math.floor(all.length / 2)] ?? 0).toFixed(1)} ms, p99 ${(all[Math.floor(all.length * 0.99)] ?? 0).toFixed(1)} ms, max ${(all[all.length - 1] ?? 0).toFixed(0)} ms`,
+  );
   row('outages logged (RedisLimitEvents, per worker)', webLogs.map((w) => `${w.name} ${w.counters.outages}`).join(', '));
   row('client errors (connection, 5 s timeout)', String(webLogs.reduce((s, w) => s + w.clientErrors, 0)));
 
   // MaxPending: never more than max slots certainly held, and never more counted by Redis
   const slots = webLogs.flatMap((w) =>
-    w.slots.map(([owner, , reservedStart, reservedEnd, release]) => ({ owner, reservedStart, reservedEnd, ttlMs: SOAK.pending.ttlMs, ...(release >= 0 ? { releaseStart: release } : {}) })),
+    w.slots.map(([owner, , reservedStart, reservedEnd, release]) => ({
+      owner,
+      reservedStart,
+      reservedEnd,
+      ttlMs: SOAK.pending.ttlMs,
+      ...(release >= 0 ? { releaseStart: release } : {}),
+    })),
   );
   const pending = checkMaxPending(slots, SOAK.pending.max);
   violations.push(...pending);
   const sampled = Math.max(0, ...peakCount.values());
-  if (sampled > SOAK.pending.max) violations.push({ invariant: 'max-pending', detail: `count() saw ${sampled} pending for one owner, max ${SOAK.pending.max}` });
+  if (sampled > SOAK.pending.max)
+    violations.push({ invariant: 'max-pending', detail: `count() saw ${sampled} pending for one owner, max ${SOAK.pending.max}` });
   const refusedOrders = answers.filter((a) => a[0] === 'order' && a[3] === 429).length;
   row(
     `@MaxPending(${SOAK.pending.max}) on ${SOAK.pending.owners} owners`,
@@ -270,10 +313,18 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
   const lapsed = readHandled(dir, 'lapsed');
   const unlogged = new Set(lapsed.filter((h) => !known.has(h.id)).map((h) => h.id));
   const failedOrders = answers.filter((a) => a[0] === 'order' && a[3] >= 500).length + webLogs.reduce((n, w) => n + w.clientErrors, 0);
-  const notified = checkDelivery(unpaid, paid, lapsed.filter((h) => known.has(h.id)), crashed);
+  const notified = checkDelivery(
+    unpaid,
+    paid,
+    lapsed.filter((h) => known.has(h.id)),
+    crashed,
+  );
   violations.push(...notified.violations);
   if (unlogged.size > failedOrders) {
-    violations.push({ invariant: 'unknown', detail: `${unlogged.size} lapse notifications of slots never reserved, more than the ${failedOrders} reservations that failed` });
+    violations.push({
+      invariant: 'unknown',
+      detail: `${unlogged.size} lapse notifications of slots never reserved, more than the ${failedOrders} reservations that failed`,
+    });
   }
   row(
     '@MaxPending lapse notifications',
@@ -305,7 +356,8 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
 function judgeOutcomes(webLogs: WebLog[], answers: WebLog['answers']): Violation[] {
   const row = (label: string, value: string) => console.log(`| ${label} | ${value} |`);
   const verdict = (found: Violation[], ok: string) => (found.length === 0 ? ok : `${found.length} violation(s)`);
-  const refusals = (route: string) => webLogs.flatMap((w) => w.refusals.filter((r) => r[0] === route).map(([, key, start, end, blocked]) => ({ key, start, end, blocked })));
+  const refusals = (route: string) =>
+    webLogs.flatMap((w) => w.refusals.filter((r) => r[0] === route).map(([, key, start, end, blocked]) => ({ key, start, end, blocked })));
   const by = (route: string, status: number) => answers.filter((a) => a[0] === route && a[3] === status).length;
   const violations: Violation[] = [];
 
@@ -341,7 +393,12 @@ function judgeOutcomes(webLogs: WebLog[], answers: WebLog['answers']): Violation
   const cache = checkCacheHits(hits);
   violations.push(...cache);
   // a cache that refused what Redis would grant would leave the flooded windows short of the limit
-  const flood = [...fixedWindowCounts(webLogs.flatMap((w) => w.grants.flood.map(([key, start, end]) => ({ key, start, end }))), SOAK.flood.windowMs).values()];
+  const flood = [
+    ...fixedWindowCounts(
+      webLogs.flatMap((w) => w.grants.flood.map(([key, start, end]) => ({ key, start, end }))),
+      SOAK.flood.windowMs,
+    ).values(),
+  ];
   row(
     'refusal cache hits (RedisLimitEvents, per worker)',
     `${webLogs.map((w) => `${w.name} ${w.counters.refusalCacheHits}`).join(', ')} (/flood refused ${by('flood', 429)} times); ` +

@@ -6,7 +6,21 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Controller, Delete, Get, HttpCode, Inject, Module, Param, Post, Req, Res, ServiceUnavailableException, UnauthorizedException, type ExecutionContext } from '@nestjs/common';
+import {
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Module,
+  Param,
+  Post,
+  Req,
+  Res,
+  ServiceUnavailableException,
+  UnauthorizedException,
+  type ExecutionContext,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   DelayQueueService,
@@ -104,7 +118,14 @@ class SoakController {
   }
 
   @Get('login/:acct')
-  @RateLimit({ limit: SOAK.login.limit, windowMs: SOAK.login.windowMs, algorithm: 'sliding-window', key: param('acct'), failMode: 'closed', countIf: countFailures })
+  @RateLimit({
+    limit: SOAK.login.limit,
+    windowMs: SOAK.login.windowMs,
+    algorithm: 'sliding-window',
+    key: param('acct'),
+    failMode: 'closed',
+    countIf: countFailures,
+  })
   login(@Req() req: Timed, @Param('acct') acct: string) {
     const failed = Math.random() < 0.5;
     const entry: WebLog['logins'][number] = [acct, req.soakStart!, now(), failed ? 1 : 0, -1];
@@ -115,7 +136,14 @@ class SoakController {
   }
 
   @Get('lock/:k')
-  @RateLimit({ limit: SOAK.lock.limit, windowMs: SOAK.lock.windowMs, algorithm: 'sliding-window', key: param('k'), failMode: 'closed', blockMs: SOAK.lock.blockMs })
+  @RateLimit({
+    limit: SOAK.lock.limit,
+    windowMs: SOAK.lock.windowMs,
+    algorithm: 'sliding-window',
+    key: param('k'),
+    failMode: 'closed',
+    blockMs: SOAK.lock.blockMs,
+  })
   lock(@Res({ passthrough: true }) res: Response, @Req() req: Timed, @Param('k') k: string) {
     return grant('lock', k, req, res);
   }
@@ -252,7 +280,10 @@ async function main(): Promise<() => Promise<string>> {
 
   // a loop each: /flood, so the refusal cache meets a steady stream of refusals of one key; /local,
   // so that an outage meets more requests than a worker may grant on its own
-  for (const [path, rate] of [['/flood', SOAK.flood.rate], ['/local', SOAK.local.rate]] as const) {
+  for (const [path, rate] of [
+    ['/flood', SOAK.flood.rate],
+    ['/local', SOAK.local.rate],
+  ] as const) {
     const gap = 1000 / rate;
     loops.push(
       (async () => {

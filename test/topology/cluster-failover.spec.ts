@@ -110,7 +110,8 @@ describe('Redis Cluster: a master killed under load', () => {
     // and stays exact across the 4 processes: grants per fixed window (server clock = this
     // machine's), give or take the 16 requests in flight across a window's edge
     const perWindow = new Map<number, number>();
-    for (const [at, s, limited] of after) if (s === 200 && limited) perWindow.set(Math.floor(at / WINDOW_MS), (perWindow.get(Math.floor(at / WINDOW_MS)) ?? 0) + 1);
+    for (const [at, s, limited] of after)
+      if (s === 200 && limited) perWindow.set(Math.floor(at / WINDOW_MS), (perWindow.get(Math.floor(at / WINDOW_MS)) ?? 0) + 1);
     const busiest = Math.max(...perWindow.values());
     expect(busiest).toBeLessThanOrEqual(LIMIT + 16);
 

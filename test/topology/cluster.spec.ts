@@ -83,7 +83,9 @@ describe('on a 3-master Redis Cluster', () => {
       await new Promise((r) => setTimeout(r, 200));
       const client = moduleRef.get(RedisConnection).client;
       // a hash whose 'a' expired before 'b' came holds 'b' alone: one string key (compact)
-      const lens = await Promise.all(Array.from({ length: 300 }, async (_, u) => ((await client.type(keys.build('eh', `u${u}`))) === 'hash' ? client.hlen(keys.build('eh', `u${u}`)) : 0)));
+      const lens = await Promise.all(
+        Array.from({ length: 300 }, async (_, u) => ((await client.type(keys.build('eh', `u${u}`))) === 'hash' ? client.hlen(keys.build('eh', `u${u}`)) : 0)),
+      );
       left = lens.filter((n) => n > 2).length; // 'a' swept: the live field 'b' and the meta field remain
     }
     expect(left).toBe(0);
@@ -141,7 +143,9 @@ describe('on a 3-master Redis Cluster', () => {
 
     // 40 requests at once over 4 API keys (each in its own slot, none in the IP's)
     const apiKeys = ['alpha', 'bravo', 'charlie', 'delta'];
-    const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => history(apiKeys[i % 4]!).then((r) => ({ apiKey: apiKeys[i % 4]!, status: r.status }))));
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => history(apiKeys[i % 4]!).then((r) => ({ apiKey: apiKeys[i % 4]!, status: r.status }))),
+    );
     expect(statuses.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
     const granted = statuses.filter((r) => r.status === 200);
     expect(granted.length).toBeGreaterThan(0);
@@ -199,7 +203,7 @@ describe('on a 3-master Redis Cluster', () => {
       got.push(message.id);
     });
     const count = async (node: RedisNode, kind: string) => ((await cluster.ask(node, 'PUBSUB', kind, channel)) as [string, number])[1];
-    for (const deadline = Date.now() + 10_000; (await count(owner, 'SHARDNUMSUB')) === 0 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 10_000; (await count(owner, 'SHARDNUMSUB')) === 0 && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 25));
     }
     expect(await count(owner, 'SHARDNUMSUB')).toBe(1);
@@ -207,7 +211,7 @@ describe('on a 3-master Redis Cluster', () => {
 
     await Promise.all(cluster.nodes.map((n) => cluster.ask(n, 'CONFIG', 'RESETSTAT')));
     await queues.enqueue('sharded', 'x', { id: 'woken', delayMs: 100 });
-    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 25));
     await consumer.stop();
     expect(got).toEqual(['woken']);
     const stats = await Promise.all(cluster.nodes.map(async (n) => String(await cluster.ask(n, 'INFO', 'commandstats'))));
@@ -256,7 +260,7 @@ describe('on a 3-master Redis Cluster', () => {
     for (let u = 0; u < 30; u++) expect((await limiter.consume(`user-${u}`, { limit: 1, windowMs: 60_000 })).allowed).toBe(true);
     await moduleRef.get(ExpiringHashService).set('h', 'f', 'v', 60_000);
     await queues.enqueue('acl-jobs', 'x', { id: 'j', delayMs: 50 });
-    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 25));
     await consumer.stop();
     expect(got).toEqual(['j']);
     // ioredis' CLIENT SETINFO label (Redis >= 7.2) is the only refusal it may meet
@@ -277,12 +281,12 @@ describe('on a 3-master Redis Cluster', () => {
     await expect(queues.enqueue('late-start', 'x')).rejects.toMatchObject({ code: expect.stringMatching(/^REDIS_(UNAVAILABLE|TIMEOUT)$/) });
     await cluster.resume();
     const channel = moduleRef.get(RedisConnection).keys.build('dqw', 'late-start');
-    for (const deadline = Date.now() + 20_000; (await cluster.subscribers(channel)) === 0 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 20_000; (await cluster.subscribers(channel)) === 0 && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(await cluster.subscribers(channel)).toBe(1);
     await queues.enqueue('late-start', 'x', { id: 'after', delayMs: 100 });
-    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 25));
     await consumer.stop();
     expect(got).toEqual(['after']);
   });

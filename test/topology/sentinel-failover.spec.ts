@@ -55,9 +55,7 @@ describe('Sentinel: a failover during load', () => {
 
   it('limits before and after a master is killed; 503 (failMode closed) only during the switch', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [
-        RedisLimitModule.forRoot({ redis: sentinel.connection, keyPrefix: uniquePrefix('sentinel'), commandTimeoutMs: 500, failMode: 'closed' }),
-      ],
+      imports: [RedisLimitModule.forRoot({ redis: sentinel.connection, keyPrefix: uniquePrefix('sentinel'), commandTimeoutMs: 500, failMode: 'closed' })],
       controllers: [HotController],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });

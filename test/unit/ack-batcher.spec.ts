@@ -54,7 +54,10 @@ describe('AckBatcher', () => {
     lease.token = 2; // our own claim took it back before the ack ran: Redis refused token 1
     calls[0]!.resolve();
     await settle();
-    expect(calls.map((c) => c.args)).toEqual([['a', 1], ['a', 2]]);
+    expect(calls.map((c) => c.args)).toEqual([
+      ['a', 1],
+      ['a', 2],
+    ]);
     expect(held.get('a')).toBe(lease);
     calls[1]!.resolve();
     await settle();
@@ -90,7 +93,10 @@ describe('AckBatcher', () => {
     const flushed = batcher.flush();
     calls[0]!.resolve();
     await settle();
-    expect(calls.map((c) => c.args)).toEqual([['a', 1], ['b', 1]]);
+    expect(calls.map((c) => c.args)).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
     calls[1]!.resolve();
     await flushed;
     expect(batcher.pending).toBe(0);

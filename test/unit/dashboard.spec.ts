@@ -66,7 +66,10 @@ describe('DecisionSeries labels', () => {
   it('counts at most 200 labels a minute; the rest go under (other)', async () => {
     const written: [string, string, number][] = [];
     const pipeline = { hincrby: (key: string, field: string, n: number) => written.push([key, field, n]), pexpire: () => undefined, exec: async () => [] };
-    const redis = { client: { pipeline: () => pipeline }, keys: { build: (kind: string, key: string, scope: string) => `${kind}:${scope}:{${key}}` } } as unknown as RedisConnection;
+    const redis = {
+      client: { pipeline: () => pipeline },
+      keys: { build: (kind: string, key: string, scope: string) => `${kind}:${scope}:{${key}}` },
+    } as unknown as RedisConnection;
     const series = new DecisionSeries(redis, {} as RedisLimitEvents);
     const at = 60_000 * 1000 + 5;
     for (let i = 0; i < 205; i++) series.record({ type: 'redis-limit.decision', allowed: i % 2 === 0, retryAfterMs: 0, limits: [], route: `R.r${i}` }, at);

@@ -4,7 +4,12 @@ import { dirname, join, normalize } from 'node:path';
 // Every relative link of the README and docs/ pages points at a file that exists and, with a
 // #fragment, at a heading of it (GitHub's anchors: lower case, punctuation dropped, spaces as '-').
 const root = process.cwd();
-const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();

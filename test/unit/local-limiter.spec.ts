@@ -25,12 +25,23 @@ type Move =
   | { kind: 'wait'; of: number; what: 'retryAfterMs' | 'resetMs'; offset: number };
 
 const moveArb: fc.Arbitrary<Move> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('consume' as const), raw: fc.array(fc.integer({ min: 0, max: 45 }), { minLength: 2, maxLength: 2 }) }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 90_000 })) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({ kind: fc.constant('consume' as const), raw: fc.array(fc.integer({ min: 0, max: 45 }), { minLength: 2, maxLength: 2 }) }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 90_000 })) }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('boundary' as const), of: fc.nat(1), offset: fc.integer({ min: -1, max: 1 }) }) },
   {
     weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('wait' as const), of: fc.nat(1), what: fc.constantFrom('retryAfterMs' as const, 'resetMs' as const), offset: fc.integer({ min: -1, max: 1 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('wait' as const),
+      of: fc.nat(1),
+      what: fc.constantFrom('retryAfterMs' as const, 'resetMs' as const),
+      offset: fc.integer({ min: -1, max: 1 }),
+    }),
   },
 );
 
@@ -160,7 +171,12 @@ describe('LocalLimiter', () => {
     const tb: StackedLimit = { key: 'tb', permits: 3, policy: policy('token-bucket') };
     // refuses for 10 minutes once charged: stacked with it, a counter is looked at, not charged
     const blocker: StackedLimit = { key: 'z', policy: { limit: 1, windowMs: 600_000, algorithm: 'token-bucket' } };
-    expect([granted(local, [fw], w), granted(local, [sw], w + 10), granted(local, [tb], w + 20), granted(local, [blocker], w)]).toEqual([true, true, true, true]);
+    expect([granted(local, [fw], w), granted(local, [sw], w + 10), granted(local, [tb], w + 20), granted(local, [blocker], w)]).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
     for (const limit of [fw, sw, tb]) expect(granted(local, [limit, blocker], w + 35_000)).toBe(false);
     expect(local.size).toBe(4);
 

@@ -1,7 +1,15 @@
 import { DeclaredNames, type DeclaredLimit } from '../../lib/rate-limit/overrides-declared.js';
 import { assertOverride, decodeOverride, encodeOverride, overriddenSpec } from '../../lib/rate-limit/overrides-policy.js';
 
-const limit = (at: string, more: Partial<DeclaredLimit> = {}): DeclaredLimit => ({ at, kind: 'sw', limit: 10, windowMs: 60_000, cost: 1, keepWindow: false, ...more });
+const limit = (at: string, more: Partial<DeclaredLimit> = {}): DeclaredLimit => ({
+  at,
+  kind: 'sw',
+  limit: 10,
+  windowMs: 60_000,
+  cost: 1,
+  keepWindow: false,
+  ...more,
+});
 
 describe('override policies', () => {
   it('keep only what was given: a missing window stays missing', () => {

@@ -38,10 +38,12 @@ describe('prometheusText', () => {
     expect(prometheusText(counters, 'x')).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="delivered"} 2\n');
   });
 
-  it('writes each queue\'s sizes as last read, one gauge sample per state', () => {
+  it("writes each queue's sizes as last read, one gauge sample per state", () => {
     const text = prometheusText(counters, 'x');
     expect(text).toContain('# TYPE x_queue_size gauge\n');
-    expect(text).toContain('x_queue_size{queue="orders",state="scheduled"} 4\nx_queue_size{queue="orders",state="inflight"} 1\nx_queue_size{queue="orders",state="dead"} 2\n');
+    expect(text).toContain(
+      'x_queue_size{queue="orders",state="scheduled"} 4\nx_queue_size{queue="orders",state="inflight"} 1\nx_queue_size{queue="orders",state="dead"} 2\n',
+    );
     expect(text).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="deadRetried"} 3\n');
   });
 });

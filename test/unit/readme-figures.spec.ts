@@ -5,7 +5,9 @@ import { resolveOptions } from '../../lib/redis-limit.options.js';
 
 // Figures the README and its docs/ pages state about the code, read from them and compared with the
 // code's own constants, so that neither changes without the other (issue 13 #13: both had drifted).
-const docs = readdirSync(join(process.cwd(), 'docs')).filter((file) => file.endsWith('.md')).map((file) => join('docs', file));
+const docs = readdirSync(join(process.cwd(), 'docs'))
+  .filter((file) => file.endsWith('.md'))
+  .map((file) => join('docs', file));
 const readme = ['README.md', ...docs].map((file) => readFileSync(join(process.cwd(), file), 'utf8')).join('\n');
 
 /** The one number `pattern` captures in the README (commas allowed); fails when it is not there once. */

@@ -27,7 +27,11 @@ describe('checkFixedWindow', () => {
   const windowMs = 1000;
 
   it('flags limit + 1 grants certainly inside one aligned window', () => {
-    const v = checkFixedWindow(times(limit + 1, (i) => at('a', 1100 + i * 10, 1105 + i * 10)), limit, windowMs);
+    const v = checkFixedWindow(
+      times(limit + 1, (i) => at('a', 1100 + i * 10, 1105 + i * 10)),
+      limit,
+      windowMs,
+    );
     expect(v).toHaveLength(1);
     expect(v[0]!.invariant).toBe('fixed-window');
     expect(v[0]!.detail).toContain('[1000, 2000)');
@@ -59,13 +63,23 @@ describe('checkSlidingWindow', () => {
   const windowMs = 1000;
 
   it('flags limit + 1 grants within windowMs - 10', () => {
-    const v = checkSlidingWindow(times(limit + 1, (i) => at('a', 5000 + i * ((windowMs - 10) / limit))), limit, windowMs);
+    const v = checkSlidingWindow(
+      times(limit + 1, (i) => at('a', 5000 + i * ((windowMs - 10) / limit))),
+      limit,
+      windowMs,
+    );
     expect(v).toHaveLength(1);
     expect(v[0]!.invariant).toBe('sliding-window');
   });
 
   it('passes limit + 1 grants spread over more than windowMs', () => {
-    expect(checkSlidingWindow(times(limit + 1, (i) => at('a', 5000 + i * ((windowMs + 10) / limit))), limit, windowMs)).toEqual([]);
+    expect(
+      checkSlidingWindow(
+        times(limit + 1, (i) => at('a', 5000 + i * ((windowMs + 10) / limit))),
+        limit,
+        windowMs,
+      ),
+    ).toEqual([]);
   });
 
   it('passes when wide brackets make the span uncertain', () => {
@@ -74,7 +88,13 @@ describe('checkSlidingWindow', () => {
   });
 
   it('passes grants of different keys in one span', () => {
-    expect(checkSlidingWindow(times(limit + 1, (i) => at(`k${i % 2}`, 5000 + i)), limit, windowMs)).toEqual([]);
+    expect(
+      checkSlidingWindow(
+        times(limit + 1, (i) => at(`k${i % 2}`, 5000 + i)),
+        limit,
+        windowMs,
+      ),
+    ).toEqual([]);
   });
 
   // A correct sliding limiter, run on exact instants: admits t when fewer than `limit` admitted
@@ -157,7 +177,11 @@ describe('checkTokenBucket', () => {
   });
 
   it('flags capacity + 2 grants at once', () => {
-    const v = checkTokenBucket(times(capacity + 2, () => at('a', 10_000, 10_001)), capacity, refillMs);
+    const v = checkTokenBucket(
+      times(capacity + 2, () => at('a', 10_000, 10_001)),
+      capacity,
+      refillMs,
+    );
     expect(v).toHaveLength(1);
     expect(v[0]!.invariant).toBe('token-bucket');
   });
@@ -238,7 +262,15 @@ describe('checkMaxPending', () => {
 
 describe('checkDelivery', () => {
   it('passes when every enqueued id is handled once', () => {
-    const r = checkDelivery(['1', '2'], ['3'], [{ id: '1', consumer: 'c1' }, { id: '2', consumer: 'c2' }], []);
+    const r = checkDelivery(
+      ['1', '2'],
+      ['3'],
+      [
+        { id: '1', consumer: 'c1' },
+        { id: '2', consumer: 'c2' },
+      ],
+      [],
+    );
     expect(r).toEqual({ violations: [], handled: 2, lost: 0, duplicatesAfterCrash: 0, duplicatesWithoutCrash: 0 });
   });
 
@@ -249,18 +281,43 @@ describe('checkDelivery', () => {
   });
 
   it('flags a duplicate with no crash to explain it', () => {
-    const r = checkDelivery(['1'], [], [{ id: '1', consumer: 'c1' }, { id: '1', consumer: 'c2' }], ['c3']);
+    const r = checkDelivery(
+      ['1'],
+      [],
+      [
+        { id: '1', consumer: 'c1' },
+        { id: '1', consumer: 'c2' },
+      ],
+      ['c3'],
+    );
     expect(r.duplicatesWithoutCrash).toBe(1);
     expect(r.violations.map((v) => v.invariant)).toEqual(['duplicate']);
   });
 
   it('allows, and counts, a duplicate after a crashed consumer', () => {
-    const r = checkDelivery(['1'], [], [{ id: '1', consumer: 'c1' }, { id: '1', consumer: 'c2' }], ['c1']);
+    const r = checkDelivery(
+      ['1'],
+      [],
+      [
+        { id: '1', consumer: 'c1' },
+        { id: '1', consumer: 'c2' },
+      ],
+      ['c1'],
+    );
     expect(r).toEqual({ violations: [], handled: 1, lost: 0, duplicatesAfterCrash: 1, duplicatesWithoutCrash: 0 });
   });
 
   it('flags an id never enqueued, but not an uncertain one', () => {
-    const r = checkDelivery(['1'], ['2'], [{ id: '1', consumer: 'c' }, { id: '2', consumer: 'c' }, { id: '9', consumer: 'c' }], []);
+    const r = checkDelivery(
+      ['1'],
+      ['2'],
+      [
+        { id: '1', consumer: 'c' },
+        { id: '2', consumer: 'c' },
+        { id: '9', consumer: 'c' },
+      ],
+      [],
+    );
     expect(r.violations).toEqual([{ invariant: 'unknown', detail: expect.stringContaining('id 9') }]);
   });
 });
@@ -306,7 +363,13 @@ describe('checkCountIf', () => {
   });
 
   it('flags more failures granted in one window than the limit', () => {
-    const v = checkCountIf(times(limit + 1, (i) => failure(5000 + i * 100)), [], [], limit, windowMs);
+    const v = checkCountIf(
+      times(limit + 1, (i) => failure(5000 + i * 100)),
+      [],
+      [],
+      limit,
+      windowMs,
+    );
     expect(v.map((x) => x.invariant)).toEqual(['count-if']);
   });
 

@@ -25,10 +25,7 @@ export class QuotesResolver {
   /** 5 alerts per minute per IP. */
   @Mutation(() => PriceAlertModel)
   @RateLimit({ name: 'graphql-alert', limit: 5, windowMs: 60_000 })
-  createAlert(
-    @Args('symbol', { type: () => String }) symbol: string,
-    @Args('price', { type: () => Float }) price: number,
-  ): PriceAlertModel {
+  createAlert(@Args('symbol', { type: () => String }) symbol: string, @Args('price', { type: () => Float }) price: number): PriceAlertModel {
     return { id: randomUUID(), symbol: parseSymbol(symbol), price };
   }
 }

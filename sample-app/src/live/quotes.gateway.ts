@@ -18,7 +18,7 @@ export class QuotesGateway {
   @SubscribeMessage('quote')
   @RateLimit({ name: 'ws-quote', limit: 5, windowMs: 10_000, algorithm: 'sliding-window' })
   quote(@MessageBody() body: unknown): { event: 'quote'; data: Quote } {
-    const raw = (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['symbol'] : undefined);
+    const raw = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['symbol'] : undefined;
     const symbol = typeof raw === 'string' ? raw.toUpperCase() : '';
     if (!SYMBOL.test(symbol)) throw new WsException(`${JSON.stringify(raw ?? null)} is not a ticker symbol`);
     return { event: 'quote', data: this.quotes.quote(symbol) };

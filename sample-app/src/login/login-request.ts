@@ -21,5 +21,4 @@ export function parseLoginRequest(body: unknown): LoginRequest {
 
 // The limit's guard runs before pipes: it validates the whole body, so a malformed login is a
 // 400 that charges no account. Accounts are counted case-blind, as they log in.
-export const accountOf = (ctx: ExecutionContext): string =>
-  parseLoginRequest(ctx.switchToHttp().getRequest<{ body?: unknown }>().body).account.toLowerCase();
+export const accountOf = (ctx: ExecutionContext): string => parseLoginRequest(ctx.switchToHttp().getRequest<{ body?: unknown }>().body).account.toLowerCase();

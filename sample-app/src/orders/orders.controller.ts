@@ -1,16 +1,4 @@
-import {
-  Body,
-  ConflictException,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  HttpStatus,
-  Inject,
-  NotFoundException,
-  Param,
-  Post,
-} from '@nestjs/common';
+import { Body, ConflictException, Controller, Get, Headers, HttpCode, HttpStatus, Inject, NotFoundException, Param, Post } from '@nestjs/common';
 import { MaxPending, PendingSlot, RateLimit } from '../../../lib/index.js';
 import { parseOrderRequest, parseUserId, userIdOf } from './order-request.js';
 import { OrdersService, type Order, type UnpaidOrder } from './orders.service.js';

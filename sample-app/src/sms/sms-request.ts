@@ -23,5 +23,4 @@ export function parseSmsRequest(body: unknown): SmsRequest {
 
 // The funnel's guard runs before pipes: it validates the whole body, so a bad request is a 400
 // that charges no phone's funnel.
-export const phoneOf = (ctx: ExecutionContext): string =>
-  parseSmsRequest(ctx.switchToHttp().getRequest<{ body?: unknown }>().body).phone;
+export const phoneOf = (ctx: ExecutionContext): string => parseSmsRequest(ctx.switchToHttp().getRequest<{ body?: unknown }>().body).phone;

@@ -19,7 +19,10 @@ const { libDir, redis, recorder: recordTo, keyPrefix, queue, consume = {}, block
 if (rateKey !== undefined) consume.rateLimit = { ...consume.rateLimit, key: (message) => message.payload[rateKey] };
 const { RedisLimitModule, DelayQueueService } = await import(`${libDir}/index.js`);
 
-const toStderr = (level) => (...parts) => process.stderr.write(`[${process.pid} ${level}] ${parts.map(String).join(' ')}\n`);
+const toStderr =
+  (level) =>
+  (...parts) =>
+    process.stderr.write(`[${process.pid} ${level}] ${parts.map(String).join(' ')}\n`);
 const logger = { log() {}, debug() {}, verbose() {}, warn: toStderr('warn'), error: toStderr('error'), fatal: toStderr('fatal') };
 
 const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis, keyPrefix }), { logger });

@@ -11,16 +11,13 @@ import { NestFactory } from '@nestjs/core';
 const { libDir, redis, keyPrefix, queue, owners, ownerPrefix = '', writes, ttlMs } = JSON.parse(process.argv[2]);
 const { RedisLimitModule, ExpiringHashService } = await import(`${libDir}/index.js`);
 const logger = { log() {}, debug() {}, verbose() {}, warn() {}, error() {}, fatal() {} };
-const app = await NestFactory.createApplicationContext(
-  RedisLimitModule.forRoot({ redis, keyPrefix, expiringHash: { sweepIntervalMs: 0 } }),
-  { logger },
-);
+const app = await NestFactory.createApplicationContext(RedisLimitModule.forRoot({ redis, keyPrefix, expiringHash: { sweepIntervalMs: 0 } }), { logger });
 const hash = app.get(ExpiringHashService);
 // written straight to fd 1: a line process.stdout still held when the kill came would be lost,
 // and the parent would take a write that was sent for one never tried
 function say(line) {
   const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     try {
       at += writeSync(1, bytes, at);
     } catch (error) {
