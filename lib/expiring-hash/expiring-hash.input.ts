@@ -6,7 +6,7 @@ import type { ExpiringSetOptions } from './expiring-hash.types.js';
  * The latest expiry, in ms since the epoch, that Redis keeps for a hash field (HFE_MAX_ABS_TIME_MSEC
  * in t_hash.c: EB_EXPIRE_TIME_MAX = 2^48 - 1, less two bits it reserves; about the year 4199).
  * HPEXPIREAT refuses a later one after HSET has written the value, so both modes hold every
- * expiry to it (and lua/expiring-hash/hash.lua's MAX_EXPIRY), checked before anything is written.
+ * expiry to it (and lua/expiring-hash/write-field.lua's MAX_EXPIRY), checked before anything is written.
  */
 export const MAX_EXPIRY_MS = 2 ** 46 - 1;
 

@@ -31,7 +31,7 @@ interface WritePath {
 /**
  * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
  * a field is never returned once expired, and a background sweep (shared by every instance)
- * removes expired fields nobody reads. See lua/expiring-hash/hash.lua for the layout.
+ * removes expired fields nobody reads. Its keys and layout: docs/how-it-works.md.
  */
 @Injectable()
 export class ExpiringHashService implements BeforeApplicationShutdown {

@@ -11,8 +11,8 @@ export interface ExpiredField {
 }
 
 /**
- * Delivers expiry notifications. A write arms one in the hash's own slot (the outbox, see
- * lua/expiring-hash/hash.lua), in the same script that writes the field; the sweeper hands over
+ * Delivers expiry notifications. A write arms one in the hash's own slot (the outbox,
+ * lua/expiring-hash/outbox.lua), in the same script that writes the field; the sweeper hands over
  * the due ones (sweep.lua) and this enqueues `{ key, field, value }` on the user's queue with an id
  * derived from the arming, so a retry cannot enqueue it twice while it is pending, and only then
  * disarms them. A process that dies between the two leaves them armed for the next sweep.

@@ -4,11 +4,15 @@
 -- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- Returns  live fields
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "save.lua"
+--- @include "walk.lua"
 
-if not load_meta() then return 0 end
-if compact then return compact.expiry > now and 1 or 0 end
-local live = live_count()
-if live == 0 and drop_if_empty() then return 0 end
-save_meta()
+local h = open_hash(KEYS[1], KEYS[2], now_ms(ARGV[1]))
+if not h then return 0 end
+if h.compact then return h.compact.expiry > h.now and 1 or 0 end
+local live = live_count(h)
+if live == 0 and drop_if_empty(h) then return 0 end
+save_hash(h)
 return live

@@ -5,15 +5,25 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2..] fields
 -- Returns  the number of live fields deleted
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "save.lua"
+--- @include "fields.lua"
+--- @include "delete-fields.lua"
+--- @include "outbox.lua"
 
-if not load_meta() then return 0 end
-if compact then
+local rcall = redis.call
+local H, N = KEYS[1], KEYS[3]
+local now = now_ms(ARGV[1])
+local h = open_hash(H, KEYS[2], now)
+if not h then return 0 end
+local one = h.compact
+if one then
   for i = 2, #ARGV do
-    if ARGV[i] == compact.field then
+    if ARGV[i] == one.field then
       rcall('DEL', H)
-      if compact.expiry <= now then return 0 end
-      rcall('HDEL', N, notice(compact.expiry, compact.field))
+      if one.expiry <= now then return 0 end
+      disarm(N, one.field, one.expiry)
       return 1
     end
   end
@@ -25,14 +35,14 @@ for i = 2, #ARGV do
   if not seen[field] then
     seen[field] = true
     gone[#gone + 1] = field
-    local expiry = read(field)
+    local expiry = read_field(h, field)
     if expiry ~= nil then
       removed = removed + 1
-      if expiry == -1 then meta.persistent = meta.persistent - 1 end
-      if expiry >= 0 then rcall('HDEL', N, notice(expiry, field)) end
+      if expiry == -1 then h.meta.persistent = h.meta.persistent - 1 end
+      if expiry >= 0 then disarm(N, field, expiry) end
     end
   end
 end
-delete_fields(gone)
-if not drop_if_empty() then save_meta() end
+delete_fields(H, gone)
+if not drop_if_empty(h) then save_hash(h) end
 return removed

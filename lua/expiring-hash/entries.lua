@@ -4,12 +4,18 @@
 -- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- Returns  a flat list: field, value, ms left (-1: no ttl), for each live field
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "values.lua"
 
-if not load_meta() then return {} end
-if compact then
-  if compact.expiry <= now then return {} end
-  return { compact.field, compact.value, compact.expiry - now }
+local rcall = redis.call
+local H = KEYS[1]
+local now = now_ms(ARGV[1])
+local h = open_hash(H, KEYS[2], now)
+if not h then return {} end
+if h.compact then
+  if h.compact.expiry <= now then return {} end
+  return { h.compact.field, h.compact.value, h.compact.expiry - now }
 end
 local all = rcall('HGETALL', H)
 local reply, fields, values = {}, {}, {}
@@ -19,7 +25,7 @@ for i = 1, #all, 2 do
   end
 end
 local expiries = {}
-if native then
+if h.native then
   for i = 1, #fields, 1000 do
     local part = rcall('HPEXPIRETIME', H, 'FIELDS', math.min(1000, #fields - i + 1), unpack(fields, i, math.min(i + 999, #fields)))
     for j = 1, #part do expiries[#expiries + 1] = part[j] end
@@ -27,7 +33,7 @@ if native then
 end
 for i = 1, #fields do
   local expiry, value = expiries[i], values[i]
-  if not native then expiry, value = decode(value) end
+  if not h.native then expiry, value = value_decode(h.meta.base, value) end
   if expiry == -1 or expiry > now then
     reply[#reply + 1] = fields[i]
     reply[#reply + 1] = value

@@ -9,26 +9,35 @@
 --          nothing changed);
 --          the time the sweep registry must learn for this hash (ms), or -1;
 --          the new expiry when the field's notification moved with it (ms), or -1 }
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "save.lua"
+--- @include "fields.lua"
+--- @include "write-field.lua"
+--- @include "account.lua"
+--- @include "arm.lua"
 
+local H, N = KEYS[1], KEYS[3]
+local now = now_ms(ARGV[1])
 local expiry = now + tonumber(ARGV[3])
 if expiry > MAX_EXPIRY then return { -1, -1, -1 } end
-if not load_meta() then return { 0, -1, -1 } end
+local h = open_hash(H, KEYS[2], now)
+if not h then return { 0, -1, -1 } end
 local field = ARGV[2]
-local old, value = read(field)
+local old, value = read_field(h, field)
 if value == nil then return { 0, -1, -1 } end
 local register = -1
-if compact then
-  rcall('PEXPIREAT', H, expiry)
+if h.compact then
+  redis.call('PEXPIREAT', H, expiry)
 else
-  if native then rcall('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) else write(field, value, expiry) end
-  register = account(field, expiry, old)
+  if h.native then redis.call('HPEXPIREAT', H, expiry, 'FIELDS', 1, field) else write_field(h, field, value, expiry, false) end
+  register = account(h, field, expiry, old)
 end
-local notification, notify_at = armed(field, old), -1
+local notification, notify_at = armed(N, field, old), -1
 if notification then
-  rcall('HDEL', N, notice(old, field))
-  arm(field, expiry, notification.q, notification.v)
+  disarm(N, field, old)
+  arm(N, now, field, expiry, notification.q, notification.v)
   notify_at = expiry
 end
-save_meta()
+save_hash(h)
 return { 1, register, notify_at }

@@ -5,9 +5,12 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  field
 -- Returns  { value or false, ms left (-1: no ttl, -2: absent or expired) }
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "fields.lua"
 
-if not load_meta() then return { false, -2 } end
-local expiry, value = read(ARGV[2])
+local h = open_hash(KEYS[1], KEYS[2], now_ms(ARGV[1]))
+if not h then return { false, -2 } end
+local expiry, value = read_field(h, ARGV[2])
 if value == nil then return { false, -2 } end
-return { value, expiry < 0 and -1 or math.max(0, expiry - now) }
+return { value, expiry < 0 and -1 or math.max(0, expiry - h.now) }

@@ -17,66 +17,87 @@
 --          ms until the oldest live field expires, ms until the latest does,
 --          the time the sweep registry must learn for this hash (ms), or -1,
 --          the expiry a notification was armed for (ms), or -1 }
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "save.lua"
+--- @include "fields.lua"
+--- @include "write-field.lua"
+--- @include "walk.lua"
+--- @include "account.lua"
+--- @include "arm.lua"
+--- @include "expand.lua"
 
+local rcall = redis.call
+local H, B, N = KEYS[1], KEYS[2], KEYS[3]
+local now = now_ms(ARGV[1])
 local field, value, ttl, cap = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-hsetex = ARGV[8] == '1'
+local hsetex = ARGV[8] == '1'
 local expiry = ttl >= 0 and now + ttl or -1
 if expiry > MAX_EXPIRY then return { -1, -1, 0, 0, -1, -1 } end
-local existed = load_meta()
+local h = open_hash(H, B, now)
 local notify_at = -1
 
 -- the write that leaves H compact: a new H of one field with a ttl, or the one field again
 local function compact_write()
-  write_compact(field, value, expiry)
+  rcall('SET', H, compact_encode(field, value), 'PXAT', expiry)
   if ARGV[7] ~= '' then
-    arm(field, expiry, ARGV[7], value)
+    arm(N, now, field, expiry, ARGV[7], value)
     notify_at = expiry
   end
   return { 1, cap > 0 and 1 or -1, ttl, ttl, -1, notify_at }
 end
 
-if compact then
-  if compact.expiry <= now then
+-- ms until the earliest and the latest expiry of a live field (0 when none has a ttl)
+local function horizon()
+  local meta = h.meta
+  local oldest = meta.next >= 0 and math.max(0, meta.next - now) or 0
+  local newest = meta.max >= 0 and math.max(0, meta.max - now) or 0
+  return oldest, newest
+end
+
+local one = h and h.compact
+if one then
+  if one.expiry <= now then
     -- its one field has expired (its notification, if any, stays armed: it is due)
     rcall('DEL', H)
-    compact, existed = nil, false
-  elseif field == compact.field and expiry >= 0 then
-    rcall('HDEL', N, notice(compact.expiry, field))
+    h = false
+  elseif field == one.field and expiry >= 0 then
+    disarm(N, field, one.expiry)
     return compact_write()
-  elseif field ~= compact.field and cap == 1 then
+  elseif field ~= one.field and cap == 1 then
     -- full: refused without touching H
-    local left = compact.expiry - now
+    local left = one.expiry - now
     return { 0, 1, left, left, -1, -1 }
   else
-    expand(ARGV[2])
+    h = expand(h, ARGV[2], hsetex)
   end
 end
+local existed = h ~= false
 if not existed and expiry >= 0 then return compact_write() end
-if not existed then new_meta(ARGV[2]) end
-local old = existed and read(field) or nil
+h = h or new_hash(H, B, now, ARGV[2])
+local old = existed and read_field(h, field) or nil
 
 local count = -1
 if cap > 0 then
-  count = existed and live_count() or 0
+  count = existed and live_count(h) or 0
   if old == nil and count >= cap then
-    if not meta.indexed then count = scan() end -- exact oldest expiry for retryAfterMs
-    save_meta()
+    if not h.meta.indexed then count = scan(h) end -- exact oldest expiry for retryAfterMs
+    save_hash(h)
     local oldest, newest = horizon()
     return { 0, count, oldest, newest, -1, -1 }
   end
   if old == nil then count = count + 1 end
 end
 
-write(field, value, expiry)
+write_field(h, field, value, expiry, hsetex)
 -- a live field's notification is replaced (one that is already due stays armed)
-if old and old >= 0 then rcall('HDEL', N, notice(old, field)) end
+if old and old >= 0 then disarm(N, field, old) end
 if ARGV[7] ~= '' and expiry >= 0 then
-  arm(field, expiry, ARGV[7], value)
+  arm(N, now, field, expiry, ARGV[7], value)
   notify_at = expiry
 end
-local register = account(field, expiry, old)
-if index_if_large() and needs_sweep() then register = meta.next end
-save_meta()
+local register = account(h, field, expiry, old)
+if index_if_large(h) and needs_sweep(h) then register = h.meta.next end
+save_hash(h)
 local oldest, newest = horizon()
 return { 1, count, oldest, newest, register, notify_at }

@@ -11,8 +11,16 @@
 --          itself, and no notification is armed); 1 if the budget ran out;
 --          then for each due notification: its name ("<expiry>:<field>"), its JSON { q, v } }
 --          A handed-over notification stays armed until notify.lua disarms it once delivered.
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "save.lua"
+--- @include "walk.lua"
+--- @include "needs-sweep.lua"
+--- @include "outbox.lua"
 
+local rcall = redis.call
+local H, N = KEYS[1], KEYS[3]
+local now = now_ms(ARGV[1])
 local budget = tonumber(ARGV[2])
 local reply = { -1, 0 }
 local nxt, more = -1, false
@@ -24,7 +32,7 @@ end
 -- the outbox first: native mode loses a value at expiry, the outbox kept it
 local armed = rcall('HGETALL', N)
 for i = 1, #armed, 2 do
-  local due = tonumber(string.match(armed[i], '^(%d+):'))
+  local due = notice_due(armed[i])
   if due > now then
     sooner(due)
   elseif #reply < 2 + budget * 2 then
@@ -34,20 +42,22 @@ for i = 1, #armed, 2 do
   end
 end
 
-if not load_meta() then
-  rcall('DEL', B)
-elseif compact then
+local h = open_hash(H, KEYS[2], now)
+if not h then
+  rcall('DEL', KEYS[2])
+elseif h.compact then
   -- nothing to sweep: the key expires with its one field
-elseif meta.next >= 0 then
+elseif h.meta.next >= 0 then
+  local meta = h.meta
   if now < meta.next then
-    if needs_sweep() then sooner(meta.next) end
+    if needs_sweep(h) then sooner(meta.next) end
   else
     local done = true
-    if meta.indexed then done = walk(budget) else scan() end
-    if not drop_if_empty() then
+    if meta.indexed then done = walk(h, budget) else scan(h) end
+    if not drop_if_empty(h) then
       if done and rcall('HLEN', H) - 1 == meta.persistent then meta.next, meta.max = -1, -1 end
-      save_meta()
-      if not done then more = true elseif needs_sweep() then sooner(meta.next) end
+      save_hash(h)
+      if not done then more = true elseif needs_sweep(h) then sooner(meta.next) end
     end
   end
 end

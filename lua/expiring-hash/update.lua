@@ -7,13 +7,18 @@
 -- ARGV[3]  value
 -- ARGV[4]  '1': native writes use HSETEX (see set.lua); else (or absent) HSET then HPEXPIREAT
 -- Returns  1 if the field was live and now holds the value, else 0
+--- @include "../includes/server-time.lua"
 --- @include "hash.lua"
+--- @include "fields.lua"
+--- @include "write-field.lua"
+--- @include "arm.lua"
 
-hsetex = ARGV[4] == '1'
-if not load_meta() then return 0 end
-local expiry, value = read(ARGV[2])
-if value == nil then return 0 end
-write(ARGV[2], ARGV[3], expiry)
-local notification = armed(ARGV[2], expiry)
-if notification then arm(ARGV[2], expiry, notification.q, ARGV[3]) end
+local field, value, N = ARGV[2], ARGV[3], KEYS[3]
+local h = open_hash(KEYS[1], KEYS[2], now_ms(ARGV[1]))
+if not h then return 0 end
+local expiry = read_field(h, field)
+if expiry == nil then return 0 end
+write_field(h, field, value, expiry, ARGV[4] == '1')
+local notification = armed(N, field, expiry)
+if notification then arm(N, h.now, field, expiry, notification.q, value) end
 return 1
