@@ -2,6 +2,7 @@ import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/comm
 import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import { RedisLimitError } from '../errors.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { HashReply } from '../redis/replies.js';
 import type { Reply, ScriptName } from '../redis/scripts.js';
 import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
@@ -12,9 +13,6 @@ import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
 
-const NO_TTL = -1;
-/** The scripts' reply when now + ttlMs passes MAX_EXPIRY_MS by the server's clock (nothing written). */
-const OUT_OF_RANGE = -1;
 /** A registration ahead of a write lists the hash this much after the field's expiry as the
  * registry's clock reads it: the write's own clock reads a little later, and a sweep that came
  * before the expiry would only have to come again. */
@@ -59,7 +57,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertValue(value);
     if (ttlMs !== undefined) assertTtl(ttlMs);
     assertSetOptions(opts, ttlMs);
-    await this.write(key, field, value, ttlMs ?? NO_TTL, 0, opts?.notify);
+    await this.write(key, field, value, ttlMs ?? HashReply.NO_TTL, 0, opts?.notify);
   }
 
   /** The value of a live field, or null. */
@@ -111,11 +109,11 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertField(field);
     assertTtl(ttlMs);
     const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
-    if (done === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
+    if (done === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, register!);
     // a notification moved earlier: a lost registration only delays it to its old time
     this.register(key, notifyAt!);
-    return done === 1;
+    return done === HashReply.CHANGED;
   }
 
   /** Replaces a live field's value and keeps its ttl; false when it is absent or expired. */
@@ -124,7 +122,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertField(field);
     assertValue(value);
     const { hsetex } = await this.writePath();
-    return (await this.run('hashUpdate', key, [field, value, hsetex])) === 1;
+    return (await this.run('hashUpdate', key, [field, value, hsetex])) === HashReply.CHANGED;
   }
 
   /**
@@ -145,7 +143,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertPositiveInteger(max, 'max');
     assertSetOptions(opts, ttlMs);
     const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max, opts?.notify);
-    return { accepted: accepted === 1, count: count!, retryAfterMs: accepted === 1 ? 0 : oldestMs!, resetMs: newestMs! };
+    const written = accepted === HashReply.ACCEPTED;
+    return { accepted: written, count: count!, retryAfterMs: written ? 0 : oldestMs!, resetMs: newestMs! };
   }
 
   /** The mode this process gives new hashes (existing hashes keep the one they were made with). */
@@ -192,7 +191,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     // notified, whatever process dies when
     if (notify !== '') await this.registerAhead(key, ttlMs);
     const reply = (await this.run('hashSet', key, [path.mode, field, value, ttlMs, max, notify, path.hsetex])) as number[];
-    if (reply[0] === OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
+    if (reply[0] === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, reply[4]!);
     return reply;
   }
@@ -210,7 +209,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
    * and a lost registration only delays memory the hash's own key expiry still bounds.
    */
   private register(key: string, at: number): void {
-    if (at < 0) return;
+    if (at === HashReply.NOTHING_DUE) return;
     this.registry(key, [at, '', '0']).catch((error: unknown) => {
       if (error instanceof RedisLimitError) this.redis.reportFailure(error);
     });

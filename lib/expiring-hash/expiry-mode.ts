@@ -1,4 +1,5 @@
 import { RedisScriptError } from '../errors.js';
+import { HashReply } from '../redis/replies.js';
 import type { Reply } from '../redis/scripts.js';
 import type { ExpiringHashOptions } from '../redis-limit.options.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
@@ -28,5 +29,5 @@ export async function detectHsetex(askEveryMaster: () => Promise<Reply[]>): Prom
     if (error instanceof RedisScriptError) return false;
     throw error;
   }
-  return answers.length === 0 ? undefined : answers.every((answer) => answer === 1);
+  return answers.length === 0 ? undefined : answers.every((answer) => answer === HashReply.HSETEX_ALLOWED);
 }

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { WakeUps, type WakeUpListener } from '../delay-queue/wake-ups.js';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
+import { HashReply } from '../redis/replies.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiryNotifier } from './notifier.js';
 
@@ -152,9 +153,9 @@ export class ExpiringHashSweeper implements WakeUpListener {
         this.redis.reportSuccess();
         const now = Date.now() + this.offsetMs;
         const idle = now + IDLE_CHECK_MS * (1 + Math.random() / 2);
-        this.dueAt[shard] = Math.min(this.dueAt[shard]!, next < 0 ? idle : Math.min(next, idle));
+        this.dueAt[shard] = Math.min(this.dueAt[shard]!, next === HashReply.NOTHING_DUE ? idle : Math.min(next, idle));
         // work left over (a backlog) goes on at once; the gap only batches what comes due later
-        if (next >= 0 && next <= now) this.lookedAt[shard] = -Infinity;
+        if (next !== HashReply.NOTHING_DUE && next <= now) this.lookedAt[shard] = -Infinity;
       },
       (error: unknown) => {
         if (this.stopped) return; // the connection closes under a pass at shutdown
@@ -202,7 +203,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
    * whether work was left over. */
   private async sweepHash(key: string): Promise<[number, boolean]> {
     const [next, left, ...handed] = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET])) as (number | string)[];
-    if (handed.length === 0) return [Number(next), left === 1];
+    if (handed.length === 0) return [Number(next), left === HashReply.BUDGET_SPENT];
     try {
       await this.notifier.deliver(key, handed as string[]);
     } catch (error) {
@@ -211,6 +212,6 @@ export class ExpiringHashSweeper implements WakeUpListener {
       else this.logger.error(`expiry notification failed: ${(error as Error).message}`);
       return [Date.now() + this.offsetMs + RETRY_MS, false];
     }
-    return [Number(next), left === 1];
+    return [Number(next), left === HashReply.BUDGET_SPENT];
   }
 }

@@ -37,3 +37,40 @@ export const RateLimitReply = {
   /** decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows). */
   STACK_FAILED: -1,
 } as const;
+
+/** lua/expiring-hash/replies.lua */
+export const HashReply = {
+  /** set.lua: the field is written. */
+  ACCEPTED: 1,
+  /** set.lua: refused, the cap is reached. */
+  FULL: 0,
+  /** expire.lua, update.lua: the field was live and has its new ttl or value. */
+  CHANGED: 1,
+  /** expire.lua, update.lua: the field was not live; nothing changed. */
+  NOT_LIVE: 0,
+  /** set.lua, expire.lua: now + ttl passes MAX_EXPIRY_MS by the server's clock; nothing was written. */
+  OUT_OF_RANGE: -1,
+  /** set.lua, as its count: no cap was asked. */
+  NO_CAP: -1,
+  /** get.lua, entries.lua, as ms left: the field has no ttl (set.lua takes it as its ttl too). */
+  NO_TTL: -1,
+  /** get.lua, as ms left: the field is absent or expired. */
+  ABSENT: -2,
+  /** As a time: nothing for the sweep registry to learn (set.lua, expire.lua), no work left in the
+   * hash (sweep.lua, registry-release.lua's triples), nothing in the shard (registry-claim.lua,
+   * registry-release.lua). */
+  NOTHING_DUE: -1,
+  /** sweep.lua: the budget ran out with work left. */
+  BUDGET_SPENT: 1,
+  /** sweep.lua: the sweep caught up. */
+  CAUGHT_UP: 0,
+  /** registry-claim.lua (and registry-release.lua's triples): the hash's registration was held. */
+  HELD: 1,
+  NOT_HELD: 0,
+  /** registry-add.lua: the time became the shard's earliest and a wake-up was published, or not. */
+  WOKE: 1,
+  NOT_WOKE: 0,
+  /** hsetex-probe.lua: native writes may use HSETEX here, or not. */
+  HSETEX_ALLOWED: 1,
+  HSETEX_REFUSED: 0,
+} as const;

@@ -1,8 +1,10 @@
 -- Include: an open full hash's meta and bucket index kept true to a field's new expiry.
--- account(h, field, expiry, old) -> the time the sweep registry must learn for h (ms), or -1,
+-- account(h, field, expiry, old) -> the time the sweep registry must learn for h (ms), or
+--   NOTHING_DUE (replies.lua),
 --   for `field` going from expiry `old` (nil: absent, -1: none) to `expiry` (-1: none)
 --- @include "needs-sweep.lua"
 --- @include "index.lua"
+--- @include "replies.lua"
 
 local function account(h, field, expiry, old)
   local meta = h.meta
@@ -17,5 +19,5 @@ local function account(h, field, expiry, old)
     index_add(h, field, expiry, old)
   end
   if needs_sweep(h) and (lowered or not needed) then return meta.next end
-  return -1
+  return NOTHING_DUE
 end

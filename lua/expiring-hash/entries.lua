@@ -3,8 +3,9 @@
 -- KEYS[2]  its bucket index (unused)
 -- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
--- Returns  a flat list: field, value, ms left (-1: no ttl), for each live field
+-- Returns  a flat list: field, value, ms left (NO_TTL: none; codes: replies.lua), for each live field
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "hash.lua"
 --- @include "values.lua"
 
@@ -37,7 +38,7 @@ for i = 1, #fields do
   if expiry == -1 or expiry > now then
     reply[#reply + 1] = fields[i]
     reply[#reply + 1] = value
-    reply[#reply + 1] = expiry < 0 and -1 or expiry - now
+    reply[#reply + 1] = expiry < 0 and NO_TTL or expiry - now
   end
 end
 return reply

@@ -4,13 +4,14 @@
 -- KEYS[3]  its armed expiry notifications (unused)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  field
--- Returns  { value or false, ms left (-1: no ttl, -2: absent or expired) }
+-- Returns  { value or false, ms left (NO_TTL: none; ABSENT: absent or expired; codes: replies.lua) }
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "hash.lua"
 --- @include "fields.lua"
 
 local h = open_hash(KEYS[1], KEYS[2], now_ms(ARGV[1]))
-if not h then return { false, -2 } end
+if not h then return { false, ABSENT } end
 local expiry, value = read_field(h, ARGV[2])
-if value == nil then return { false, -2 } end
-return { value, expiry < 0 and -1 or math.max(0, expiry - h.now) }
+if value == nil then return { false, ABSENT } end
+return { value, expiry < 0 and NO_TTL or math.max(0, expiry - h.now) }

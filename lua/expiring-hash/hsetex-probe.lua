@@ -4,6 +4,8 @@
 -- halfway through its work (scripts are not rolled back).
 -- KEYS[1..n]  none: keyless, so any node runs it (the caller asks each master in turn)
 -- ARGV[1]  a hash key under the key prefix: its name is checked against the ACL, nothing is written
--- Returns  1 if HSETEX may run, else 0
+-- Returns  HSETEX_ALLOWED if HSETEX may run, else HSETEX_REFUSED (codes: replies.lua)
+--- @include "replies.lua"
+
 local known, allowed = pcall(redis.acl_check_cmd, 'hsetex', ARGV[1], 'PXAT', '1', 'FIELDS', '1', 'f', 'v')
-return (known and allowed) and 1 or 0
+return (known and allowed) and HSETEX_ALLOWED or HSETEX_REFUSED

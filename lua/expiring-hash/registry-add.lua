@@ -9,8 +9,10 @@
 --          an earlier time already listed is then held, so a sweep in between cannot forget it
 -- ARGV[6]  wake-up channel: told `at` when it becomes the shard's earliest
 -- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the shard's slot)
--- Returns  1 when `at` became the shard's earliest (a wake-up was published), else 0
+-- Returns  WOKE when `at` became the shard's earliest (a wake-up was published), else NOT_WOKE
+--          (codes: replies.lua)
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "registry.lua"
 
 local member = ARGV[2]
@@ -18,10 +20,10 @@ local at = ARGV[3] ~= '' and tonumber(ARGV[3]) or now_ms(ARGV[1]) + tonumber(ARG
 local score = tonumber(rcall('ZSCORE', KEYS[1], member))
 if score and score <= at then
   if ARGV[5] == '1' and score == math.floor(score) then rcall('ZADD', KEYS[1], score - 0.5, member) end
-  return 0
+  return NOT_WOKE
 end
 local head = earliest(KEYS[1])
 rcall('ZADD', KEYS[1], at, member)
-if head >= 0 and head <= at then return 0 end
+if head ~= NOTHING_DUE and head <= at then return NOT_WOKE end
 rcall(ARGV[7], ARGV[6], int(at))
-return 1
+return WOKE

@@ -5,10 +5,12 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  at most this many hashes
 -- ARGV[3]  lease in ms: an unreleased lease (its sweeper died) can be claimed again after it
--- Returns  { lease score, now (ms), the shard's earliest due time left unclaimed (ms, -1: none;
---          with nothing claimed, the deadline of another sweeper's lease counts too),
---          then for each hash: user key, 1 if it was held (registry.lua) else 0 }
+-- Returns  { lease score, now (ms), the shard's earliest due time left unclaimed (ms, NOTHING_DUE:
+--          none; with nothing claimed, the deadline of another sweeper's lease counts too),
+--          then for each hash: user key, HELD if it was held (registry.lua) else NOT_HELD }
+--          (codes: replies.lua)
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "registry.lua"
 
 local now = now_ms(ARGV[1])
@@ -24,7 +26,7 @@ for i = 1, #found, 2 do
   local score = tonumber(found[i + 1])
   rcall('ZADD', KEYS[1], lease, found[i])
   reply[#reply + 1] = found[i]
-  reply[#reply + 1] = (score < LEASED and score ~= math.floor(score)) and 1 or 0
+  reply[#reply + 1] = (score < LEASED and score ~= math.floor(score)) and HELD or NOT_HELD
 end
 if #found == 0 then
   -- nothing due: the earliest due time, or the deadline of a lease whose sweeper may have died
@@ -32,6 +34,6 @@ if #found == 0 then
 else
   -- what stays due after this batch (its releases will say when the batch itself is due)
   local rest = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. LEASED, 'WITHSCORES', 'LIMIT', 0, 1)
-  reply[3] = rest[2] and math.floor(tonumber(rest[2])) or -1
+  reply[3] = rest[2] and math.floor(tonumber(rest[2])) or NOTHING_DUE
 end
 return reply

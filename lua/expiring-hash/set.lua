@@ -6,18 +6,19 @@
 -- ARGV[2]  expiry mode of a hash this call creates: 'i' (index) or 'n' (native HPEXPIREAT)
 -- ARGV[3]  field
 -- ARGV[4]  value
--- ARGV[5]  ttl in ms, or -1 for a field that never expires
+-- ARGV[5]  ttl in ms, or NO_TTL for a field that never expires
 -- ARGV[6]  cap: 0 for none; else the field is only added while fewer than this many live
 --          fields exist (re-setting a live field is always accepted)
 -- ARGV[7]  a queue to notify when the field expires, or ''
 -- ARGV[8]  '1': native writes use HSETEX (this server has it and lets the caller run it);
 --          else (or absent) HSET then HPEXPIREAT
--- Returns  { accepted (1|0, or -1 when now + ttl passes MAX_EXPIRY: nothing was written),
---          live fields after the call (-1 when no cap was asked),
+-- Returns  { ACCEPTED or FULL (OUT_OF_RANGE when now + ttl passes MAX_EXPIRY: nothing written),
+--          live fields after the call (NO_CAP when no cap was asked),
 --          ms until the oldest live field expires, ms until the latest does,
---          the time the sweep registry must learn for this hash (ms), or -1,
---          the expiry a notification was armed for (ms), or -1 }
+--          the time the sweep registry must learn for this hash (ms), or NOTHING_DUE,
+--          the expiry a notification was armed for (ms), or NOTHING_DUE } (codes: replies.lua)
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "hash.lua"
 --- @include "save.lua"
 --- @include "fields.lua"
@@ -33,9 +34,9 @@ local now = now_ms(ARGV[1])
 local field, value, ttl, cap = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local hsetex = ARGV[8] == '1'
 local expiry = ttl >= 0 and now + ttl or -1
-if expiry > MAX_EXPIRY then return { -1, -1, 0, 0, -1, -1 } end
+if expiry > MAX_EXPIRY then return { OUT_OF_RANGE, NO_CAP, 0, 0, NOTHING_DUE, NOTHING_DUE } end
 local h = open_hash(H, B, now)
-local notify_at = -1
+local notify_at = NOTHING_DUE
 
 -- the write that leaves H compact: a new H of one field with a ttl, or the one field again
 local function compact_write()
@@ -44,7 +45,7 @@ local function compact_write()
     arm(N, now, field, expiry, ARGV[7], value)
     notify_at = expiry
   end
-  return { 1, cap > 0 and 1 or -1, ttl, ttl, -1, notify_at }
+  return { ACCEPTED, cap > 0 and 1 or NO_CAP, ttl, ttl, NOTHING_DUE, notify_at }
 end
 
 -- ms until the earliest and the latest expiry of a live field (0 when none has a ttl)
@@ -67,7 +68,7 @@ if one then
   elseif field ~= one.field and cap == 1 then
     -- full: refused without touching H
     local left = one.expiry - now
-    return { 0, 1, left, left, -1, -1 }
+    return { FULL, 1, left, left, NOTHING_DUE, NOTHING_DUE }
   else
     h = expand(h, ARGV[2], hsetex)
   end
@@ -77,14 +78,14 @@ if not existed and expiry >= 0 then return compact_write() end
 h = h or new_hash(H, B, now, ARGV[2])
 local old = existed and read_field(h, field) or nil
 
-local count = -1
+local count = NO_CAP
 if cap > 0 then
   count = existed and live_count(h) or 0
   if old == nil and count >= cap then
     if not h.meta.indexed then count = scan(h) end -- exact oldest expiry for retryAfterMs
     save_hash(h)
     local oldest, newest = horizon()
-    return { 0, count, oldest, newest, -1, -1 }
+    return { FULL, count, oldest, newest, NOTHING_DUE, NOTHING_DUE }
   end
   if old == nil then count = count + 1 end
 end
@@ -100,4 +101,4 @@ local register = account(h, field, expiry, old)
 if index_if_large(h) and needs_sweep(h) then register = h.meta.next end
 save_hash(h)
 local oldest, newest = horizon()
-return { 1, count, oldest, newest, register, notify_at }
+return { ACCEPTED, count, oldest, newest, register, notify_at }

@@ -6,12 +6,14 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  budget: at most about this many fields are looked at (indexed hashes), and at most
 --          this many notifications are handed over
--- Returns  { when to sweep this hash next (ms), or -1 for never (the hash is gone, or nothing is
---          due before the key's own expiry takes everything, or the server expires its fields
---          itself, and no notification is armed); 1 if the budget ran out;
+-- Returns  { when to sweep this hash next (ms), or NOTHING_DUE for never (the hash is gone, or
+--          nothing is due before the key's own expiry takes everything, or the server expires its
+--          fields itself, and no notification is armed); BUDGET_SPENT if the budget ran out, else
+--          CAUGHT_UP (codes: replies.lua);
 --          then for each due notification: its name ("<expiry>:<field>"), its JSON { q, v } }
 --          A handed-over notification stays armed until notify.lua disarms it once delivered.
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "hash.lua"
 --- @include "save.lua"
 --- @include "walk.lua"
@@ -22,11 +24,11 @@ local rcall = redis.call
 local H, N = KEYS[1], KEYS[3]
 local now = now_ms(ARGV[1])
 local budget = tonumber(ARGV[2])
-local reply = { -1, 0 }
-local nxt, more = -1, false
+local reply = { NOTHING_DUE, CAUGHT_UP }
+local nxt, more = NOTHING_DUE, false
 
 local function sooner(t)
-  if t >= 0 and (nxt < 0 or t < nxt) then nxt = t end
+  if t ~= NOTHING_DUE and (nxt == NOTHING_DUE or t < nxt) then nxt = t end
 end
 
 -- the outbox first: native mode loses a value at expiry, the outbox kept it
@@ -63,5 +65,5 @@ elseif h.meta.next >= 0 then
 end
 
 if more then nxt = now end
-reply[1], reply[2] = nxt, more and 1 or 0
+reply[1], reply[2] = nxt, more and BUDGET_SPENT or CAUGHT_UP
 return reply

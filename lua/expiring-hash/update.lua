@@ -6,8 +6,10 @@
 -- ARGV[2]  field
 -- ARGV[3]  value
 -- ARGV[4]  '1': native writes use HSETEX (see set.lua); else (or absent) HSET then HPEXPIREAT
--- Returns  1 if the field was live and now holds the value, else 0
+-- Returns  CHANGED if the field was live and now holds the value, else NOT_LIVE (codes:
+--          replies.lua)
 --- @include "../includes/server-time.lua"
+--- @include "replies.lua"
 --- @include "hash.lua"
 --- @include "fields.lua"
 --- @include "write-field.lua"
@@ -15,10 +17,10 @@
 
 local field, value, N = ARGV[2], ARGV[3], KEYS[3]
 local h = open_hash(KEYS[1], KEYS[2], now_ms(ARGV[1]))
-if not h then return 0 end
+if not h then return NOT_LIVE end
 local expiry = read_field(h, field)
-if expiry == nil then return 0 end
+if expiry == nil then return NOT_LIVE end
 write_field(h, field, value, expiry, ARGV[4] == '1')
 local notification = armed(N, field, expiry)
 if notification then arm(N, h.now, field, expiry, notification.q, value) end
-return 1
+return CHANGED

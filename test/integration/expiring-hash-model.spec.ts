@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { HashReply } from '../../lib/redis/replies.js';
 import type { Reply, ScriptName } from '../../lib/redis/scripts.js';
 import { EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
@@ -87,11 +88,11 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
           } else if (op.kind === 'set') {
             const f = name(op.field);
             const value = `v${now}`;
-            const [accepted, count] = (await step('hashSet', [now, code, f, value, op.ttl ?? -1, op.cap, ''])) as number[];
+            const [accepted, count] = (await step('hashSet', [now, code, f, value, op.ttl ?? HashReply.NO_TTL, op.cap, ''])) as number[];
             const wasLive = live().some(([k]) => k === f);
             const before = live().length;
             const expectAccepted = op.cap === 0 || wasLive || before < op.cap;
-            expect(accepted).toBe(expectAccepted ? 1 : 0);
+            expect(accepted).toBe(expectAccepted ? HashReply.ACCEPTED : HashReply.FULL);
             if (expectAccepted) model.set(f, { value, expiry: op.ttl === null ? -1 : now + op.ttl });
             if (op.cap > 0) expect(count).toBe(live().length);
           } else if (op.kind === 'delete') {
@@ -104,13 +105,13 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
             const f = name(op.field);
             const [done] = (await step('hashExpire', [now, f, op.ttl])) as number[];
             const entry = live().find(([k]) => k === f);
-            expect(done).toBe(entry ? 1 : 0);
+            expect(done).toBe(entry ? HashReply.CHANGED : HashReply.NOT_LIVE);
             if (entry) entry[1].expiry = now + op.ttl;
           } else if (op.kind === 'update') {
             const f = name(op.field);
             const value = `u${now}`;
             const entry = live().find(([k]) => k === f);
-            expect(await step('hashUpdate', [now, f, value])).toBe(entry ? 1 : 0);
+            expect(await step('hashUpdate', [now, f, value])).toBe(entry ? HashReply.CHANGED : HashReply.NOT_LIVE);
             if (entry) entry[1].value = value;
           } else if (op.kind === 'legacy') {
             // a compact hash as earlier versions stored it: a hash of its one field, no meta field
@@ -134,14 +135,14 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
             const [value, left] = (await step('hashGet', [now, probe])) as [string | null, number];
             const entry = live().find(([k]) => k === probe)?.[1];
             expect(value).toBe(entry ? entry.value : null);
-            expect(left).toBe(entry ? (entry.expiry === -1 ? -1 : entry.expiry - now) : -2);
+            expect(left).toBe(entry ? (entry.expiry === -1 ? HashReply.NO_TTL : entry.expiry - now) : HashReply.ABSENT);
             expect(await step('hashCount', [now])).toBe(live().length);
           }
         }
         const flat = (await step('hashEntries', [now])) as (string | number)[];
         const entries = new Map<string, [string, number]>();
         for (let i = 0; i < flat.length; i += 3) entries.set(String(flat[i]), [String(flat[i + 1]), Number(flat[i + 2])]);
-        expect(entries).toEqual(new Map(live().map(([k, f]) => [k, [f.value, f.expiry === -1 ? -1 : f.expiry - now]])));
+        expect(entries).toEqual(new Map(live().map(([k, f]) => [k, [f.value, f.expiry === -1 ? HashReply.NO_TTL : f.expiry - now]])));
         // what Redis holds is the same on every path: fields, values, field and key expiries, index
         const held = async ([hash, buckets]: string[]) => {
           if ((await ctx.app.raw.type(hash!)) === 'string') {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExpiringHashService } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { HashReply } from '../../lib/redis/replies.js';
 import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
@@ -96,7 +97,7 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     const [lease] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[]; // its sweeper dies
     const [, , rest, ...claimed] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as number[];
     expect(claimed).toEqual([]);
-    expect(rest).toBe(Number(lease) - 2 ** 50); // not -1: the hash comes back when the lease runs out
+    expect(rest).toBe(Number(lease) - 2 ** 50); // not NOTHING_DUE: the hash comes back when the lease runs out
   });
 
   it('a registration ahead of a write keeps the hash listed through a sweep that came first', async () => {
@@ -106,15 +107,15 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     const add = (at: number, ahead: '0' | '1') =>
       connection.scripts.run('registryAdd', [registry], ['', 'k', at, '', ahead, `${app!.prefix}ehw:{0}`, 'PUBLISH']);
     await add(1, '0');
-    expect(await add(9_000_000_000_000, '1')).toBe(0); // listed earlier already: held, not moved
+    expect(await add(9_000_000_000_000, '1')).toBe(HashReply.NOT_WOKE); // listed earlier already: held, not moved
     const [lease, , , member, held] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[];
-    expect([member, held]).toEqual(['k', 1]);
+    expect([member, held]).toEqual(['k', HashReply.HELD]);
     // the sweep found nothing (the write has not landed): looked at once more, not forgotten
-    await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, 'k', -1, 1]);
+    await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, 'k', HashReply.NOTHING_DUE, HashReply.HELD]);
     expect(Number(await app!.raw.zscore(registry, 'k'))).toBeGreaterThan(Date.now());
     const [lease2, , , , held2] = (await connection.scripts.run('registryClaim', [registry], [Date.now() + 20_000, 10, 30_000])) as string[];
-    expect(held2).toBe(0);
-    await connection.scripts.run('registryRelease', [registry], ['', lease2!, 10_000, 'k', -1, 0]);
+    expect(held2).toBe(HashReply.NOT_HELD);
+    await connection.scripts.run('registryRelease', [registry], ['', lease2!, 10_000, 'k', HashReply.NOTHING_DUE, HashReply.NOT_HELD]);
     expect(await app!.raw.zscore(registry, 'k')).toBeNull();
   });
 });
@@ -144,7 +145,7 @@ describe('a sweep call', () => {
     await sleep(150);
     const keys = ['eh', 'ehb', 'ehn'].map((kind) => `${app.prefix}${kind}:{huge}`);
     const [, more] = (await connection.scripts.run('hashSweep', keys, ['', 1000])) as number[];
-    expect(more).toBe(1);
+    expect(more).toBe(HashReply.BUDGET_SPENT);
     const left = await app.raw.hlen(keys[0]!);
     // the budget is checked per chunk of names, so one call may overshoot by one chunk
     expect(5002 - left).toBeGreaterThan(0);

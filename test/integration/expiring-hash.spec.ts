@@ -3,6 +3,7 @@ import { MAX_EXPIRY_MS } from '../../lib/expiring-hash/expiring-hash.input.js';
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
 import { ExpiringHashService } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { HashReply } from '../../lib/redis/replies.js';
 import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { currentFlavor } from '../harness/redis-server.js';
@@ -267,15 +268,20 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
     const now = Date.now();
     const code = mode === 'native' ? 'n' : 'i';
     const set = (field: string, ttl: number) => scripts.run('hashSet', keys, [now, code, field, 'v', ttl, 0, '', hsetex ? '1' : '0']);
-    expect(await set('f', MAX_EXPIRY_MS - now + 1)).toEqual([-1, -1, 0, 0, -1, -1]);
+    const outOfRange = [HashReply.OUT_OF_RANGE, HashReply.NO_CAP, 0, 0, HashReply.NOTHING_DUE, HashReply.NOTHING_DUE];
+    expect(await set('f', MAX_EXPIRY_MS - now + 1)).toEqual(outOfRange);
     expect(await ctx.app.raw.exists(keys[0])).toBe(0);
-    expect(((await set('f', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(1);
+    expect(((await set('f', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(HashReply.ACCEPTED);
     expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
-    expect(await scripts.run('hashExpire', keys, [now, 'f', MAX_EXPIRY_MS - now + 1])).toEqual([-1, -1, -1]);
+    expect(await scripts.run('hashExpire', keys, [now, 'f', MAX_EXPIRY_MS - now + 1])).toEqual([
+      HashReply.OUT_OF_RANGE,
+      HashReply.NOTHING_DUE,
+      HashReply.NOTHING_DUE,
+    ]);
     expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
     // a second field: the first leaves the compact layout, both now with field expiry (native mode)
-    expect(await set('g', MAX_EXPIRY_MS - now + 1)).toEqual([-1, -1, 0, 0, -1, -1]);
-    expect(((await set('g', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(1);
+    expect(await set('g', MAX_EXPIRY_MS - now + 1)).toEqual(outOfRange);
+    expect(((await set('g', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(HashReply.ACCEPTED);
     for (const field of ['f', 'g']) expect(await scripts.run('hashGet', keys, [now, field])).toEqual(['v', MAX_EXPIRY_MS - now]);
   });
 

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { QueueReply, RateLimitReply } from '../../lib/redis/replies.js';
+import { HashReply, QueueReply, RateLimitReply } from '../../lib/redis/replies.js';
 
 // The reply codes are named twice, once per language: in a Lua include per area (what the
 // scripts return) and in lib/redis/replies.ts (what the TypeScript side compares with). Nothing
@@ -8,15 +8,17 @@ import { QueueReply, RateLimitReply } from '../../lib/redis/replies.js';
 
 const lua = join(process.cwd(), 'lua');
 
-/** The constants an include defines: every `local NAME = <integer>` line, in order. */
+/** The constants an include defines: every `local NAME = <integer>` line (or `local A, B = 1, 0`), in order. */
 function constants(file: string): Record<string, number> {
   const source = readFileSync(join(lua, file), 'utf8');
   const lines = source.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('--'));
   return Object.fromEntries(
-    lines.map((line) => {
-      const match = /^local ([A-Z][A-Z0-9_]*) = (-?\d+)$/.exec(line);
-      if (!match) throw new Error(`${file}: not a reply code: ${line}`);
-      return [match[1]!, Number(match[2])];
+    lines.flatMap((line) => {
+      const match = /^local ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*) = (-?\d+(?:, -?\d+)*)$/.exec(line);
+      const names = match?.[1]!.split(', ') ?? [];
+      const values = match?.[2]!.split(', ').map(Number) ?? [];
+      if (!match || names.length !== values.length) throw new Error(`${file}: not a reply code: ${line}`);
+      return names.map((name, i) => [name, values[i]!]);
     }),
   );
 }
@@ -24,6 +26,7 @@ function constants(file: string): Record<string, number> {
 const AREAS = [
   { include: 'delay-queue/replies.lua', codes: QueueReply },
   { include: 'rate-limit/replies.lua', codes: RateLimitReply },
+  { include: 'expiring-hash/replies.lua', codes: HashReply },
 ];
 
 describe('reply codes', () => {
@@ -33,7 +36,9 @@ describe('reply codes', () => {
 
   it.each(AREAS)('a code that shares its place with times is negative ($include)', ({ codes }) => {
     // the codes that stand in for a time, per the include's comments
-    const standIns = Object.entries(codes).filter(([name]) => ['DIED', 'LEASE_LOST', 'ADMITTED', 'NOTHING_DUE', 'NOT_SCHEDULED'].includes(name));
+    const standIns = Object.entries(codes).filter(([name]) =>
+      ['DIED', 'LEASE_LOST', 'ADMITTED', 'NOTHING_DUE', 'NOT_SCHEDULED', 'NO_TTL', 'ABSENT'].includes(name),
+    );
     for (const [, value] of standIns) expect(value).toBeLessThan(0);
   });
 
