@@ -169,38 +169,40 @@ describe('a least-privilege ACL user (aclRules)', () => {
   });
 
   // Redis 8 has HSETEX; a user must be granted it to use it, and works without the grant
-  (EXPIRY_MODES.includes('native') ? it : it.skip)('native writes use HSETEX only with the hsetex grant, and fall back without it', async () => {
-    const writes: Record<string, number>[] = [];
-    for (const [name, hsetex] of [
-      ['no-hsetex', false],
-      ['hsetex', true],
-    ] as const) {
-      await admin.call('ACL', 'SETUSER', name, 'on', `>${PASSWORD}`, ...aclRules({ keyPrefix: 'app:', fieldExpiry: true, hsetex }));
-      await admin.call('ACL', 'LOG', 'RESET');
-      await admin.config('RESETSTAT');
-      const moduleRef = await boot(`redis://${name}:${PASSWORD}@${server.host}:${server.port}`, {
-        keyPrefix: `app:${name}:`,
-        expiringHash: { mode: 'native', sweepIntervalMs: 0 },
-      });
-      try {
-        const hash = moduleRef.get(ExpiringHashService);
-        await hash.set('h', 'a', 'v', 60_000);
-        expect(await hash.setIfBelow('h', 'b', 'v', 60_000, 3)).toEqual({ accepted: true, count: 2 });
-        expect(await hash.update('h', 'b', 'w')).toBe(true);
-        expect(await hash.getAll('h')).toEqual({ a: 'v', b: 'w' });
-      } finally {
-        await moduleRef.close();
+  // (only where the server has native field expiry: Redis 8; a test per server that can show it)
+  if (EXPIRY_MODES.includes('native'))
+    it('native writes use HSETEX only with the hsetex grant, and fall back without it', async () => {
+      const writes: Record<string, number>[] = [];
+      for (const [name, hsetex] of [
+        ['no-hsetex', false],
+        ['hsetex', true],
+      ] as const) {
+        await admin.call('ACL', 'SETUSER', name, 'on', `>${PASSWORD}`, ...aclRules({ keyPrefix: 'app:', fieldExpiry: true, hsetex }));
+        await admin.call('ACL', 'LOG', 'RESET');
+        await admin.config('RESETSTAT');
+        const moduleRef = await boot(`redis://${name}:${PASSWORD}@${server.host}:${server.port}`, {
+          keyPrefix: `app:${name}:`,
+          expiringHash: { mode: 'native', sweepIntervalMs: 0 },
+        });
+        try {
+          const hash = moduleRef.get(ExpiringHashService);
+          await hash.set('h', 'a', 'v', 60_000);
+          expect(await hash.setIfBelow('h', 'b', 'v', 60_000, 3)).toEqual({ accepted: true, count: 2 });
+          expect(await hash.update('h', 'b', 'w')).toBe(true);
+          expect(await hash.getAll('h')).toEqual({ a: 'v', b: 'w' });
+        } finally {
+          await moduleRef.close();
+        }
+        const refused = ((await admin.call('ACL', 'LOG')) as unknown[][]).map((entry) => entry[entry.indexOf('object') + 1]);
+        expect(refused.filter((command) => command !== 'client|setinfo')).toEqual([]);
+        const stats = await admin.info('commandstats');
+        writes.push({ hsetex: commandCalls(stats, 'hsetex'), hpexpireat: commandCalls(stats, 'hpexpireat') });
       }
-      const refused = ((await admin.call('ACL', 'LOG')) as unknown[][]).map((entry) => entry[entry.indexOf('object') + 1]);
-      expect(refused.filter((command) => command !== 'client|setinfo')).toEqual([]);
-      const stats = await admin.info('commandstats');
-      writes.push({ hsetex: commandCalls(stats, 'hsetex'), hpexpireat: commandCalls(stats, 'hpexpireat') });
-    }
-    expect(writes).toEqual([
-      { hsetex: 0, hpexpireat: 3 },
-      { hsetex: 3, hpexpireat: 0 },
-    ]);
-  });
+      expect(writes).toEqual([
+        { hsetex: 0, hpexpireat: 3 },
+        { hsetex: 3, hpexpireat: 0 },
+      ]);
+    });
 });
 
 describe('password and TLS', () => {
