@@ -1,6 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { RedisLimitModuleOptions } from './redis-limit.options.js';
-import { describeValue } from './redis/keys.js';
+import { describeValue } from './validation.js';
 
 /** Nest's builder output for RedisLimitModule; `REDIS_LIMIT_OPTIONS` injects the raw options. */
 export const {

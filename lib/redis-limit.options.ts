@@ -8,8 +8,8 @@ import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
 import type { RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 import { ipKey } from './rate-limit/ip-key.js';
 import { DEFAULT_REFUSAL_CACHE_ENTRIES } from './rate-limit/refusal-cache.js';
-import { assertPositiveInteger } from './rate-limit/policy.js';
-import { assertKeyPrefix, describeValue, numberError } from './redis/keys.js';
+import { assertKeyPrefix } from './redis/keys.js';
+import { assertPositiveInteger, describeValue, numberError } from './validation.js';
 
 /**
  * What a guard does when Redis cannot decide: 'closed' answers 503 (the same exception type with

@@ -1,9 +1,9 @@
 import { Inject, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { RedisConnection } from './redis/redis-connection.js';
-import { problemsError } from './redis/keys.js';
 import { isFieldResolver } from './handler-kind.js';
 import { modulePathOf, routeRef, type RouteRef } from './route-identity.js';
+import { problemsError } from './validation.js';
 
 /**
  * Per-route plans of one kind of decorator, checked once: every controller's handlers when the

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { describeValue } from '../redis/keys.js';
+import { describeValue } from '../validation.js';
 
 /** RedisLimitDashboardModule.register's options. */
 export interface RedisLimitDashboardOptions {

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
-import { describeValue, numberError } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import { retryDelayMs } from './backoff.js';
@@ -12,6 +11,7 @@ import { RateAdmission, type Admission } from './rate-admission.js';
 import { AckBatcher } from './ack-batcher.js';
 import { WakeSchedule } from './wake-schedule.js';
 import type { WakeCommand } from './wake-ups.js';
+import { describeValue, numberError } from '../validation.js';
 
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
 const MAX_BATCH = 200;

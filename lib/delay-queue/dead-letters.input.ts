@@ -1,5 +1,5 @@
-import { describeValue, numberError } from '../redis/keys.js';
 import { assertName } from './delay-queue.input.js';
+import { describeValue, numberError } from '../validation.js';
 
 /** Ids one retryDead / purgeDead call takes at most: one script call each, kept short. */
 export const MAX_DEAD_IDS = 1000;

@@ -1,10 +1,10 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { problemsError } from '../redis/keys.js';
 import { assertName, resolveConsumeOptions } from './delay-queue.input.js';
 import { DelayQueueService } from './delay-queue.service.js';
 import type { DelayedHandler } from './delay-queue.types.js';
 import { ON_DELAYED, type OnDelayedEntry } from './on-delayed.decorator.js';
+import { problemsError } from '../validation.js';
 
 /**
  * Finds every `@OnDelayed` method of every provider once the application is up and starts a

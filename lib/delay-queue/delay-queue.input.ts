@@ -1,6 +1,7 @@
-import { assertKey, assertWellFormed, describeValue, numberError } from '../redis/keys.js';
+import { assertKey } from '../redis/keys.js';
 import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from '../rate-limit/policy.js';
 import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
+import { assertWellFormed, describeValue, numberError } from '../validation.js';
 
 /**
  * The payload as JSON, checked to come back equal: plain objects, arrays, strings, finite

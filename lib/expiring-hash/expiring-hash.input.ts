@@ -1,6 +1,6 @@
-import { assertPositiveInteger } from '../rate-limit/policy.js';
-import { assertKey, assertWellFormed, describeValue } from '../redis/keys.js';
+import { assertKey } from '../redis/keys.js';
 import type { ExpiringSetOptions } from './expiring-hash.types.js';
+import { assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
 
 /**
  * The latest expiry, in ms since the epoch, that Redis keeps for a hash field (HFE_MAX_ABS_TIME_MSEC

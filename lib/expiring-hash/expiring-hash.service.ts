@@ -4,7 +4,6 @@ import { RedisLimitError } from '../errors.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { HashReply } from '../redis/replies.js';
 import type { Reply, ScriptName } from '../redis/scripts.js';
-import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
@@ -12,6 +11,7 @@ import { detectExpiryMode, detectHsetex } from './expiry-mode.js';
 import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
+import { assertPositiveInteger } from '../validation.js';
 
 /** A registration ahead of a write lists the hash this much after the field's expiry as the
  * registry's clock reads it: the write's own clock reads a little later, and a sweep that came

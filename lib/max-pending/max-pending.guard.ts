@@ -5,11 +5,11 @@ import { applyFailMode } from '../transports/responses.js';
 import { RouteLog } from '../rate-limit/route-log.js';
 import { resolveKey, UserFunctionError } from '../rate-limit/user-functions.js';
 import { RedisConnection } from '../redis/redis-connection.js';
-import { isWellFormed } from '../redis/keys.js';
 import { MaxPendingPlans, type MaxPendingPlan } from './max-pending.plans.js';
 import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.js';
 import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
 import { defaultKey, userFailure } from '../transports/transport.adapter.js';
+import { isWellFormed } from '../validation.js';
 
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;

@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { assertName } from '../delay-queue/delay-queue.input.js';
 import { assertTtl } from '../expiring-hash/expiring-hash.input.js';
-import { assertPositiveInteger } from '../rate-limit/policy.js';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
-import { assertWellFormed, describeValue } from '../redis/keys.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { MAX_PENDING, type MaxPendingEntry } from './max-pending.metadata.js';
+import { assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
 
 /** A handler's cap, checked once at start-up. */
 export interface MaxPendingPlan {

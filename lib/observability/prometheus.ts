@@ -1,5 +1,5 @@
 import type { RedisLimitCounters } from './events.js';
-import { describeValue } from '../redis/keys.js';
+import { describeValue } from '../validation.js';
 
 /** The metric names' prefix when none is given. */
 export const PROMETHEUS_PREFIX = 'nest_redis_limit';

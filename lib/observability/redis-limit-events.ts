@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener, ShadowVerdict } from './events.js';
-import { describeValue } from '../redis/keys.js';
 import { assertMetricPrefix, PROMETHEUS_PREFIX, prometheusText } from './prometheus.js';
+import { describeValue } from '../validation.js';
 
 interface Emitter {
   emit(event: string, payload: unknown): unknown;

@@ -1,5 +1,5 @@
-import { describeValue } from '../redis/keys.js';
 import type { LimitEntry, RateLimitOptions } from './rate-limit.metadata.js';
+import { describeValue } from '../validation.js';
 
 /** The module's `defaultLimits` as `@RateLimit` entries, each named `defaultLimits[i]` in errors. */
 export function defaultEntries(defaults: unknown): LimitEntry[] {

@@ -1,6 +1,6 @@
-import { describeValue } from '../redis/keys.js';
 import type { LimitOverride } from './overrides-policy.js';
 import { KIND_NAMES, type LimitSpec, type RateLimitAlgorithm } from './policy.js';
+import { describeValue } from '../validation.js';
 
 /** A declared limit of a name, as `RateLimiterService.namedLimits()` lists it. */
 export interface NamedLimit {

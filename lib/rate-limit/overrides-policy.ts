@@ -1,5 +1,6 @@
-import { assertKey, assertWellFormed, describeValue } from '../redis/keys.js';
-import { assertPositiveInteger, type LimitSpec } from './policy.js';
+import { assertKey } from '../redis/keys.js';
+import type { LimitSpec } from './policy.js';
+import { assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
 
 /** A runtime override of every limit with one `name`, as setOverride takes it and Redis keeps it. */
 export interface LimitOverride {

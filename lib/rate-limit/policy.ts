@@ -1,4 +1,4 @@
-import { describeValue, numberError } from '../redis/keys.js';
+import { assertPositiveInteger, describeValue, numberError } from '../validation.js';
 
 /**
  * 'sliding-window': exact, no more than `limit` grants in any `windowMs` span; 'fixed-window':
@@ -114,12 +114,6 @@ export function assertPermits(permits: unknown, limit: number, argument = 'permi
   assertPositiveInteger(permits, argument);
   if (permits > limit) {
     throw new RangeError(`${argument} (${permits}) exceeds the limit (${limit}): it could never be granted`);
-  }
-}
-
-export function assertPositiveInteger(value: unknown, argument: string): asserts value is number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new (numberError(value))(`${argument} must be a positive integer, got ${describeValue(value)}`);
   }
 }
 

@@ -1,18 +1,18 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
-import { describeValue } from '../redis/keys.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
 import { overriddenSpec, type LimitOverride } from './overrides-policy.js';
-import { assertPermits, assertPositiveInteger, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';
+import { assertPermits, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
 import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
 import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from '../transports/rpc.adapter.js';
 import { loadWsException } from '../transports/ws.adapter.js';
+import { assertPositiveInteger, describeValue } from '../validation.js';
 
 /** One checked limit of a route. */
 export interface PlannedLimit {

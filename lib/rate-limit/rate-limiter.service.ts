@@ -18,7 +18,6 @@ import {
   assertLimitInput,
   assertPenalty,
   assertPermits,
-  assertPositiveInteger,
   assertStackInput,
   counterKind,
   funnelSpec,
@@ -29,6 +28,7 @@ import {
   type RateLimitDecision,
   type RateLimitPolicy,
 } from './policy.js';
+import { assertPositiveInteger } from '../validation.js';
 
 /** One limit of a stack decided together: a rate-limit policy or a funnel (not both), on a key. */
 export interface StackedLimit {

@@ -1,6 +1,6 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
-import { describeValue } from '../redis/keys.js';
 import { UserFunctionError } from './user-functions.js';
+import { describeValue } from '../validation.js';
 
 /**
  * Whether a request skips its limits, as `shouldSkip` says: a boolean, or a programming error

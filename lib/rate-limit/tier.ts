@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { describeValue } from '../redis/keys.js';
 import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from './policy.js';
 import { resolvePositiveInteger, UserFunctionError } from './user-functions.js';
+import { describeValue } from '../validation.js';
 
 /** A `limit` or `windowMs` that depends on the request, e.g. on the user's plan (user tiers):
  * resolved per request to a positive integer; anything else, or a throw that is not an

@@ -1,7 +1,7 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
-import { describeValue } from '../redis/keys.js';
 import type { KeyResolver } from '../redis-limit.options.js';
 import type { CostResolver } from './rate-limit.metadata.js';
+import { describeValue } from '../validation.js';
 
 /** A `key`, `cost`, `limit`, `windowMs` or `owner` function that threw (anything but an
  * HttpException) or gave an unusable value: a programming error, answered with 500. */

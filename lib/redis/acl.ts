@@ -1,4 +1,5 @@
-import { assertKeyPrefix, describeValue } from './keys.js';
+import { assertKeyPrefix } from './keys.js';
+import { describeValue } from '../validation.js';
 
 /**
  * Everything the library sends, directly or from inside its scripts (Redis checks a script's
