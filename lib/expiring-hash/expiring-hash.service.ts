@@ -30,6 +30,24 @@ interface WritePath {
  * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
  * a field is never returned once expired, and a background sweep (shared by every instance)
  * removes expired fields nobody reads. Its keys and layout: docs/how-it-works.md.
+ * Keys, fields and values may be any user input (well-formed Unicode). Methods reject only on bad
+ * input (TypeError / RangeError naming the argument, before Redis is asked) or when Redis fails
+ * (RedisLimitError). See docs/expiring-hash.md.
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class Carts {
+ *   constructor(private readonly hash: ExpiringHashService) {}
+ *
+ *   async add(cartId: string, sku: string, qty: number): Promise<void> {
+ *     await this.hash.set(`cart:${cartId}`, sku, JSON.stringify({ qty }), 3_600_000); // an hour
+ *   }
+ *
+ *   async items(cartId: string): Promise<Record<string, string>> {
+ *     return this.hash.getAll(`cart:${cartId}`); // live fields only
+ *   }
+ * }
+ * ```
  */
 @Injectable()
 export class ExpiringHashService implements BeforeApplicationShutdown {
@@ -50,7 +68,31 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     if (sweepIntervalMs > 0) this.legacyTimers = new LegacyTimers(queues, redis, sweepShards, (key, at) => this.registry(key, [at, '', '0']));
   }
 
-  /** Sets `field` to `value`, expiring after `ttlMs` (none: never); replaces value and ttl. */
+  /**
+   * Sets `field` to `value`, expiring after `ttlMs` (Redis server clock); without `ttlMs` it never
+   * expires. Re-setting a live field replaces its value, its ttl and its notification (none unless
+   * this call gives `notify`).
+   * @param key - the hash: any non-empty, well-formed string
+   * @param field - a non-empty, well-formed string of at most 65,535 bytes (UTF-8)
+   * @param value - a string, stored byte for byte (serialize anything else yourself); '' is a value
+   * @param ttlMs - ms the field lives: a positive integer (default: never expires)
+   * @param opts - `notify`: a DelayQueue queue that receives `{ key, field, value }` when the field
+   * expires, neither deleted nor re-set first (needs `ttlMs`)
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate; TypeError `field` when not a non-empty string or with a lone surrogate, RangeError over
+   * 65,535 bytes (UTF-8);
+   * TypeError `value` when not a string or with a lone surrogate.
+   * @throws TypeError / RangeError `ttlMs` when not a positive integer; RangeError when now + ttlMs
+   * passes 2^46 − 1 ms since the epoch (about the year 4199, the latest expiry Redis keeps).
+   * @throws TypeError `opts` when not an object; TypeError `opts.notify` when not a non-empty
+   * well-formed string or given without `ttlMs`, RangeError over 1,024 bytes.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await hash.set('cart:42', 'sku-1', '{"qty":2}', 60_000); // lives 60 s
+   * await hash.set('session:42', 'token', token, 1_800_000, { notify: 'session-expired' });
+   * ```
+   */
   async set(key: string, field: string, value: string, ttlMs?: number, opts?: ExpiringSetOptions): Promise<void> {
     assertHashKey(key);
     assertField(field);
@@ -60,25 +102,51 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     await this.write(key, field, value, ttlMs ?? HashReply.NO_TTL, 0, opts?.notify);
   }
 
-  /** The value of a live field, or null. */
+  /**
+   * The value of a live field; null when absent or expired (an expired field is never returned,
+   * swept or not).
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate; TypeError `field` when not a non-empty string or with a lone surrogate, RangeError over
+   * 65,535 bytes (UTF-8).
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async get(key: string, field: string): Promise<string | null> {
     const [value] = await this.read(key, field);
     return value;
   }
 
-  /** ms left before `field` expires; -1 when it never does; -2 when absent or expired. */
+  /**
+   * ms left before `field` expires.
+   * @returns ms left; -1 when the field never expires; -2 when it is absent or expired
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate; TypeError `field` when not a non-empty string or with a lone surrogate, RangeError over
+   * 65,535 bytes (UTF-8).
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async ttl(key: string, field: string): Promise<number> {
     const [, ttlMs] = await this.read(key, field);
     return ttlMs;
   }
 
+  /**
+   * Every live field with its value (an object without a prototype: a field named `__proto__` is
+   * a field like any other).
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async getAll(key: string): Promise<Record<string, string>> {
     const all = Object.create(null) as Record<string, string>;
     for (const { field, value } of await this.entries(key)) all[field] = value;
     return all;
   }
 
-  /** Every live field with its value and ms left (-1: no ttl). */
+  /**
+   * Every live field with its value and ms left (-1: no ttl).
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async entries(key: string): Promise<ExpiringEntry[]> {
     assertHashKey(key);
     const flat = (await this.run('hashEntries', key, [])) as (string | number)[];
@@ -89,7 +157,17 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     return entries;
   }
 
-  /** Deletes fields; resolves how many of them were live. */
+  /**
+   * Deletes fields (and any notification armed for them); no field: nothing is asked.
+   * @returns how many of them were live
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate; TypeError / RangeError `fields[i]` as a `field`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const paid = (await hash.delete(`unpaid-orders:${userId}`, orderId)) === 1;
+   * ```
+   */
   async delete(key: string, ...fields: string[]): Promise<number> {
     assertHashKey(key);
     fields.forEach((field, i) => assertField(field, `fields[${i}]`));
@@ -97,13 +175,27 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     return Number(await this.run('hashDelete', key, fields));
   }
 
-  /** Live fields only: expired ones are never counted, whatever the sweeper has done. */
+  /**
+   * How many fields are live: expired ones are never counted, whatever the sweeper has done.
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async count(key: string): Promise<number> {
     assertHashKey(key);
     return Number(await this.run('hashCount', key, []));
   }
 
-  /** Gives a live field a new ttl; false when it is absent or expired. */
+  /**
+   * Gives a live field a new ttl from now (its value stays; a notification moves with it).
+   * @param ttlMs - ms the field lives from now: a positive integer (required)
+   * @returns true when the field was live; false when it is absent or expired
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate; TypeError `field` when not a non-empty string or with a lone surrogate, RangeError over
+   * 65,535 bytes (UTF-8);
+   * TypeError / RangeError `ttlMs` as `set` (a missing one included).
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
   async expire(key: string, field: string, ttlMs: number): Promise<boolean> {
     assertHashKey(key);
     assertField(field);
@@ -116,7 +208,20 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     return done === HashReply.CHANGED;
   }
 
-  /** Replaces a live field's value and keeps its ttl; false when it is absent or expired. */
+  /**
+   * Replaces a live field's value and keeps its ttl (and any notification, which then carries the
+   * new value).
+   * @returns true when the field was live; false when it is absent or expired (nothing written)
+   * @throws TypeError `key` when not a non-empty string or with a lone surrogate; TypeError `field` when not a non-empty string or with a lone surrogate, RangeError over
+   * 65,535 bytes (UTF-8);
+   * TypeError `value` when not a string or with a lone surrogate.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await hash.update(`unpaid-orders:${userId}`, orderId, JSON.stringify(order)); // keeps the slot's ttl
+   * ```
+   */
   async update(key: string, field: string, value: string): Promise<boolean> {
     assertHashKey(key);
     assertField(field);
@@ -127,14 +232,29 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
 
   /**
    * Removes expired fields, then sets `field` only if fewer than `max` live fields remain (a
-   * live `field` is always re-set). Atomic: concurrent callers can never exceed `max`.
+   * live `field` is always re-set, replacing its value and ttl). Atomic: concurrent callers can
+   * never exceed `max`. A refusal writes nothing.
+   * @param ttlMs - ms the field lives: a positive integer (required)
+   * @param max - live fields the hash may hold: a positive integer
+   * @param opts - `notify`, as `set`
+   * @returns `accepted` and `count`, the live fields after the call
+   * @throws as `set` (`ttlMs` required); TypeError / RangeError `max` when not a positive integer.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * // at most 3 unpaid orders per user, each for 30 minutes
+   * const { accepted, count } = await hash.setIfBelow(`unpaid:${userId}`, orderId, JSON.stringify(order), 1_800_000, 3);
+   * if (!accepted) console.log(`${count} unpaid orders already`);
+   * ```
    */
   async setIfBelow(...args: Parameters<ExpiringHashService['reserve']>): Promise<SetIfBelowResult> {
     const { accepted, count } = await this.reserve(...args);
     return { accepted, count };
   }
 
-  /** setIfBelow, plus when capacity frees up: what a guard's 429 and headers need. */
+  /** setIfBelow, plus when capacity frees up: what a guard's 429 and headers need.
+   * @throws as `setIfBelow`. */
   async reserve(key: string, field: string, value: string, ttlMs: number, max: number, opts?: ExpiringSetOptions): Promise<SlotReservation> {
     assertHashKey(key);
     assertField(field);
@@ -147,7 +267,10 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     return { accepted: written, count: count!, retryAfterMs: written ? 0 : oldestMs!, resetMs: newestMs! };
   }
 
-  /** The mode this process gives new hashes (existing hashes keep the one they were made with). */
+  /** The mode this process gives new hashes (existing hashes keep the one they were made with):
+   * the module option `expiringHash.mode`, with 'auto' resolved by asking the server once.
+   * @throws RedisUnavailableError or RedisTimeoutError (a RedisLimitError) while the server cannot
+   * be asked; asked again on the next call. */
   async mode(): Promise<ExpiryMode> {
     // until known, asked again on each call: hasCommand keeps the answer, not a failure
     this.knownMode ??= await this.redis.scripts.bounded(
