@@ -1,23 +1,18 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { peerClass, type ErrorClass } from './peer-class.js';
+import { peerAnswers, peerClass, type ErrorClass } from './peer-class.js';
 import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
 
 // Nest's RPC exception filter passes an error object through only for its own RpcException: the
 // refusal must be the app's class (see peer-class.ts).
-const rpcException = peerClass(() => import('@nestjs/microservices').then((microservices) => microservices.RpcException as ErrorClass));
+const rpcException = peerClass('@nestjs/microservices', () =>
+  import('@nestjs/microservices').then((microservices) => microservices.RpcException as ErrorClass),
+);
 
 /**
  * Loads @nestjs/microservices' RpcException once. Called at start-up when a limited RPC handler is
  * found (RateLimitPlans), so that refusals, which are said synchronously, find it loaded.
  */
 export const loadRpcException = (): Promise<void> => rpcException.load();
-
-function rpcError(body: object): Error {
-  const RpcException = rpcException.get();
-  // only a handler start-up discovery did not see, refused before its own first load finished
-  if (RpcException === undefined) return new Error(`nest-redis-limit: @nestjs/microservices is not loaded yet (${JSON.stringify(body)})`);
-  return new RpcException(body);
-}
 
 /**
  * @nestjs/microservices (TCP, Redis, NATS, ...): no response to put headers on; a refusal or an
@@ -33,7 +28,5 @@ export const rpcAdapter: TransportAdapter = {
     return { req: ctx.getArgs(), res: undefined };
   },
   setHeaders() {},
-  tooManyRequests: (retryAfterMs) => rpcError({ statusCode: 429, message: 'Too Many Requests', retryAfterMs }),
-  unavailable: () => rpcError({ statusCode: 503, message: 'Rate limiter unavailable' }),
-  httpException: (error) => rpcError(httpExceptionBody(error)),
+  ...peerAnswers(rpcException, httpExceptionBody),
 };

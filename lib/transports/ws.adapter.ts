@@ -1,24 +1,17 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { ipKey } from '../rate-limit/ip-key.js';
-import { peerClass, type ErrorClass } from './peer-class.js';
+import { peerAnswers, peerClass, type ErrorClass } from './peer-class.js';
 import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
 
 // Nest's WS exception filter answers a WsException with its error object and anything else with
 // 'Internal server error': the refusal must be the app's own WsException.
-const wsException = peerClass(() => import('@nestjs/websockets').then((websockets) => websockets.WsException as ErrorClass));
+const wsException = peerClass('@nestjs/websockets', () => import('@nestjs/websockets').then((websockets) => websockets.WsException as ErrorClass));
 
 /**
  * Loads @nestjs/websockets' WsException once. Called at start-up when a gateway handler has
  * limits (RateLimitPlans), so that refusals, which are said synchronously, find it loaded.
  */
 export const loadWsException = (): Promise<void> => wsException.load();
-
-function wsError(body: object): Error {
-  const WsException = wsException.get();
-  // only a gateway start-up discovery did not see, refused before its own first load finished
-  if (WsException === undefined) return new Error(`nest-redis-limit: @nestjs/websockets is not loaded yet (${JSON.stringify(body)})`);
-  return new WsException(body);
-}
 
 /** What a gateway client object may carry: a `ws` WebSocket, or a socket.io Socket. */
 interface WsClient {
@@ -53,9 +46,7 @@ export const wsAdapter: TransportAdapter = {
   setHeaders() {
     // a WebSocket message has no headers
   },
-  tooManyRequests: (retryAfterMs) => wsError({ statusCode: 429, message: 'Too Many Requests', retryAfterMs }),
-  unavailable: () => wsError({ statusCode: 503, message: 'Rate limiter unavailable' }),
-  httpException: (error) => wsError(httpExceptionBody(error)),
+  ...peerAnswers(wsException, httpExceptionBody),
   defaultTracker(ctx, ipv6Subnet) {
     const address = remoteAddressOf(ctx.switchToWs().getClient());
     if (address === undefined) {
