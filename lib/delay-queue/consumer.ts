@@ -13,6 +13,8 @@ import { WakeSchedule } from './wake-schedule.js';
 import type { WakeCommand } from './wake-ups.js';
 import { describeValue, numberError } from '../validation.js';
 
+/** The longest delay a Node timer keeps (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
 /** Messages one claim takes at most: large batches keep a burst cheap, small ones keep it fair. */
 const MAX_BATCH = 200;
 /** With nothing due, look again after this long anyway: a wake-up lost while the subscriber
@@ -98,6 +100,8 @@ export class Consumer implements DelayQueueConsumer {
     if (!(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
       throw new (numberError(timeoutMs))(`timeoutMs must be a finite number >= 0, got ${describeValue(timeoutMs)}`);
     }
+    // Node fires a longer timer after 1 ms: the wait for handlers would not happen at all
+    if (timeoutMs > MAX_TIMER_MS) throw new RangeError(`timeoutMs must be at most ${MAX_TIMER_MS} (about 24.8 days), got ${timeoutMs}`);
     if (this.stopped) return;
     this.stopped = true;
     this.schedule.stop();

@@ -24,7 +24,11 @@ export class DelayQueueExplorer implements OnApplicationBootstrap {
     const problems: Error[] = [];
     for (const wrapper of this.discovery.getProviders()) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
-      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
+      if (!wrapper.isDependencyTreeStatic()) {
+        problems.push(...perRequestHandlers(wrapper.metatype));
+        continue;
+      }
+      if (!instance || typeof instance !== 'object') continue;
       const prototype = Object.getPrototypeOf(instance) as object;
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const fn = instance[method] as DelayedHandler;
@@ -45,4 +49,27 @@ export class DelayQueueExplorer implements OnApplicationBootstrap {
     if (problems.length > 0) throw problemsError('Invalid @OnDelayed options', problems);
     for (const { entry, handler } of found) this.queues.consume(entry.queue, handler, entry.options);
   }
+}
+
+/**
+ * A provider built per request (request-scoped, or depending on one) has no instance a consumer
+ * could call: its `@OnDelayed` methods fail start-up rather than never running.
+ */
+function perRequestHandlers(metatype: unknown): TypeError[] {
+  if (typeof metatype !== 'function') return [];
+  const problems: TypeError[] = [];
+  const seen = new Set<string>();
+  // its own methods and inherited ones, as discovery scans a singleton's
+  for (let proto = (metatype as { prototype?: object }).prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object) {
+    for (const method of Object.getOwnPropertyNames(proto)) {
+      const fn = (proto as Record<string, unknown>)[method];
+      if (method === 'constructor' || seen.has(method) || typeof fn !== 'function') continue;
+      seen.add(method);
+      if (Reflect.getMetadata(ON_DELAYED, fn) === undefined) continue;
+      problems.push(
+        new TypeError(`${metatype.name}.${method}: @OnDelayed needs a provider that is built once (a singleton); this one is request-scoped or depends on one`),
+      );
+    }
+  }
+  return problems;
 }

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, Get, Injectable, type Type } from '@nestjs/common';
+import { Controller, Get, Injectable, Scope, type Type } from '@nestjs/common';
 import { MessagePattern } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import fc from 'fast-check';
@@ -672,6 +672,8 @@ describe('bad input', () => {
       const consumer = queue().consume('stop-check', () => undefined);
       await expect(consumer.stop('soon' as never)).rejects.toThrow(TypeError);
       await expect(consumer.stop(-1)).rejects.toThrow(/^timeoutMs must be a finite number >= 0, got -1/);
+      // Node fires a timer above 2^31 - 1 ms after 1 ms: stop would not wait at all
+      await expect(consumer.stop(2 ** 31)).rejects.toThrow(new RangeError('timeoutMs must be at most 2147483647 (about 24.8 days), got 2147483648'));
       await consumer.stop();
     });
     it('ExpiringHash: a key with a lone surrogate is refused', async () => {
@@ -1098,6 +1100,19 @@ describe('bad input', () => {
         () => ({ providers: [consumer('q', { rateLimit: { limit: 2 ** 30, windowMs: 2 ** 30, algorithm: 'token-bucket' } })] }),
         RangeError,
         /Reminders\.remind: @OnDelayed options\.rateLimit: limit × window/,
+      ],
+      [
+        '@OnDelayed on a request-scoped provider (a consumer has no request to build it for)',
+        () => {
+          @Injectable({ scope: Scope.REQUEST })
+          class PerRequest {
+            @OnDelayed('q')
+            remind() {}
+          }
+          return { providers: [PerRequest] };
+        },
+        TypeError,
+        /PerRequest\.remind: @OnDelayed needs a provider that is built once \(a singleton\); this one is request-scoped or depends on one/,
       ],
       [
         '@OnDelayed: two numbers out of range, on two providers',
