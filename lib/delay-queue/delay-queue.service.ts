@@ -218,7 +218,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * }
    * ```
    */
-  async dead<T = unknown>(queue: string, opts: { limit?: number; cursor?: string } = {}): Promise<DeadPage<T>> {
+  async dead<T = unknown>(queue: string, opts: { limit?: number; cursor?: string | null } = {}): Promise<DeadPage<T>> {
     assertName(queue, 'queue');
     const { limit, after } = resolveDeadPage(opts);
     return this.deadLetters.page<T>(queue, this.keys(queue), limit, after);
