@@ -11,6 +11,9 @@ import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
 import { defaultKey, userFailure } from '../transports/transport.adapter.js';
 import { isWellFormed } from '../validation.js';
 
+/** A request that reserved its slot already (another guard instance met it first). */
+const holdsSlot = (req: object): boolean => heldSlot(req) !== undefined;
+
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;
   raw?: ClosableResponse;
@@ -33,7 +36,7 @@ export class MaxPendingGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     // HTTP routes and GraphQL resolvers; the plans refuse it elsewhere at start-up
-    const opened = openRoute(ctx, this.plans, (req) => heldSlot(req) !== undefined);
+    const opened = openRoute(ctx, this.plans, holdsSlot);
     if (opened === undefined) return true;
     const { transport, req: request, res: response, plan } = opened;
 

@@ -41,6 +41,8 @@ export class RateLimitGuard implements CanActivate {
   private readonly outcomes = new Outcomes(this.limiter, this.log);
   /** The default key of limits without their own `key`. */
   private readonly tracker: KeyResolver = (ctx) => this.getTracker(ctx);
+  /** The overridable hook, bound once rather than a closure per request. */
+  private readonly requestResponse = (ctx: ExecutionContext) => this.getRequestResponse(ctx);
 
   constructor(
     @Inject(RateLimiterService) private readonly limiter: RateLimiterService,
@@ -57,7 +59,7 @@ export class RateLimitGuard implements CanActivate {
    * or gave a bad value (logged at most once a minute per route).
    */
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    const opened = openRoute(ctx, this.plans, firstDecision, (c) => this.getRequestResponse(c));
+    const opened = openRoute(ctx, this.plans, firstDecision, this.requestResponse);
     if (opened === undefined) return true;
     const { transport, req, res, plan } = opened;
     let limits: RequestLimits;

@@ -12,6 +12,8 @@ export interface OpenedRoute<P> {
   plan: P;
 }
 
+const adapterRequestResponse = (ctx: ExecutionContext, transport: TransportAdapter) => transport.getRequestResponse(ctx);
+
 /**
  * Where `RateLimitGuard` and `MaxPendingGuard` start: the transport of a context they know, its
  * request and response, then the handler's plan. Undefined when the guard has nothing to do: no
@@ -22,7 +24,7 @@ export function openRoute<P>(
   ctx: ExecutionContext,
   plans: RoutePlans<P | null>,
   handled: (req: object) => boolean,
-  requestResponse: (ctx: ExecutionContext, transport: TransportAdapter) => { req: object; res: unknown } = (c, t) => t.getRequestResponse(c),
+  requestResponse: (ctx: ExecutionContext, transport: TransportAdapter) => { req: object; res: unknown } = adapterRequestResponse,
 ): OpenedRoute<P> | undefined {
   const transport = transportOf(ctx);
   if (transport === undefined) return undefined;

@@ -33,7 +33,7 @@ describe('bad input, no server needed', () => {
   const rows: Row[] = [
     // RedisLimitModule options
     ['options null', () => resolveOptions(null as never), TypeError, /^RedisLimitModule: options must be an object, got null$/],
-    ['redis a number', () => resolveOptions({ redis: 6379 as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
+    ['redis a number', () => resolveOptions({ redis: 7001 as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
     ['redis true', () => resolveOptions({ redis: true as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
     ['redis null', () => resolveOptions({ redis: null as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
     ['redis an array', () => resolveOptions({ redis: ['redis://a'] as never }), TypeError, /^RedisLimitModule: redis must be a URL/],
@@ -114,9 +114,9 @@ describe('bad input, no server needed', () => {
     // forRoot's argument and isGlobal: Nest reads them in forRoot / forRootAsync, so they are checked there
     [
       'forRoot: a URL instead of options',
-      () => RedisLimitModule.forRoot('redis://cache:6379' as never),
+      () => RedisLimitModule.forRoot('redis://cache.internal:7001' as never),
       TypeError,
-      /^RedisLimitModule: options must be an object, got "redis:\/\/cache:6379"$/,
+      /^RedisLimitModule: options must be an object, got "redis:\/\/cache.internal:7001"$/,
     ],
     ['forRoot: options null', () => RedisLimitModule.forRoot(null as never), TypeError, /^RedisLimitModule: options must be an object, got null$/],
     ['forRootAsync: options null', () => RedisLimitModule.forRootAsync(null as never), TypeError, /^RedisLimitModule: options must be an object/],
