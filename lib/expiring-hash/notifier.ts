@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
+
+/** A disarm that failed (a timeout under load) is tried this often before the sweep gives up. */
+const DISARM_ATTEMPTS = 4;
+const DISARM_RETRY_MS = 100;
 
 /** What an expiry notification delivers to the queue named by `notify`. */
 export interface ExpiredField {
@@ -37,8 +42,26 @@ export class ExpiryNotifier {
       enqueues.push(this.queues.enqueue(q, expired, { id: armingId(key, field, name.slice(0, colon)) }));
       names.push(name);
     }
-    await Promise.all(enqueues);
-    await this.redis.scripts.run('hashNotify', this.keys.hash(key), ['', ...names]);
+    // An arming left armed after its message was enqueued is handed over again by a later sweep,
+    // and enqueued afresh if that message was handled meanwhile: disarm every one that was
+    // enqueued, even when others failed, and retry a disarm that failed (disarming is idempotent).
+    const outcomes = await Promise.allSettled(enqueues);
+    const enqueued = names.filter((_, i) => outcomes[i]!.status === 'fulfilled');
+    if (enqueued.length > 0) await this.disarm(key, enqueued);
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private async disarm(key: string, names: string[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.redis.scripts.run('hashNotify', this.keys.hash(key), ['', ...names]);
+        return;
+      } catch (error) {
+        if (attempt >= DISARM_ATTEMPTS) throw error;
+        await sleep(DISARM_RETRY_MS * attempt);
+      }
+    }
   }
 }
 
