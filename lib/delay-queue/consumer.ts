@@ -28,6 +28,10 @@ const DEAD_TRIM_BATCH = 1000;
 /** A claimed message: claim.lua's reply holds five fields per message. */
 const CLAIM_FIELDS = 5;
 
+/** Done to a handled message, or one about to die, before its outcome is recorded; undefined when
+ * there is nothing to do. It never rejects. */
+export type MessageSettler = (message: DelayedMessage) => Promise<void> | undefined;
+
 export interface ConsumerDeps {
   redis: RedisConnection;
   queue: string;
@@ -36,6 +40,7 @@ export interface ConsumerDeps {
    * global concurrency leaves them for whatever frees a slot to wake us (free-slot.lua). */
   wakeUp: { channel: string; command: () => WakeCommand | Promise<WakeCommand> };
   handler: DelayedHandler;
+  settle: MessageSettler;
   options: ResolvedConsumeOptions;
   /** What the dead set keeps (module option `delayQueue`). */
   dead: Required<DelayQueueOptions>;
@@ -226,6 +231,7 @@ export class Consumer implements DelayQueueConsumer {
       try {
         await this.deps.handler(message);
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
+        await this.deps.settle(message);
         this.acks.ack(lease);
       } catch (error) {
         await this.fail(message, lease, error);
@@ -243,6 +249,7 @@ export class Consumer implements DelayQueueConsumer {
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const { id, queue } = message;
     try {
+      if (lease.attempt >= options.maxAttempts) await this.deps.settle(message);
       let dueAgain: number;
       let attempt: number;
       let token: number;

@@ -3,7 +3,7 @@ import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/comm
 import { assertMetricPrefix, PROMETHEUS_PREFIX } from '../observability/prometheus.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { ScriptName } from '../redis/scripts.js';
-import { Consumer } from './consumer.js';
+import { Consumer, type MessageSettler } from './consumer.js';
 import { DeadLetters } from './dead-letters.js';
 import { resolveDeadIds, resolveDeadPage } from './dead-letters.input.js';
 import { assertEnqueueOptions, assertName, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
@@ -55,6 +55,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   private readonly wakeUps: WakeUps;
   private readonly registry: QueueRegistry;
   private readonly deadLetters: DeadLetters;
+  private settler: MessageSettler | undefined;
 
   constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
     this.wakeUps = new WakeUps(redis, {
@@ -63,6 +64,14 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     });
     this.registry = new QueueRegistry(redis);
     this.deadLetters = new DeadLetters(redis, this.wakeUps);
+  }
+
+  /**
+   * @internal ExpiringHashService's hook, not API: what its expiry notifications need done once
+   * handled, or given up on, before their outcome is recorded (ExpiryNotifier.settle).
+   */
+  settleWith(settler: MessageSettler): void {
+    this.settler = settler;
   }
 
   /**
@@ -336,6 +345,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       keys: this.keys(queue),
       wakeUp: { channel: this.wakeUps.channel(queue), command: () => this.wakeUps.publishCommand() },
       handler: handler as DelayedHandler,
+      settle: (message) => this.settler?.(message),
       options,
       dead: this.redis.options.delayQueue,
       onStop: (stopped) => this.forget(queue, stopped),

@@ -63,7 +63,9 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   ) {
     const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
-    this.sweeper = new ExpiringHashSweeper(redis, this.keys, new ExpiryNotifier(redis, this.keys, queues), sweepIntervalMs);
+    const notifier = new ExpiryNotifier(redis, this.keys, queues);
+    queues.settleWith((message) => notifier.settle(message));
+    this.sweeper = new ExpiringHashSweeper(redis, this.keys, notifier, sweepIntervalMs);
     // a process that does not sweep delivers no notification, 0.1's included
     if (sweepIntervalMs > 0) this.legacyTimers = new LegacyTimers(queues, redis, sweepShards, (key, at) => this.registry(key, [at, '', '0']));
   }

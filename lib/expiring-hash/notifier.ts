@@ -1,12 +1,24 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Logger } from '@nestjs/common';
 import type { DelayQueueService } from '../delay-queue/delay-queue.service.js';
+import type { DelayedMessage } from '../delay-queue/delay-queue.types.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 
-/** A disarm that failed (a timeout under load) is tried this often before the sweep gives up. */
-const DISARM_ATTEMPTS = 4;
-const DISARM_RETRY_MS = 100;
+/** A notification handed over is not handed over again for this long: its delivery may still be
+ * under way (sweep.lua). */
+export const HANDOVER_LEASE_MS = 3000;
+/** A handover whose enqueue has not been sent this long after the sweep replied is abandoned: it
+ * is handed over again after the lease, and an enqueue older than the grace below never lands. */
+const ENQUEUE_FENCE_MS = 2000;
+/** How long after a handover its enqueue may still land; a consumer holds a notification handed
+ * over more than once until then (settle.lua). Far above the fence plus any command's time in
+ * flight. */
+const HANDOVER_GRACE_MS = 10_000;
+/** A disarm or settle that failed (a timeout under load) is tried this often, then given up. */
+const ATTEMPTS = 5;
+const RETRY_MS = 100;
 
 /** What an expiry notification delivers to the queue named by `notify`. */
 export interface ExpiredField {
@@ -16,21 +28,32 @@ export interface ExpiredField {
 }
 
 /**
- * Delivers expiry notifications. A write arms one in the hash's own slot (the outbox,
- * lua/expiring-hash/outbox.lua), in the same script that writes the field; the sweeper hands over
- * the due ones (sweep.lua) and this enqueues `{ key, field, value }` on the user's queue with an id
- * derived from the arming, so a retry cannot enqueue it twice while it is pending, and only then
- * disarms them. A process that dies between the two leaves them armed for the next sweep.
+ * Delivers expiry notifications, exactly once per lapsed field whatever process dies when. A
+ * write arms one in the hash's own slot (the outbox, lua/expiring-hash/outbox.lua), in the same
+ * script that writes the field. The sweeper hands the due ones over (sweep.lua, which records the
+ * handover); this enqueues `{ key, field, value }` on the user's queue with an id derived from the
+ * arming, so a second enqueue changes nothing while the first message is queued, and then
+ * disarms them. What a death or a failed call leaves armed is handed over again after a lease;
+ * and the consumer settles a notification (disarms it, settle.lua) before acknowledging it, so
+ * nothing is handed over once its message has been handled.
  */
 export class ExpiryNotifier {
+  private readonly logger = new Logger('ExpiryNotifier');
+
   constructor(
     private readonly redis: RedisConnection,
     private readonly keys: ExpiringHashKeys,
     private readonly queues: DelayQueueService,
   ) {}
 
-  /** Delivers `key`'s due notifications: `handed` is sweep.lua's flat list of name, JSON pairs. */
-  async deliver(key: string, handed: readonly string[]): Promise<void> {
+  /**
+   * Delivers `key`'s due notifications: `handed` is sweep.lua's flat list of name, JSON pairs,
+   * its reply heard at `heardAt` (performance.now()).
+   */
+  async deliver(key: string, handed: readonly string[], heardAt: number): Promise<void> {
+    // too late to be sure the enqueue lands within the grace: the lease brings them back
+    const lateMs = performance.now() - heardAt;
+    if (lateMs > ENQUEUE_FENCE_MS) throw new Error(`handed over ${Math.round(lateMs)} ms ago (the event loop was blocked); delivery comes again`);
     const names: string[] = [];
     const enqueues: Promise<string>[] = [];
     for (let i = 0; i < handed.length; i += 2) {
@@ -42,30 +65,51 @@ export class ExpiryNotifier {
       enqueues.push(this.queues.enqueue(q, expired, { id: armingId(key, field, name.slice(0, colon)) }));
       names.push(name);
     }
-    // An arming left armed after its message was enqueued is handed over again by a later sweep,
-    // and enqueued afresh if that message was handled meanwhile: disarm every one that was
-    // enqueued, even when others failed, and retry a disarm that failed (disarming is idempotent).
+    // disarm every one that was enqueued, even when others failed: fewer handovers to repeat
     const outcomes = await Promise.allSettled(enqueues);
     const enqueued = names.filter((_, i) => outcomes[i]!.status === 'fulfilled');
-    if (enqueued.length > 0) await this.disarm(key, enqueued);
+    if (enqueued.length > 0) await this.retried(() => this.redis.scripts.run('hashNotify', this.keys.hash(key), ['', ...enqueued]));
     const failed = outcomes.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
   }
 
-  private async disarm(key: string, names: string[]): Promise<void> {
+  /**
+   * Settles `message` if it is an expiry notification (else undefined): disarms it, then waits
+   * out the grace if a later handover's enqueue may still land. Never rejects: a settle that keeps
+   * failing is logged, and the message is acknowledged anyway.
+   */
+  settle(message: DelayedMessage): Promise<void> | undefined {
+    const expiry = /^n:(\d+):[0-9a-f]{40}$/.exec(message.id)?.[1];
+    if (expiry === undefined) return undefined;
+    const { key, field } = (message.payload ?? {}) as Partial<ExpiredField>;
+    if (typeof key !== 'string' || typeof field !== 'string' || armingId(key, field, expiry) !== message.id) return undefined;
+    return (async () => {
+      try {
+        const holdMs = Number(
+          await this.retried(() => this.redis.scripts.run('hashSettle', this.keys.hash(key), ['', `${expiry}:${field}`, HANDOVER_GRACE_MS])),
+        );
+        if (holdMs > 0) await sleep(holdMs);
+      } catch (error) {
+        this.logger.warn(`could not settle the expiry notification ${message.id}: ${(error as Error).message}`);
+      }
+    })();
+  }
+
+  /** Runs an idempotent call, trying again after a failure (a timeout under load). */
+  private async retried<T>(call: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.redis.scripts.run('hashNotify', this.keys.hash(key), ['', ...names]);
-        return;
+        return await call();
       } catch (error) {
-        if (attempt >= DISARM_ATTEMPTS) throw error;
-        await sleep(DISARM_RETRY_MS * attempt);
+        if (attempt >= ATTEMPTS) throw error;
+        await sleep(RETRY_MS * attempt);
       }
     }
   }
 }
 
-/** A message id for one arming: the same arming always gets the same id. */
+/** A message id for one arming: the same arming always gets the same id, and a consumer can tell
+ * the arming from the id and the payload. */
 function armingId(key: string, field: string, expiry: string): string {
-  return `n:${createHash('sha1').update(`${key}\u0000${field}\u0000${expiry}`).digest('hex')}`;
+  return `n:${expiry}:${createHash('sha1').update(`${key}\u0000${field}\u0000${expiry}`).digest('hex')}`;
 }

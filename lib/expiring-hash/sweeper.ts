@@ -4,7 +4,7 @@ import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { HashReply } from '../redis/replies.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
-import type { ExpiryNotifier } from './notifier.js';
+import { HANDOVER_LEASE_MS, type ExpiryNotifier } from './notifier.js';
 
 /** Hashes one claim leases from a registry shard. */
 const CLAIM_BATCH = 100;
@@ -202,12 +202,15 @@ export class ExpiringHashSweeper implements WakeUpListener {
   /** Sweeps one hash and delivers its due notifications; resolves when it next has work, and
    * whether work was left over. */
   private async sweepHash(key: string): Promise<[number, boolean]> {
-    const [next, left, ...handed] = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET])) as (number | string)[];
+    const reply = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET, HANDOVER_LEASE_MS])) as (number | string)[];
+    const heardAt = performance.now();
+    const [next, left, ...handed] = reply;
     if (handed.length === 0) return [Number(next), left === HashReply.BUDGET_SPENT];
     try {
-      await this.notifier.deliver(key, handed as string[]);
+      await this.notifier.deliver(key, handed as string[], heardAt);
     } catch (error) {
-      // still armed: try again soon (the registry must not forget the hash)
+      // still armed: try again soon (the registry must not forget the hash); the handover's
+      // lease makes that sweep come back once more, when the lease is over
       if (error instanceof RedisLimitError) this.redis.reportFailure(error);
       else this.logger.error(`expiry notification failed: ${(error as Error).message}`);
       return [Date.now() + this.offsetMs + RETRY_MS, false];

@@ -5,4 +5,10 @@
 -- ARGV[1]  now in ms, or '' (unused: every ExpiringHash script takes it)
 -- ARGV[2..] notification names ("<expiry>:<field>"), as sweep.lua handed them over
 -- Returns  the number disarmed
-return redis.call('HDEL', KEYS[3], unpack(ARGV, 2))
+--- @include "outbox.lua"
+
+local disarmed = 0
+for i = 2, #ARGV do
+  disarmed = disarmed + disarm_notice(KEYS[3], ARGV[i])
+end
+return disarmed

@@ -6,12 +6,16 @@
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  budget: at most about this many fields are looked at (indexed hashes), and at most
 --          this many notifications are handed over
+-- ARGV[3]  a notification handed over is not handed over again for this long (ms): its delivery
+--          may still be under way
 -- Returns  { when to sweep this hash next (ms), or NOTHING_DUE for never (the hash is gone, or
 --          nothing is due before the key's own expiry takes everything, or the server expires its
 --          fields itself, and no notification is armed); BUDGET_SPENT if the budget ran out, else
 --          CAUGHT_UP (codes: replies.lua);
 --          then for each due notification: its name ("<expiry>:<field>"), its JSON { q, v } }
---          A handed-over notification stays armed until notify.lua disarms it once delivered.
+--          A handed-over notification stays armed until it is disarmed once delivered (notify.lua)
+--          or settled by its consumer (settle.lua); its handover record says when and how often
+--          it was handed over.
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"
@@ -24,6 +28,7 @@ local rcall = redis.call
 local H, N = KEYS[1], KEYS[3]
 local now = now_ms(ARGV[1])
 local budget = tonumber(ARGV[2])
+local lease = tonumber(ARGV[3])
 local reply = { NOTHING_DUE, CAUGHT_UP }
 local nxt, more = NOTHING_DUE, false
 
@@ -33,14 +38,27 @@ end
 
 -- the outbox first: native mode loses a value at expiry, the outbox kept it
 local armed = rcall('HGETALL', N)
+local records = {}
+for i = 1, #armed, 2 do records[armed[i]] = armed[i + 1] end
 for i = 1, #armed, 2 do
-  local due = notice_due(armed[i])
-  if due > now then
+  local name = armed[i]
+  local due = notice_due(name)
+  if not due then
+    -- a handover record: read with its notification
+  elseif due > now then
     sooner(due)
-  elseif #reply < 2 + budget * 2 then
-    reply[#reply + 1], reply[#reply + 2] = armed[i], armed[i + 1]
   else
-    more = true
+    local record = handover_of(name)
+    local at, times = string.match(records[record] or '', '^(%d+):(%d+)$')
+    at, times = tonumber(at), tonumber(times) or 0
+    if at and now < at + lease then
+      sooner(at + lease)
+    elseif #reply < 2 + budget * 2 then
+      reply[#reply + 1], reply[#reply + 2] = name, armed[i + 1]
+      rcall('HSET', N, record, int(now) .. ':' .. (times + 1))
+    else
+      more = true
+    end
   end
 end
 

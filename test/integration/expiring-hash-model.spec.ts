@@ -129,7 +129,7 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
                 .exec();
             }
           } else if (op.kind === 'sweep') {
-            await step('hashSweep', [now, op.budget]);
+            await step('hashSweep', [now, op.budget, 3000]);
           } else {
             const probe = name(op.field);
             const [value, left] = (await step('hashGet', [now, probe])) as [string | null, number];

@@ -90,6 +90,68 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     expect(await hash().setIfBelow(key, 'slot', 'v', 60_000, 2, { notify: 'q' })).toEqual({ accepted: true, count: 2 });
   });
 
+  // A sweeper that dies after enqueueing a notification, before disarming it, leaves it armed; so
+  // does a disarm that keeps failing. Its consumer settles it before the ack, so the sweep that
+  // comes after finds nothing to hand over again (before: a second message, once the first was
+  // handled).
+  it('delivers once when the disarm after the enqueue never happens', async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const scripts = connection.scripts;
+    const run = scripts.run;
+    const disarms: string[] = [];
+    scripts.run = function (this: typeof scripts, name, ...rest) {
+      if (name !== 'hashNotify') return run.call(this, name, ...rest);
+      disarms.push(name);
+      return Promise.reject(new Error('the sweeping process died here'));
+    };
+    try {
+      const got = await deliveries(async (queue) => {
+        await hash().set(`undisarmed-${mode}`, 'order-1', 'unpaid', 50, { notify: queue });
+        await eventually(async () => disarms.length > 0);
+      }, 5000); // past the handover lease (3 s) and the sweeps after it
+      expect(got.map((g) => g.message)).toEqual([{ key: `undisarmed-${mode}`, field: 'order-1', value: 'unpaid' }]);
+      const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+      expect(await ctx.app.raw.hlen(keys.hash(`undisarmed-${mode}`)[2])).toBe(0);
+    } finally {
+      scripts.run = run;
+    }
+  });
+
+  it('hands a notification over again only after its lease, and holds a twice-handed one', async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const key = `handover-${mode}`;
+    const hashKeys = keys.hash(key);
+    // an hour away, so the module's own sweeper leaves them; the scripts are given a later clock
+    await hash().set(key, 'twice', 'a', 3_600_000, { notify: 'q' });
+    await hash().set(key, 'once', 'b', 3_600_000, { notify: 'q' });
+    const names = await ctx.app.raw.hkeys(hashKeys[2]);
+    const expiry = Math.max(...names.map((name) => Number(name.split(':')[0])));
+    const sweep = async (now: number) => (await connection.scripts.run('hashSweep', hashKeys, [now, 250, 3000])) as (string | number)[];
+    const settle = async (now: number, field: string) => {
+      const name = names.find((one) => one.endsWith(`:${field}`))!;
+      return Number(await connection.scripts.run('hashSettle', hashKeys, [now, name, 10_000]));
+    };
+    const t = expiry + 1;
+    const handedAt = (reply: (string | number)[]) =>
+      reply
+        .slice(2)
+        .filter((_, i) => i % 2 === 0)
+        .map((name) => String(name).split(':')[1])
+        .sort();
+    expect(handedAt(await sweep(t))).toEqual(['once', 'twice']);
+    const during = await sweep(t + 2999);
+    expect(handedAt(during)).toEqual([]);
+    expect(Number(during[0])).toBe(t + 3000); // when the lease ends: the registry comes back then
+    expect(await settle(t + 2999, 'once')).toBe(0); // handed over once: its message is the one
+    expect(handedAt(await sweep(t + 3000))).toEqual(['twice']);
+    // a second handover's enqueue may still be on its way: hold the message until its grace ends
+    expect(await settle(t + 4000, 'twice')).toBe(9000);
+    expect(await ctx.app.raw.hlen(hashKeys[2])).toBe(0);
+    expect(await settle(t + 4000, 'twice')).toBe(0); // settled already
+    expect(handedAt(await sweep(t + 10_000))).toEqual([]);
+  });
+
   // 0.1 found a notification by a timer message on an internal queue, 0.2 through the sweep
   // registry (which never listed a 0.1 hash in native mode): a lapse armed before the upgrade is
   // still notified, once, and the old queue is emptied and left.

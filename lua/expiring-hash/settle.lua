@@ -1,0 +1,21 @@
+-- Settle an expiry notification its consumer has handled (or given up on), before the message is
+-- acknowledged: disarm it, so no later sweep hands it over again, and say how long to hold the
+-- message first, when a second handover's enqueue may still be on its way (it must find the
+-- message still queued, or it would enqueue it afresh).
+-- KEYS[1]  the hash (unused)
+-- KEYS[2]  its bucket index (unused)
+-- KEYS[3]  its armed expiry notifications
+-- ARGV[1]  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  the notification's name ("<expiry>:<field>")
+-- ARGV[3]  how long (ms) after a handover its enqueue may still land
+-- Returns  ms to hold the message before acknowledging it: 0 unless it was handed over more than
+--          once and the last handover is recent
+--- @include "../includes/server-time.lua"
+--- @include "outbox.lua"
+
+local N, name = KEYS[3], ARGV[2]
+local record = redis.call('HGET', N, handover_of(name))
+disarm_notice(N, name)
+local at, times = string.match(record or '', '^(%d+):(%d+)$')
+if not at or tonumber(times) < 2 then return 0 end
+return math.max(0, tonumber(at) + tonumber(ARGV[3]) - now_ms(ARGV[1]))
