@@ -28,9 +28,9 @@ const DEAD_TRIM_BATCH = 1000;
 /** A claimed message: claim.lua's reply holds five fields per message. */
 const CLAIM_FIELDS = 5;
 
-/** Done to a handled message, or one about to die, before its outcome is recorded; undefined when
- * there is nothing to do. It never rejects. */
-export type MessageSettler = (message: DelayedMessage) => Promise<void> | undefined;
+/** Done to a handled message, or one about to die, before its outcome is recorded: resolves how
+ * long (ms) to hold it first; undefined when there is nothing to do. It never rejects. */
+export type MessageSettler = (message: DelayedMessage) => Promise<number> | undefined;
 
 export interface ConsumerDeps {
   redis: RedisConnection;
@@ -65,6 +65,8 @@ export class Consumer implements DelayQueueConsumer {
   private again = false;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Handled messages held before their ack (MessageSettler): leased, but no handler's room. */
+  private readonly holding = new Set<Promise<void>>();
   /** Every message this consumer holds, renewed until its outcome is recorded. */
   private readonly leases: LeaseRenewer;
   /** Handled messages to acknowledge. */
@@ -111,7 +113,8 @@ export class Consumer implements DelayQueueConsumer {
     this.stopped = true;
     this.schedule.stop();
     this.deps.onStop(this);
-    await Promise.race([Promise.allSettled([...this.inFlight]), sleep(timeoutMs, undefined, { ref: false })]);
+    const finishing = Promise.allSettled([...this.inFlight]).then(() => Promise.allSettled([...this.holding]));
+    await Promise.race([finishing, sleep(timeoutMs, undefined, { ref: false })]);
     await this.acks.flush();
     // a stopped consumer retries and renews no more: its connection is about to close
     this.acks.stop();
@@ -231,8 +234,9 @@ export class Consumer implements DelayQueueConsumer {
       try {
         await this.deps.handler(message);
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
-        await this.deps.settle(message);
-        this.acks.ack(lease);
+        const holdMs = (await this.deps.settle(message)) ?? 0;
+        if (holdMs > 0) this.hold(lease, holdMs);
+        else this.acks.ack(lease);
       } catch (error) {
         await this.fail(message, lease, error);
       }
@@ -243,13 +247,26 @@ export class Consumer implements DelayQueueConsumer {
     this.inFlight.add(running);
   }
 
+  /** Acknowledges a handled message after `ms`; its lease is renewed meanwhile. */
+  private hold(lease: Lease, ms: number): void {
+    const held: Promise<void> = sleep(ms).then(() => {
+      this.holding.delete(held);
+      this.acks.ack(lease);
+    });
+    this.holding.add(held);
+  }
+
   /** Records a failure: a retry after the backoff, or death once the last attempt has failed. */
   private async fail(message: DelayedMessage, lease: Lease, error: unknown): Promise<void> {
     const { options, dead, redis, keys } = this.deps;
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const { id, queue } = message;
     try {
-      if (lease.attempt >= options.maxAttempts) await this.deps.settle(message);
+      if (lease.attempt >= options.maxAttempts) {
+        // a dead message is enqueued afresh by a late enqueue: hold it as a handled one
+        const holdMs = (await this.deps.settle(message)) ?? 0;
+        if (holdMs > 0) await sleep(holdMs);
+      }
       let dueAgain: number;
       let attempt: number;
       let token: number;

@@ -74,25 +74,20 @@ export class ExpiryNotifier {
   }
 
   /**
-   * Settles `message` if it is an expiry notification (else undefined): disarms it, then waits
-   * out the grace if a later handover's enqueue may still land. Never rejects: a settle that keeps
-   * failing is logged, and the message is acknowledged anyway.
+   * Settles `message` if it is an expiry notification (else undefined): disarms it, and resolves
+   * how long to hold it before acknowledging it, when a later handover's enqueue may still land.
+   * Never rejects: a settle that keeps failing is logged, and the message is acknowledged anyway.
    */
-  settle(message: DelayedMessage): Promise<void> | undefined {
+  settle(message: DelayedMessage): Promise<number> | undefined {
     const expiry = /^n:(\d+):[0-9a-f]{40}$/.exec(message.id)?.[1];
     if (expiry === undefined) return undefined;
     const { key, field } = (message.payload ?? {}) as Partial<ExpiredField>;
     if (typeof key !== 'string' || typeof field !== 'string' || armingId(key, field, expiry) !== message.id) return undefined;
-    return (async () => {
-      try {
-        const holdMs = Number(
-          await this.retried(() => this.redis.scripts.run('hashSettle', this.keys.hash(key), ['', `${expiry}:${field}`, HANDOVER_GRACE_MS])),
-        );
-        if (holdMs > 0) await sleep(holdMs);
-      } catch (error) {
-        this.logger.warn(`could not settle the expiry notification ${message.id}: ${(error as Error).message}`);
-      }
-    })();
+    const args = ['', `${expiry}:${field}`, HANDOVER_GRACE_MS];
+    return this.retried(() => this.redis.scripts.run('hashSettle', this.keys.hash(key), args)).then(Number, (error: unknown) => {
+      this.logger.warn(`could not settle the expiry notification ${message.id}: ${(error as Error).message}`);
+      return 0;
+    });
   }
 
   /** Runs an idempotent call, trying again after a failure (a timeout under load). */
@@ -110,6 +105,6 @@ export class ExpiryNotifier {
 
 /** A message id for one arming: the same arming always gets the same id, and a consumer can tell
  * the arming from the id and the payload. */
-function armingId(key: string, field: string, expiry: string): string {
+export function armingId(key: string, field: string, expiry: string): string {
   return `n:${expiry}:${createHash('sha1').update(`${key}\u0000${field}\u0000${expiry}`).digest('hex')}`;
 }

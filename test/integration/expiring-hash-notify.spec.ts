@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../../lib/index.js';
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
+import { armingId } from '../../lib/expiring-hash/notifier.js';
 import { legacyTimerQueue } from '../../lib/expiring-hash/legacy-timers.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
@@ -150,6 +151,35 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     expect(await ctx.app.raw.hlen(hashKeys[2])).toBe(0);
     expect(await settle(t + 4000, 'twice')).toBe(0); // settled already
     expect(handedAt(await sweep(t + 10_000))).toEqual([]);
+  });
+
+  it("holds a twice-handed notification before its ack without taking a handler's room", async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const key = `held-${mode}`;
+    const queue = `expired-held-${mode}`;
+    await hash().set(key, 'order-1', 'unpaid', 3_600_000, { notify: queue });
+    const outbox = keys.hash(key)[2];
+    const [name] = await ctx.app.raw.hkeys(outbox);
+    const expiry = name!.split(':')[0]!;
+    // as if handed over a second time 6 s ago: its enqueue may land for 4 s more
+    const [seconds, micros] = await ctx.app.raw.time();
+    await ctx.app.raw.hset(outbox, `h:${name}`, `${Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - 6000}:2`);
+    await queues().enqueue(queue, { key, field: 'order-1', value: 'unpaid' }, { id: armingId(key, 'order-1', expiry) });
+    await queues().enqueue(queue, 'other', { id: 'other' });
+    const handled = new Map<string, number>();
+    const consumer = queues().consume(queue, ({ id }) => void handled.set(id, Date.now()), { concurrency: 1 });
+    try {
+      await eventually(async () => handled.size === 2, 5000);
+      expect(await ctx.app.raw.hlen(outbox)).toBe(0); // settled
+      const { inFlight } = await queues().size(queue);
+      expect(inFlight).toBe(1); // the notification, held
+      expect(Math.abs(handled.get('other')! - handled.get(armingId(key, 'order-1', expiry))!)).toBeLessThan(2000);
+      await eventually(async () => (await queues().size(queue)).inFlight === 0, 10_000);
+    } finally {
+      await consumer.stop();
+    }
+    expect(await queues().size(queue)).toMatchObject({ scheduled: 0, inFlight: 0 });
   });
 
   // 0.1 found a notification by a timer message on an internal queue, 0.2 through the sweep
