@@ -4,18 +4,17 @@
 --- @include "hash.lua"
 --- @include "write-field.lua"
 --- @include "account.lua"
+--- @include "save.lua"
 
 local function expand(h, mode, hsetex)
   local one = h.compact
   redis.call('DEL', h.key)
   local full = new_hash(h.key, h.index, h.now, mode)
+  full.hsetex = hsetex
   if one.expiry > h.now then
     write_field(full, one.field, one.value, one.expiry, hsetex)
     account(full, one.field, one.expiry, nil)
   end
-  full.before = meta_format(full.meta)
-  redis.call('HSET', full.key, '', full.before)
-  local expiry = key_expiry(full.meta)
-  if expiry >= 0 then redis.call('PEXPIREAT', full.key, expiry) end
+  save_hash(full)
   return full
 end

@@ -1,7 +1,8 @@
 -- Include: opening an expiring hash (layouts: docs/how-it-works.md, ExpiringHash keys). A script
 -- holds it as a table, its state: { key (H), index (B), now (ms), grown (B gained a bucket) },
 -- and compact = { field, value, expiry } or meta (meta.lua), native, before (the meta field as
--- read or last written; false: none).
+-- read or last written; false: none), hsetex (native writes may use HSETEX: set by the scripts
+-- that are told so).
 -- open_hash(H, B, now) -> the state of H, or false when H does not exist
 -- new_hash(H, B, now, mode) -> the state of a full hash about to be created in `mode` ('i'|'n')
 --- @include "meta.lua"

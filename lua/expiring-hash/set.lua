@@ -76,6 +76,7 @@ end
 local existed = h ~= false
 if not existed and expiry >= 0 then return compact_write() end
 h = h or new_hash(H, B, now, ARGV[2])
+h.hsetex = hsetex
 local old = existed and read_field(h, field) or nil
 
 local count = NO_CAP
