@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../../lib/index.js';
 import { eventually } from '../harness/expiring-hash.js';
-import { withLimiterApp } from '../harness/limiter-app.js';
+import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 import { transpileLib } from '../harness/transpiled-lib.js';
 
 const WRITER = join(process.cwd(), 'test/integration/workers/expiring-hash-writer.mjs');
+const SWEEPER = join(process.cwd(), 'test/integration/workers/expiring-hash-sweeper.mjs');
 const WRITERS = 3;
 
 /**
@@ -88,6 +89,98 @@ describe('expiry notifications when the writing process dies', () => {
       expect([...expected].filter((id) => !delivered.has(id))).toEqual([]);
     } finally {
       await consumer.stop();
+    }
+  });
+});
+
+/**
+ * The other side: the process delivering notifications dies between a handover and its enqueue, or
+ * between the enqueue and the disarm. Sweeping processes
+ * (test/integration/workers/expiring-hash-sweeper.mjs) are SIGKILLed at random points of the
+ * second in which the notifications come due; then a module of this process sweeps.
+ */
+describe('expiry notifications when the sweeping process dies', () => {
+  // writes and consumes only: sweeping is the children's job, then the takeover's
+  const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 0 } });
+  let libDir: string;
+  const children: ChildProcess[] = [];
+
+  beforeAll(() => {
+    libDir = transpileLib('expiring-hash-kill-sweepers');
+  });
+  afterAll(() => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+
+  /** Starts a process that only sweeps; resolves it once its sweeper runs. */
+  async function sweeper(): Promise<ChildProcess> {
+    const config = { libDir, redis: ctx.redis.connection, keyPrefix: ctx.app.prefix, sweepIntervalMs: 20 };
+    const child = spawn(process.execPath, [SWEEPER, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', () => resolve());
+      child.once('exit', (code) => reject(new Error(`the sweeper process exited (${code}) before it was ready`)));
+    });
+    return child;
+  }
+
+  async function kill(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const closed = new Promise((resolve) => child.once('close', resolve));
+    child.kill('SIGKILL');
+    await closed;
+  }
+
+  it('notifies every lapsed field exactly once when sweeping processes are killed mid-delivery', async () => {
+    const queue = 'killed-sweepers-expired';
+    const fields = 1500;
+    const delivered = new Map<string, number>();
+    // a sweeper is killed once this many notifications were handled: its deliveries under way,
+    // enqueued (one was just handled) and likely not yet disarmed
+    let killAt: { count: number; child: ChildProcess } | undefined;
+    const consumer = ctx.app.moduleRef.get(DelayQueueService).consume<ExpiredField>(queue, ({ payload }) => {
+      const id = `${payload.key}/${payload.field}`;
+      delivered.set(id, (delivered.get(id) ?? 0) + 1);
+      if (killAt && delivered.size >= killAt.count) {
+        killAt.child.kill('SIGKILL');
+        killAt = undefined;
+      }
+    });
+    const hash = ctx.app.moduleRef.get(ExpiringHashService);
+    let takeover: Awaited<ReturnType<typeof limiterModule>> | undefined;
+    try {
+      const first = await sweeper();
+      // all due at once, 100 per hash: one sweep hands a hash's 100 over, enqueues them, then disarms
+      const dueAt = Date.now() + 1500;
+      const written: string[] = [];
+      for (let start = 0; start < fields; start += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, async (_, j) => {
+            const n = start + j;
+            const owner = `sweep-owner-${n % 15}`;
+            await hash.set(owner, `slot-${n}`, `v${n}`, Math.max(1, dueAt - Date.now()), { notify: queue });
+            written.push(`${owner}/slot-${n}`);
+          }),
+        );
+      }
+      killAt = { count: 1, child: first };
+      await Promise.race([new Promise((resolve) => first.once('close', resolve)), sleep(5000)]);
+      await kill(first);
+      const second = await sweeper();
+      killAt = { count: delivered.size + 1 + Math.floor(Math.random() * 300), child: second };
+      await Promise.race([new Promise((resolve) => second.once('close', resolve)), sleep(3000)]);
+      await kill(second);
+      console.log(`${delivered.size} of ${fields} delivered before the takeover`);
+      takeover = await limiterModule(ctx.redis, { keyPrefix: ctx.app.prefix, expiringHash: { sweepIntervalMs: 50 } });
+      await takeover.moduleRef.get(ExpiringHashService).count('anyone'); // starts its sweeper
+      await eventually(async () => written.every((id) => delivered.has(id)), 20_000).catch(() => undefined);
+      await sleep(4000); // past the handover lease: a second handover would have come by now
+      expect(written.filter((id) => !delivered.has(id))).toEqual([]);
+      expect([...delivered].filter(([, n]) => n > 1)).toEqual([]);
+      expect(delivered.size).toBe(fields);
+    } finally {
+      await consumer.stop();
+      await takeover?.close();
     }
   });
 });
