@@ -10,6 +10,26 @@ const WRITER = join(process.cwd(), 'test/integration/workers/expiring-hash-write
 const SWEEPER = join(process.cwd(), 'test/integration/workers/expiring-hash-sweeper.mjs');
 const WRITERS = 3;
 
+/** Worker processes of one describe block: the library transpiled for them once, and every one
+ * still alive SIGKILLed at the end. `start` spawns `script` with its JSON config. */
+function workers(label: string) {
+  let libDir = '';
+  const children: ChildProcess[] = [];
+  beforeAll(() => {
+    libDir = transpileLib(label);
+  });
+  afterAll(() => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return {
+    start(script: string, config: Record<string, unknown>) {
+      const child = spawn(process.execPath, [script, JSON.stringify({ libDir, ...config })], { stdio: ['ignore', 'pipe', 'inherit'] });
+      children.push(child);
+      return child;
+    },
+  };
+}
+
 /**
  * Expiry notifications survive a writer's death: writer processes
  * (test/integration/workers/expiring-hash-writer.mjs) are SIGKILLed at random points of a burst of
@@ -19,21 +39,12 @@ const WRITERS = 3;
  */
 describe('expiry notifications when the writing process dies', () => {
   const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 50 } });
-  let libDir: string;
-  const children: ChildProcess[] = [];
-
-  beforeAll(() => {
-    libDir = transpileLib('expiring-hash-kill');
-  });
-  afterAll(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  const processes = workers('expiring-hash-kill');
 
   /** Starts a writer; resolves what it reported once it was killed `killAfterMs` into its burst. */
   function killedWriter(owners: string, killAfterMs: number, queue: string) {
-    const config = { libDir, redis: ctx.redis.connection, keyPrefix: ctx.app.prefix, queue, owners: 5, writes: 100_000, ttlMs: 400, ownerPrefix: owners };
-    const child = spawn(process.execPath, [WRITER, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
+    const config = { redis: ctx.redis.connection, keyPrefix: ctx.app.prefix, queue, owners: 5, writes: 100_000, ttlMs: 400, ownerPrefix: owners };
+    const child = processes.start(WRITER, config);
     const tried = new Set<string>();
     const succeeded = new Set<string>();
     let buffer = '';
@@ -102,21 +113,11 @@ describe('expiry notifications when the writing process dies', () => {
 describe('expiry notifications when the sweeping process dies', () => {
   // writes and consumes only: sweeping is the children's job, then the takeover's
   const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 0 } });
-  let libDir: string;
-  const children: ChildProcess[] = [];
-
-  beforeAll(() => {
-    libDir = transpileLib('expiring-hash-kill-sweepers');
-  });
-  afterAll(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  const processes = workers('expiring-hash-kill-sweepers');
 
   /** Starts a process that only sweeps; resolves it once its sweeper runs. */
   async function sweeper(): Promise<ChildProcess> {
-    const config = { libDir, redis: ctx.redis.connection, keyPrefix: ctx.app.prefix, sweepIntervalMs: 20 };
-    const child = spawn(process.execPath, [SWEEPER, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
+    const child = processes.start(SWEEPER, { redis: ctx.redis.connection, keyPrefix: ctx.app.prefix, sweepIntervalMs: 20 });
     await new Promise<void>((resolve, reject) => {
       child.stdout.once('data', () => resolve());
       child.once('exit', (code) => reject(new Error(`the sweeper process exited (${code}) before it was ready`)));
