@@ -9,12 +9,8 @@ import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 /** A notification handed over is not handed over again for this long: its delivery may still be
  * under way (sweep.lua). */
 export const HANDOVER_LEASE_MS = 3000;
-/** A handover whose enqueue has not been sent this long after the sweep replied is abandoned: it
- * is handed over again after the lease, and an enqueue older than the grace below never lands. */
-const ENQUEUE_FENCE_MS = 2000;
 /** How long after a handover its enqueue may still land; a consumer holds a notification handed
- * over more than once until then (settle.lua). Far above the fence plus any command's time in
- * flight. */
+ * over more than once until then (settle.lua). Far above any command's time in flight. */
 const HANDOVER_GRACE_MS = 10_000;
 /** A disarm or settle that failed (a timeout under load) is tried this often, then given up. */
 const ATTEMPTS = 5;
@@ -46,14 +42,9 @@ export class ExpiryNotifier {
     private readonly queues: DelayQueueService,
   ) {}
 
-  /**
-   * Delivers `key`'s due notifications: `handed` is sweep.lua's flat list of name, JSON pairs,
-   * its reply heard at `heardAt` (performance.now()).
-   */
-  async deliver(key: string, handed: readonly string[], heardAt: number): Promise<void> {
-    // too late to be sure the enqueue lands within the grace: the lease brings them back
-    const lateMs = performance.now() - heardAt;
-    if (lateMs > ENQUEUE_FENCE_MS) throw new Error(`handed over ${Math.round(lateMs)} ms ago (the event loop was blocked); delivery comes again`);
+  /** Delivers `key`'s due notifications: `handed` is sweep.lua's flat list of name, JSON pairs;
+   * their enqueues are sent at once, in the turn that heard the handover. */
+  async deliver(key: string, handed: readonly string[]): Promise<void> {
     const names: string[] = [];
     const enqueues: Promise<string>[] = [];
     for (let i = 0; i < handed.length; i += 2) {

@@ -202,12 +202,12 @@ export class ExpiringHashSweeper implements WakeUpListener {
   /** Sweeps one hash and delivers its due notifications; resolves when it next has work, and
    * whether work was left over. */
   private async sweepHash(key: string): Promise<[number, boolean]> {
-    const reply = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET, HANDOVER_LEASE_MS])) as (number | string)[];
-    const heardAt = performance.now();
-    const [next, left, ...handed] = reply;
+    const [next, left, ...handed] = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET, HANDOVER_LEASE_MS])) as (
+      number | string
+    )[];
     if (handed.length === 0) return [Number(next), left === HashReply.BUDGET_SPENT];
     try {
-      await this.notifier.deliver(key, handed as string[], heardAt);
+      await this.notifier.deliver(key, handed as string[]);
     } catch (error) {
       // still armed: try again soon (the registry must not forget the hash); the handover's
       // lease makes that sweep come back once more, when the lease is over
