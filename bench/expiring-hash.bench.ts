@@ -220,8 +220,24 @@ async function ourParts(admin: Redis, hashes: number): Promise<[number, number]>
     }
     return bytes / ITEMS;
   };
-  const registries = Array.from({ length: hk.shards }, (_, s) => hk.registry(s));
-  return [await usage(registries), await usage(Array.from({ length: hashes }, (_, h) => hk.hash(user(h))[1]))];
+  const registry = (await registryBuckets(admin, hk)).flatMap(([, buckets]) => buckets);
+  const indexes = Array.from({ length: hk.shards }, (_, s) => hk.registry(s));
+  return [await usage([...indexes, ...registry]), await usage(Array.from({ length: hashes }, (_, h) => hk.hash(user(h))[1]))];
+}
+
+/** Per registry shard: the index's key and the keys of the buckets it names. */
+async function registryBuckets(admin: Redis, hk: ExpiringHashKeys): Promise<[string, string[]][]> {
+  const p = admin.pipeline();
+  for (let s = 0; s < hk.shards; s++) p.zrange(hk.registry(s), '0', '-1');
+  const slices = ((await p.exec()) ?? []).map(([, names]) => names as string[]);
+  return slices.map((names, s) => [hk.registry(s), names.map((slice) => hk.registryBucket(s, slice))]);
+}
+
+/** How many listings the sweep registry holds (a hash is mostly listed once). */
+async function listedHashes(admin: Redis, hk: ExpiringHashKeys): Promise<number> {
+  const p = admin.pipeline();
+  for (const [, buckets] of await registryBuckets(admin, hk)) for (const bucket of buckets) p.zcard(bucket);
+  return sumOf(((await p.exec()) ?? []).map(([, n]) => Number(n)));
 }
 
 /** Every item must be counted: the memory figure is worthless if the writes went missing. */
@@ -349,8 +365,7 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
   if (!serverVersions.includes(version)) serverVersions.push(version);
   const keys = new RedisKeys(PREFIX);
   const hk = new ExpiringHashKeys(keys, 16); // the module's default sweepShards
-  const registries = Array.from({ length: hk.shards }, (_, s) => hk.registry(s));
-  const registered = async () => sumOf(await Promise.all(registries.map((r) => admin.zcard(r))));
+  const registered = () => listedHashes(admin, hk);
   const fields = shape.hashes * shape.fields;
 
   const loader = await boot(server.url, { mode: 'index', sweepIntervalMs: 0 });

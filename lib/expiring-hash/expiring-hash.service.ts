@@ -349,7 +349,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private async registry(key: string, args: (string | number)[]): Promise<void> {
     const shard = this.keys.shardOf(key);
     const publish = await this.sweeper.publishCommand();
-    await this.redis.scripts.run('registryAdd', [this.keys.registry(shard)], ['', key, ...args, this.keys.wakeChannel(shard), publish]);
+    const buckets = this.keys.registryBuckets(shard);
+    await this.redis.scripts.run('registryAdd', [this.keys.registry(shard)], ['', key, ...args, this.keys.wakeChannel(shard), publish, buckets]);
   }
 
   private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {

@@ -42,9 +42,10 @@ class RegistryWakeUps extends WakeUps {
 
 /**
  * Removes expired fields nobody reads and delivers expiry notifications. Every instance runs one
- * loop; they share the work through the registry (sharded sorted sets of "user key -> next due
- * time"): a claim leases due hashes atomically, so no two sweepers work on one hash at once and
- * none is special. The loop sleeps until the earliest due time the registry reported for each
+ * loop; they share the work through the registry (per shard, small sorted sets of "user key ->
+ * next due time", a few per second of due times, and an index of when each set needs a look): a
+ * claim leases due hashes atomically, so no two sweepers work on one hash at once and none is
+ * special. The loop sleeps until the earliest due time the registry reported for each
  * shard, and a registration earlier than a shard's earliest wakes it (pub/sub), so an idle
  * process costs Redis next to nothing. Each hash is swept by one bounded script call; a hash with
  * more due work than the budget is re-listed as due at once.
@@ -175,27 +176,29 @@ export class ExpiringHashSweeper implements WakeUpListener {
   /** Claims a shard's due hashes, sweeps them, releases them; resolves when the shard next has work
    * (server ms, -1: nothing listed). */
   private async sweepShard(shard: number): Promise<number> {
-    const registry = this.keys.registry(shard);
+    const registry = [this.keys.registry(shard), this.keys.legacyRegistry(shard)];
+    const stem = this.keys.registryBuckets(shard);
     const scripts = this.redis.scripts;
-    const [lease, now, rest, ...claimed] = (await scripts.run('registryClaim', [registry], ['', CLAIM_BATCH, LEASE_MS])) as (string | number)[];
+    const [lease, now, rest, ...claimed] = (await scripts.run('registryClaim', registry, ['', CLAIM_BATCH, LEASE_MS, stem])) as (string | number)[];
     this.offsetMs = Number(now) - Date.now();
     if (claimed.length === 0) return Number(rest);
-    const triples: (string | number)[] = [];
-    let more = claimed.length === CLAIM_BATCH * 2;
-    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT * 2) {
+    // per hash: user key, slice, held
+    const quads: (string | number)[] = [];
+    let more = claimed.length === CLAIM_BATCH * 3;
+    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT * 3) {
       const batch: Promise<void>[] = [];
-      for (let j = i; j < Math.min(claimed.length, i + SWEEPS_IN_FLIGHT * 2); j += 2) {
+      for (let j = i; j < Math.min(claimed.length, i + SWEEPS_IN_FLIGHT * 3); j += 3) {
         const key = String(claimed[j]);
         batch.push(
           this.sweepHash(key).then(([next, left]) => {
             if (left) more = true;
-            triples.push(key, next, claimed[j + 1]!);
+            quads.push(key, claimed[j + 1]!, next, claimed[j + 2]!);
           }),
         );
       }
       await Promise.all(batch);
     }
-    const next = Number(await scripts.run('registryRelease', [registry], ['', lease!, RECHECK_MS, ...triples]));
+    const next = Number(await scripts.run('registryRelease', registry, ['', lease!, RECHECK_MS, stem, ...quads]));
     return more ? Number(now) : next;
   }
 

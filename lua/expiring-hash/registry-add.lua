@@ -1,6 +1,6 @@
 -- Register a hash with the sweep registry: it has work at `at` or later. Wakes the sweepers when
 -- `at` is earlier than anything the shard held, so they can sleep until the earliest due time.
--- KEYS[1]  one shard of the sweep registry (zset: user key -> next sweep time in ms)
+-- KEYS[1]  one shard's registry index (registry.lua)
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  user key
 -- ARGV[3]  when the hash has work (ms), or '' for now + ARGV[4]
@@ -9,21 +9,30 @@
 --          an earlier time already listed is then held, so a sweep in between cannot forget it
 -- ARGV[6]  wake-up channel: told `at` when it becomes the shard's earliest
 -- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the shard's slot)
+-- ARGV[8]  the shard's bucket key stem (registry.lua)
 -- Returns  WOKE when `at` became the shard's earliest (a wake-up was published), else NOT_WOKE
 --          (codes: replies.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "registry.lua"
 
+local r = registry_of(KEYS[1], ARGV[8])
 local member = ARGV[2]
 local at = ARGV[3] ~= '' and tonumber(ARGV[3]) or now_ms(ARGV[1]) + tonumber(ARGV[4])
-local score = tonumber(rcall('ZSCORE', KEYS[1], member))
+-- read before any write: a shard that is not a sorted set fails the call with nothing written
+local head = shard_earliest(r)
+local name, score = locate(r, member, at)
 if score and score <= at then
-  if ARGV[5] == '1' and score == math.floor(score) then rcall('ZADD', KEYS[1], score - 0.5, member) end
+  if ARGV[5] == '1' and score == math.floor(score) then
+    rcall('ZADD', bucket(r, name), score - 0.5, member)
+    r.touched[name] = true
+    reindex(r)
+  end
   return NOT_WOKE
 end
-local head = earliest(KEYS[1])
-rcall('ZADD', KEYS[1], at, member)
+rcall('ZADD', bucket(r, name), at, member)
+r.touched[name] = true
+reindex(r)
 if head ~= NOTHING_DUE and head <= at then return NOT_WOKE end
 rcall(ARGV[7], ARGV[6], int(at))
 return WOKE

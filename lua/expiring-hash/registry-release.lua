@@ -1,34 +1,40 @@
 -- Return leased hashes to the sweep registry with their next sweep time.
--- KEYS[1]  one shard of the sweep registry
+-- KEYS[1]  one shard's registry index (registry.lua)
+-- KEYS[2]  the shard's registry as 0.1 kept it
 -- ARGV[1]  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  the lease score registry-claim.lua returned
 -- ARGV[3]  ms after which a held hash the sweep found without work is looked at once more
--- ARGV[4..] triples: user key, next sweep time in ms (NOTHING_DUE: no work left), HELD if it was
---          held else NOT_HELD (codes: replies.lua)
--- Returns  the shard's earliest due time after the release (ms; a lease: its deadline), or
---          NOTHING_DUE
+-- ARGV[4]  the shard's bucket key stem (registry.lua)
+-- ARGV[5..] quadruples: user key, the slice it was claimed from, next sweep time in ms
+--          (NOTHING_DUE: no work left), HELD if it was held else NOT_HELD (codes: replies.lua)
+-- Returns  the shard's earliest time anything needs a look after the release (ms; a lease: its
+--          deadline), or NOTHING_DUE
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "registry.lua"
 
+local r = registry_of(KEYS[1], ARGV[4], KEYS[2])
 local lease = tonumber(ARGV[2])
 local recheck_at
-for i = 4, #ARGV, 3 do
-  local member, nxt, held = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]) == HELD
-  local score = tonumber(rcall('ZSCORE', KEYS[1], member))
+for i = 5, #ARGV, 4 do
+  local member, slice, nxt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local held = tonumber(ARGV[i + 3]) == HELD
+  local b = bucket(r, slice)
+  local score = tonumber(rcall('ZSCORE', b, member))
   if score == lease then
+    rcall('ZREM', b, member)
+    r.touched[slice] = true
     if nxt ~= NOTHING_DUE then
-      rcall('ZADD', KEYS[1], nxt, member)
+      list(r, member, nxt)
     elseif held then
       -- a write registered before this sweep may land after it: look once more
       recheck_at = recheck_at or now_ms(ARGV[1]) + tonumber(ARGV[3])
-      rcall('ZADD', KEYS[1], recheck_at, member)
-    else
-      rcall('ZREM', KEYS[1], member)
+      list(r, member, recheck_at)
     end
   elseif nxt ~= NOTHING_DUE and (not score or nxt < score) then
     -- registered anew while we swept: keep the earlier time
-    rcall('ZADD', KEYS[1], nxt, member)
+    list(r, member, nxt)
   end
 end
-return earliest(KEYS[1])
+reindex(r)
+return shard_earliest(r)

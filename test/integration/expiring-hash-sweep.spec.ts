@@ -45,8 +45,9 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     expect(Number(await raw.call('MEMORY', 'USAGE', key('big'), 'SAMPLES', '0'))).toBeLessThan(before);
     expect(await hash.count('big')).toBe(100);
     // only the big hash is still listed for sweeping
-    const registry = await Promise.all([0, 1, 2, 3].map((s) => raw.zrange(`${app!.prefix}ehr:{${s}}`, '0', '-1')));
-    expect(registry.flat()).toEqual(['big']);
+    const buckets = await redis.keys(`${app!.prefix}ehr:at:*`);
+    const listed = await Promise.all(buckets.map((b) => raw.zrange(b, '0', '-1')));
+    expect([...new Set(listed.flat())]).toEqual(['big']);
   });
 
   it('several instances share the sweep and drain everything', async () => {
@@ -57,66 +58,132 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     await eventually(async () => (await redis.keys(`${a!.prefix}ehr:*`)).length === 0);
   });
 
+  /** A registry shard's scripts, as the sweeper and the service call them, on shard 0. */
+  function shardZero(app: LimiterApp) {
+    const connection = app.moduleRef.get(RedisConnection);
+    const keys = [`${app.prefix}ehr:due:{0}`, `${app.prefix}ehr:{0}`];
+    const stem = `${app.prefix}ehr:at:{0}`;
+    return {
+      legacy: keys[1]!,
+      add: (member: string, at: number, ahead: '0' | '1' = '0') =>
+        connection.scripts.run('registryAdd', [keys[0]!], ['', member, at, '', ahead, `${app.prefix}ehw:{0}`, 'PUBLISH', stem]),
+      claim: async (limit: number, now: number | '' = '') => (await connection.scripts.run('registryClaim', keys, [now, limit, 30_000, stem])) as string[],
+      release: (lease: string, ...quads: (string | number)[]) => connection.scripts.run('registryRelease', keys, ['', lease, 10_000, stem, ...quads]),
+      /** Every listing in the shard's buckets, as "member@score". */
+      listed: async () => {
+        const buckets = await redis.keys(`${stem}:*`);
+        const pairs = await Promise.all(buckets.map((b) => app.raw.zrange(b, '0', '-1', 'WITHSCORES')));
+        return pairs.flatMap((p) => p.flatMap((m, i) => (i % 2 === 0 ? [`${m}@${p[i + 1]}`] : []))).sort();
+      },
+    };
+  }
+
   it('a claim leases each due hash to one sweeper only', async () => {
     const [app] = await instances(1, 0);
-    const connection = app!.moduleRef.get(RedisConnection);
-    const registry = `${app!.prefix}ehr:{0}`;
-    await app!.raw.zadd(registry, ...Array.from({ length: 50 }, (_, i) => ['1', `k${i}`]).flat(), '9000000000000', 'later');
-    const claims = await Promise.all(
-      [0, 1, 2].map(() => connection.scripts.run('registryClaim', [registry], ['', 20, 30_000]) as Promise<(string | number)[]>),
-    );
-    const members = claims.flatMap(([, , , ...claimed]) => claimed.filter((_, i) => i % 2 === 0));
+    const shard = shardZero(app!);
+    for (let i = 0; i < 50; i++) await shard.add(`k${i}`, 1);
+    await shard.add('later', 9_000_000_000_000);
+    const claims = await Promise.all([0, 1, 2].map(() => shard.claim(20)));
+    const members = claims.flatMap(([, , , ...claimed]) => claimed.filter((_, i) => i % 3 === 0));
     expect(members).toHaveLength(50);
     expect(new Set(members).size).toBe(50);
-    // each claim says when the shard next has work: what it left due, then the later member
-    expect(claims.map(([, , rest]) => rest)).toEqual([1, 1, 9_000_000_000_000]);
+    // each claim says when the shard next needs a look: what it left due, then the first lease's end
+    const firstLeaseEnd = Math.min(...claims.map(([lease]) => Number(lease))) - 2 ** 50;
+    expect(claims.map(([, , rest]) => Number(rest))).toEqual([1, 1, firstLeaseEnd]);
     // a lease is released to the next due time, or removes the hash when it has none
-    const [lease, , , first, , second] = claims[0]!;
-    const earliest = await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, first!, 5000, 0, second!, -1, 0]);
+    const [lease, , , first, slice, , second] = claims[0]!;
+    expect(slice).toBe('0');
+    const earliest = await shard.release(lease!, first!, slice!, 5000, 0, second!, slice!, -1, 0);
     expect(earliest).toBe(5000);
-    expect(await app!.raw.zscore(registry, first!)).toBe('5000');
-    expect(await app!.raw.zscore(registry, second!)).toBeNull();
+    const listed = await shard.listed();
+    expect(listed).toContain(`${first}@5000`);
+    expect(listed.filter((l) => l.startsWith(`${second}@`))).toEqual([]);
+  });
+
+  it('keeps a busy time slice in compact buckets, and drops each bucket and its index entry once empty', async () => {
+    const [app] = await instances(1, 0);
+    const shard = shardZero(app!);
+    for (let i = 0; i < 300; i++) await shard.add(`user-${i}`, 1000 + i); // one slice, more than a bucket holds
+    await shard.add('other', 5000);
+    const buckets = await redis.keys(`${app!.prefix}ehr:at:{0}:*`);
+    expect(buckets.length).toBeGreaterThan(2);
+    const sizes = await Promise.all(buckets.map((b) => app!.raw.zcard(b)));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(128);
+    expect(sizes.reduce((a, b) => a + b)).toBe(301);
+    expect(new Set(await Promise.all(buckets.map((b) => app!.raw.object('ENCODING', b))))).toEqual(new Set(['listpack']));
+    const index = await app!.raw.zrange(`${app!.prefix}ehr:due:{0}`, '0', '-1', 'WITHSCORES');
+    expect(index).toHaveLength(buckets.length * 2);
+    expect(index.slice(0, 2)).toEqual(['1', '1000']);
+    expect(index.slice(-2)).toEqual(['5', '5000']);
+    const [lease, , , ...claimed] = await shard.claim(400, 1150);
+    expect(claimed).toHaveLength(151 * 3);
+    const quads = Array.from({ length: 151 }, (_, i) => [claimed[i * 3]!, claimed[i * 3 + 1]!, -1, 0]).flat();
+    expect(await shard.release(lease!, ...quads)).toBe(1151); // the slice's members not yet due
+    const rest = await shard.claim(400, 6000);
+    expect(rest.length).toBe(3 + 150 * 3);
+    await shard.release(rest[0]!, ...Array.from({ length: 150 }, (_, i) => [rest[3 + i * 3]!, rest[4 + i * 3]!, -1, 0]).flat());
+    expect(await redis.keys(`${app!.prefix}ehr:*`)).toEqual([]);
+  });
+
+  it("drains 0.1's registry as one more bucket", async () => {
+    const [app] = await instances(1, 0);
+    const shard = shardZero(app!);
+    await app!.raw.zadd(shard.legacy, 1, 'old', 9_000_000_000_000, 'old-later');
+    const [lease, , rest, ...claimed] = await shard.claim(10);
+    expect(claimed).toEqual(['old', '', HashReply.NOT_HELD]);
+    expect(Number(rest)).toBe(Number(lease) - 2 ** 50);
+    await shard.release(lease!, 'old', '', 2000, HashReply.NOT_HELD);
+    expect(await shard.listed()).toEqual(['old@2000']);
+    expect(await app!.raw.zrange(shard.legacy, '0', '-1')).toEqual(['old-later']);
   });
 
   it('a registration made during a lease survives its release', async () => {
     const [app] = await instances(1, 0);
-    const connection = app!.moduleRef.get(RedisConnection);
-    const registry = `${app!.prefix}ehr:{0}`;
-    await app!.raw.zadd(registry, 1, 'k');
-    const [lease] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[];
-    await app!.raw.zadd(registry, 'LT', 9_000_000_000_000, 'k'); // a set meanwhile: due far ahead, still below the lease
-    await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, 'k', -1, 0]);
-    expect(await app!.raw.zscore(registry, 'k')).toBe('9000000000000');
+    const shard = shardZero(app!);
+    await shard.add('k', 1);
+    await shard.add('j', 50);
+    const [lease, , , ...claimed] = await shard.claim(10);
+    expect(claimed.filter((_, i) => i % 3 === 0).sort()).toEqual(['j', 'k']);
+    await shard.add('k', 9_000_000_000_000); // a set meanwhile, due far ahead: another slice
+    await shard.add('j', 60); // and one in the slice it was claimed from
+    await shard.release(lease!, 'k', '0', -1, 0, 'j', '0', -1, 0);
+    expect(await shard.listed()).toEqual(['j@60', 'k@9000000000000']);
   });
 
   it("a claim that finds nothing due says when another sweeper's lease runs out", async () => {
     const [app] = await instances(1, 0);
-    const connection = app!.moduleRef.get(RedisConnection);
-    const registry = `${app!.prefix}ehr:{0}`;
-    await app!.raw.zadd(registry, 1, 'k');
-    const [lease] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[]; // its sweeper dies
-    const [, , rest, ...claimed] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as number[];
+    const shard = shardZero(app!);
+    await shard.add('k', 1);
+    const [lease] = await shard.claim(10); // its sweeper dies
+    const [, , rest, ...claimed] = await shard.claim(10);
     expect(claimed).toEqual([]);
-    expect(rest).toBe(Number(lease) - 2 ** 50); // not NOTHING_DUE: the hash comes back when the lease runs out
+    expect(Number(rest)).toBe(Number(lease) - 2 ** 50); // not NOTHING_DUE: the hash comes back when the lease runs out
+    const [, , , ...again] = await shard.claim(10, Number(lease) - 2 ** 50);
+    expect(again).toEqual(['k', '0', HashReply.NOT_HELD]);
   });
 
   it('a registration ahead of a write keeps the hash listed through a sweep that came first', async () => {
     const [app] = await instances(1, 0);
-    const connection = app!.moduleRef.get(RedisConnection);
-    const registry = `${app!.prefix}ehr:{0}`;
-    const add = (at: number, ahead: '0' | '1') =>
-      connection.scripts.run('registryAdd', [registry], ['', 'k', at, '', ahead, `${app!.prefix}ehw:{0}`, 'PUBLISH']);
-    await add(1, '0');
-    expect(await add(9_000_000_000_000, '1')).toBe(HashReply.NOT_WOKE); // listed earlier already: held, not moved
-    const [lease, , , member, held] = (await connection.scripts.run('registryClaim', [registry], ['', 10, 30_000])) as string[];
-    expect([member, held]).toEqual(['k', HashReply.HELD]);
+    const shard = shardZero(app!);
+    // listed earlier in the same slice: held, not moved
+    await shard.add('k', 1000);
+    expect(await shard.add('k', 1050, '1')).toBe(HashReply.NOT_WOKE);
+    const [lease, , , member, slice, held] = await shard.claim(10);
+    expect([member, slice, held]).toEqual(['k', '1', HashReply.HELD]);
     // the sweep found nothing (the write has not landed): looked at once more, not forgotten
-    await connection.scripts.run('registryRelease', [registry], ['', lease!, 10_000, 'k', HashReply.NOTHING_DUE, HashReply.HELD]);
-    expect(Number(await app!.raw.zscore(registry, 'k'))).toBeGreaterThan(Date.now());
-    const [lease2, , , , held2] = (await connection.scripts.run('registryClaim', [registry], [Date.now() + 20_000, 10, 30_000])) as string[];
+    await shard.release(lease!, 'k', slice!, HashReply.NOTHING_DUE, HashReply.HELD);
+    const [recheck] = await shard.listed();
+    expect(Number(recheck!.split('@')[1])).toBeGreaterThan(Date.now());
+    const [lease2, , , , slice2, held2] = await shard.claim(10, Date.now() + 20_000);
     expect(held2).toBe(HashReply.NOT_HELD);
-    await connection.scripts.run('registryRelease', [registry], ['', lease2!, 10_000, 'k', HashReply.NOTHING_DUE, HashReply.NOT_HELD]);
-    expect(await app!.raw.zscore(registry, 'k')).toBeNull();
+    await shard.release(lease2!, 'k', slice2!, HashReply.NOTHING_DUE, HashReply.NOT_HELD);
+    expect(await shard.listed()).toEqual([]);
+    // listed earlier in another slice: the later time is listed too, so the sweep cannot forget it
+    await shard.add('j', 1);
+    expect(await shard.add('j', 9_000_000_000_000, '1')).toBe(HashReply.NOT_WOKE);
+    const [lease3, , , , slice3] = await shard.claim(10);
+    await shard.release(lease3!, 'j', slice3!, HashReply.NOTHING_DUE, HashReply.NOT_HELD);
+    expect(await shard.listed()).toEqual(['j@9000000000000']);
   });
 });
 

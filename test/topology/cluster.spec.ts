@@ -64,7 +64,7 @@ describe('on a 3-master Redis Cluster', () => {
     const moduleRef = await boot();
     const { keys } = moduleRef.get(RedisConnection);
     const masters = await cluster.masters();
-    const registry = Array.from({ length: 16 }, (_, n) => keys.build('ehr', String(n)));
+    const registry = Array.from({ length: 16 }, (_, n) => keys.build('ehr', String(n), 'due'));
     const perMaster = async (names: string[]) => {
       const owners = await Promise.all(names.map(async (name) => (await cluster.masterOf(name)).port));
       return masters.map((m) => owners.filter((port) => port === m.port).length);
