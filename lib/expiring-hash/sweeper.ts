@@ -43,7 +43,7 @@ class RegistryWakeUps extends WakeUps {
 /**
  * Removes expired fields nobody reads and delivers expiry notifications. Every instance runs one
  * loop; they share the work through the registry (per shard, small sorted sets of "user key ->
- * next due time", a few per second of due times, and an index of when each set needs a look): a
+ * next due time", a few per ten seconds of due times, and an index of when each needs a look): a
  * claim leases due hashes atomically, so no two sweepers work on one hash at once and none is
  * special. The loop sleeps until the earliest due time the registry reported for each
  * shard, and a registration earlier than a shard's earliest wakes it (pub/sub), so an idle

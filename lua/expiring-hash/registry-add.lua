@@ -21,18 +21,15 @@ local member = ARGV[2]
 local at = ARGV[3] ~= '' and tonumber(ARGV[3]) or now_ms(ARGV[1]) + tonumber(ARGV[4])
 -- read before any write: a shard that is not a sorted set fails the call with nothing written
 local head = shard_earliest(r)
-local name, score = locate(r, member, at)
-if score and score <= at then
-  if ARGV[5] == '1' and score == math.floor(score) then
-    rcall('ZADD', bucket(r, name), score - 0.5, member)
-    r.touched[name] = true
-    reindex(r)
+local name = place(r, member, at)
+if ARGV[5] == '1' then
+  local score = tonumber(rcall('ZSCORE', bucket(r, name), member))
+  if score and score <= at then
+    if score == math.floor(score) then list_in(r, name, member, score - 0.5) end
+    return NOT_WOKE
   end
-  return NOT_WOKE
 end
-rcall('ZADD', bucket(r, name), at, member)
-r.touched[name] = true
-reindex(r)
+list_in(r, name, member, at)
 if head ~= NOTHING_DUE and head <= at then return NOT_WOKE end
 rcall(ARGV[7], ARGV[6], int(at))
 return WOKE

@@ -9,7 +9,7 @@
 -- ARGV[4]  the shard's bucket key stem (registry.lua)
 -- Returns  { lease score, now (ms), the shard's earliest time anything needs a look after this
 --          claim (ms; a lease: its deadline; NOTHING_DUE: none),
---          then for each hash: user key, its bucket's slice, HELD if it was held (registry.lua)
+--          then for each hash: user key, its bucket's name (registry.lua), HELD if it was held (registry.lua)
 --          else NOT_HELD }  (codes: replies.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
@@ -25,10 +25,10 @@ local reply = { int(lease), int(now), 0 }
 if rcall('ZCARD', r.legacy) > 0 or rcall('ZSCORE', r.index, '') then r.touched[''] = true end
 reindex(r)
 
-local slices = rcall('ZRANGEBYSCORE', r.index, '-inf', now, 'LIMIT', 0, left)
-for _, slice in ipairs(slices) do
+local names = rcall('ZRANGEBYSCORE', r.index, '-inf', now, 'LIMIT', 0, left)
+for _, name in ipairs(names) do
   if left == 0 then break end
-  local b = bucket(r, slice)
+  local b = bucket(r, name)
   local found = rcall('ZRANGEBYSCORE', b, '-inf', now, 'WITHSCORES', 'LIMIT', 0, left)
   if #found < left * 2 then
     -- leases whose sweeper died
@@ -39,11 +39,11 @@ for _, slice in ipairs(slices) do
     local score = tonumber(found[i + 1])
     rcall('ZADD', b, lease, found[i])
     reply[#reply + 1] = found[i]
-    reply[#reply + 1] = slice
+    reply[#reply + 1] = name
     reply[#reply + 1] = (score < LEASED and score ~= math.floor(score)) and HELD or NOT_HELD
   end
   left = left - #found / 2
-  r.touched[slice] = true
+  r.touched[name] = true
 end
 reindex(r)
 reply[3] = shard_earliest(r)

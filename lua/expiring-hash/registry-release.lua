@@ -5,7 +5,7 @@
 -- ARGV[2]  the lease score registry-claim.lua returned
 -- ARGV[3]  ms after which a held hash the sweep found without work is looked at once more
 -- ARGV[4]  the shard's bucket key stem (registry.lua)
--- ARGV[5..] quadruples: user key, the slice it was claimed from, next sweep time in ms
+-- ARGV[5..] quadruples: user key, the bucket it was claimed from, next sweep time in ms
 --          (NOTHING_DUE: no work left), HELD if it was held else NOT_HELD (codes: replies.lua)
 -- Returns  the shard's earliest time anything needs a look after the release (ms; a lease: its
 --          deadline), or NOTHING_DUE
@@ -17,23 +17,23 @@ local r = registry_of(KEYS[1], ARGV[4], KEYS[2])
 local lease = tonumber(ARGV[2])
 local recheck_at
 for i = 5, #ARGV, 4 do
-  local member, slice, nxt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local member, name, nxt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local held = tonumber(ARGV[i + 3]) == HELD
-  local b = bucket(r, slice)
+  local b = bucket(r, name)
   local score = tonumber(rcall('ZSCORE', b, member))
   if score == lease then
     rcall('ZREM', b, member)
-    r.touched[slice] = true
+    r.touched[name] = true
     if nxt ~= NOTHING_DUE then
-      list(r, member, nxt)
+      list_in(r, place(r, member, nxt), member, nxt)
     elseif held then
       -- a write registered before this sweep may land after it: look once more
       recheck_at = recheck_at or now_ms(ARGV[1]) + tonumber(ARGV[3])
-      list(r, member, recheck_at)
+      list_in(r, place(r, member, recheck_at), member, recheck_at)
     end
   elseif nxt ~= NOTHING_DUE and (not score or nxt < score) then
     -- registered anew while we swept: keep the earlier time
-    list(r, member, nxt)
+    list_in(r, place(r, member, nxt), member, nxt)
   end
 end
 reindex(r)

@@ -1,11 +1,12 @@
 -- Include: one shard of the sweep registry. A hash with work is listed in a bucket of the time
 -- slice (SLICE_MS wide) it is due in: a sorted set of user key -> when the hash next has work
 -- (ms). Buckets hold at most FULL hashes, so Redis keeps them in its compact (listpack) encoding:
--- about 22 bytes a hash where one sorted set per shard cost about 113. A slice's first bucket is
--- named by the slice; once it is full, a hash goes one level down its path: at level L, to bucket
--- L.(sha1(hash) mod 4^L), so a busy slice spreads over more buckets and a quiet one keeps one.
--- The shard's index, a sorted set of bucket name -> the earliest time it needs a look, says which
--- buckets to open; the times in a bucket are exact, the slice only groups them.
+-- about 27 bytes a listed hash where one sorted set per shard cost about 109 (a slice with only
+-- one or two hashes in a shard costs more: about 205, as each bucket is a key). A slice's first
+-- bucket is named by the slice; once it is full, a hash goes one level down its path: at level L,
+-- to bucket L.(sha1(hash) mod 4^L), so a busy slice spreads over more buckets and a quiet one
+-- keeps one. The shard's index, a sorted set of bucket name -> the earliest time it needs a look,
+-- says which buckets to open; the times in a bucket are exact, the slice only groups them.
 -- Scores below LEASED are due times; a due time with a half (x.5) is held: a write that
 -- registered it may still be on its way, so a sweep that finds no work there looks once more
 -- before forgetting the hash. A leased member's score is LEASED + its lease deadline, in the
@@ -13,15 +14,17 @@
 -- scores) is read as one more bucket, named '' in the index, until it drains.
 -- A hash may be listed in more than one bucket: a later listing costs one sweep that finds
 -- nothing due and tells the registry when the hash really has work.
+-- Bucket keys are built here, not passed in: which one a listing takes depends on the server's
+-- clock and on how full the buckets are. All share the stem's hash tag, so the index's slot.
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 
 local rcall = redis.call
 local LEASED = 1125899906842624 -- 2^50 ms: no due time comes near it
-local SLICE_MS = 1000
+local SLICE_MS = 10000
 -- zset-max-listpack-entries' default
 local FULL = 128
--- 4^6 buckets a slice at the deepest level: a shard takes about 500,000 hashes a second compactly
+-- 4^6 buckets a slice at the deepest level: a shard keeps about 700,000 hashes a slice compactly
 local DEEPEST = 6
 
 -- A registry shard: its index key, its buckets' key stem (a bucket is stem .. ':' .. name, in the
@@ -35,22 +38,27 @@ local function bucket(r, name)
   return r.stem .. ':' .. name
 end
 
--- The bucket on `member`'s path through the slice of `at` that lists it, and its score there;
--- else the first bucket on the path with room (nil score).
-local function locate(r, member, at)
-  local slice = string.format('%d', math.floor(at / SLICE_MS))
+-- The bucket a listing of `member` at `at` goes in: the first on the member's path through the
+-- slice of `at` with room. (Only that bucket is searched for an earlier listing of the member; one
+-- in a bucket that has filled up since costs a sweep that finds nothing.)
+local function place(r, member, at)
+  local slice = int(math.floor(at / SLICE_MS))
   local h
   for level = 0, DEEPEST do
     local name = slice
     if level > 0 then
       h = h or tonumber(string.sub(redis.sha1hex(member), 1, 8), 16)
-      name = slice .. ':' .. level .. '.' .. string.format('%d', h % 4 ^ level)
+      name = slice .. ':' .. level .. '.' .. int(h % 4 ^ level)
     end
-    local b = bucket(r, name)
-    local score = tonumber(rcall('ZSCORE', b, member))
-    if score then return name, score end
-    if level == DEEPEST or rcall('ZCARD', b) < FULL then return name, nil end
+    if level == DEEPEST or rcall('ZCARD', bucket(r, name)) < FULL then return name end
   end
+end
+
+-- Lists `member` in bucket `name` as due at `at` unless it is listed there earlier; the index
+-- learns the bucket's new earliest time.
+local function list_in(r, name, member, at)
+  rcall('ZADD', bucket(r, name), 'LT', at, member)
+  rcall('ZADD', r.index, 'LT', math.floor(at), name)
 end
 
 -- The earliest time anything in the sorted set `zset` needs a look: a due time, or a lease's
@@ -69,14 +77,6 @@ end
 local function shard_earliest(r)
   local first = rcall('ZRANGE', r.index, 0, 0, 'WITHSCORES')
   return first[2] and math.floor(tonumber(first[2])) or NOTHING_DUE
-end
-
--- Lists `member` as due at `at`, unless its path lists it there earlier already.
-local function list(r, member, at)
-  local name, score = locate(r, member, at)
-  if score and score <= at then return end
-  rcall('ZADD', bucket(r, name), at, member)
-  r.touched[name] = true
 end
 
 -- The index learns what the buckets changed since the last call hold.
