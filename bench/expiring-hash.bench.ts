@@ -220,23 +220,23 @@ async function ourParts(admin: Redis, hashes: number): Promise<[number, number]>
     }
     return bytes / ITEMS;
   };
-  const registry = (await registryBuckets(admin, hk)).flatMap(([, buckets]) => buckets);
+  const buckets = await registryBuckets(admin, hk);
   const indexes = Array.from({ length: hk.shards }, (_, s) => hk.registry(s));
-  return [await usage([...indexes, ...registry]), await usage(Array.from({ length: hashes }, (_, h) => hk.hash(user(h))[1]))];
+  return [await usage([...indexes, ...buckets]), await usage(Array.from({ length: hashes }, (_, h) => hk.hash(user(h))[1]))];
 }
 
-/** Per registry shard: the index's key and the keys of the buckets it names. */
-async function registryBuckets(admin: Redis, hk: ExpiringHashKeys): Promise<[string, string[]][]> {
+/** The keys of every bucket the registry's indexes name. */
+async function registryBuckets(admin: Redis, hk: ExpiringHashKeys): Promise<string[]> {
   const p = admin.pipeline();
   for (let s = 0; s < hk.shards; s++) p.zrange(hk.registry(s), '0', '-1');
-  const slices = ((await p.exec()) ?? []).map(([, names]) => names as string[]);
-  return slices.map((names, s) => [hk.registry(s), names.map((slice) => hk.registryBucket(s, slice))]);
+  const named = ((await p.exec()) ?? []).map(([, names]) => names as string[]);
+  return named.flatMap((names, s) => names.map((name) => hk.registryBucket(s, name)));
 }
 
 /** How many listings the sweep registry holds (a hash is mostly listed once). */
 async function listedHashes(admin: Redis, hk: ExpiringHashKeys): Promise<number> {
   const p = admin.pipeline();
-  for (const [, buckets] of await registryBuckets(admin, hk)) for (const bucket of buckets) p.zcard(bucket);
+  for (const bucket of await registryBuckets(admin, hk)) p.zcard(bucket);
   return sumOf(((await p.exec()) ?? []).map(([, n]) => Number(n)));
 }
 

@@ -22,21 +22,20 @@ export class ExpiringHashKeys {
     return this.registry(this.shardOf(key));
   }
 
-  /** A registry shard's index: time slice -> when its bucket next needs a look (registry.lua). */
+  /** A registry shard's index: bucket name -> when that bucket next needs a look (registry.lua). */
   registry(shard: number): string {
     return this.keys.build('ehr', String(shard), 'due');
   }
 
-  /** The stem of a registry shard's bucket keys: the scripts append `:<slice>`, after the shard's
-   * hash tag, so every bucket shares the index's slot. */
+  /** The stem of a registry shard's bucket keys: the scripts append `:<bucket name>`, after the
+   * shard's hash tag, so every bucket shares the index's slot. */
   registryBuckets(shard: number): string {
     return this.keys.build('ehr', String(shard), 'at');
   }
 
-  /** The bucket of a time slice the registry index names ('' is 0.1's registry): as registry.lua
-   * builds it. */
-  registryBucket(shard: number, slice: string): string {
-    return slice === '' ? this.legacyRegistry(shard) : `${this.registryBuckets(shard)}:${slice}`;
+  /** The key of a bucket the registry index names ('' is 0.1's registry), as registry.lua builds it. */
+  registryBucket(shard: number, name: string): string {
+    return name === '' ? this.legacyRegistry(shard) : `${this.registryBuckets(shard)}:${name}`;
   }
 
   /** A registry shard as 0.1 kept it (one sorted set), drained as one more bucket. */

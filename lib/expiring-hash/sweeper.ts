@@ -8,6 +8,8 @@ import { HANDOVER_LEASE_MS, type ExpiryNotifier } from './notifier.js';
 
 /** Hashes one claim leases from a registry shard. */
 const CLAIM_BATCH = 100;
+/** A claim's reply per hash: user key, the bucket it was claimed from, held. */
+const CLAIMED = 3;
 /** Fields one sweep call may look at: about 5 µs each, so a call stays near a millisecond. */
 export const SWEEP_BUDGET = 250;
 /** Sweep calls one shard has in flight: a pass must not queue thousands of calls ahead of the
@@ -182,12 +184,11 @@ export class ExpiringHashSweeper implements WakeUpListener {
     const [lease, now, rest, ...claimed] = (await scripts.run('registryClaim', registry, ['', CLAIM_BATCH, LEASE_MS, stem])) as (string | number)[];
     this.offsetMs = Number(now) - Date.now();
     if (claimed.length === 0) return Number(rest);
-    // per hash: user key, slice, held
     const quads: (string | number)[] = [];
-    let more = claimed.length === CLAIM_BATCH * 3;
-    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT * 3) {
+    let more = claimed.length === CLAIM_BATCH * CLAIMED;
+    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT * CLAIMED) {
       const batch: Promise<void>[] = [];
-      for (let j = i; j < Math.min(claimed.length, i + SWEEPS_IN_FLIGHT * 3); j += 3) {
+      for (let j = i; j < Math.min(claimed.length, i + SWEEPS_IN_FLIGHT * CLAIMED); j += CLAIMED) {
         const key = String(claimed[j]);
         batch.push(
           this.sweepHash(key).then(([next, left]) => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExpiringHashService } from '../../lib/index.js';
+import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { HashReply } from '../../lib/redis/replies.js';
 import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
@@ -61,14 +62,18 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
   /** A registry shard's scripts, as the sweeper and the service call them, on shard 0. */
   function shardZero(app: LimiterApp) {
     const connection = app.moduleRef.get(RedisConnection);
-    const keys = [`${app.prefix}ehr:due:{0}`, `${app.prefix}ehr:{0}`];
-    const stem = `${app.prefix}ehr:at:{0}`;
+    const hk = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const [index, legacy, stem] = [hk.registry(0), hk.legacyRegistry(0), hk.registryBuckets(0)];
     return {
-      legacy: keys[1]!,
+      index,
+      legacy,
+      stem,
       add: (member: string, at: number, ahead: '0' | '1' = '0') =>
-        connection.scripts.run('registryAdd', [keys[0]!], ['', member, at, '', ahead, `${app.prefix}ehw:{0}`, 'PUBLISH', stem]),
-      claim: async (limit: number, now: number | '' = '') => (await connection.scripts.run('registryClaim', keys, [now, limit, 30_000, stem])) as string[],
-      release: (lease: string, ...quads: (string | number)[]) => connection.scripts.run('registryRelease', keys, ['', lease, 10_000, stem, ...quads]),
+        connection.scripts.run('registryAdd', [index], ['', member, at, '', ahead, hk.wakeChannel(0), 'PUBLISH', stem]),
+      claim: async (limit: number, now: number | '' = '') =>
+        (await connection.scripts.run('registryClaim', [index, legacy], [now, limit, 30_000, stem])) as string[],
+      release: (lease: string, ...quads: (string | number)[]) =>
+        connection.scripts.run('registryRelease', [index, legacy], ['', lease, 10_000, stem, ...quads]),
       /** Every listing in the shard's buckets, as "member@score". */
       listed: async () => {
         const buckets = await redis.keys(`${stem}:*`);
@@ -105,13 +110,13 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     const shard = shardZero(app!);
     for (let i = 0; i < 300; i++) await shard.add(`user-${i}`, 1000 + i); // one slice, more than a bucket holds
     await shard.add('other', 50_000);
-    const buckets = await redis.keys(`${app!.prefix}ehr:at:{0}:*`);
+    const buckets = await redis.keys(`${shard.stem}:*`);
     expect(buckets.length).toBeGreaterThan(2);
     const sizes = await Promise.all(buckets.map((b) => app!.raw.zcard(b)));
     expect(Math.max(...sizes)).toBeLessThanOrEqual(128);
     expect(sizes.reduce((a, b) => a + b)).toBe(301);
     expect(new Set(await Promise.all(buckets.map((b) => app!.raw.object('ENCODING', b))))).toEqual(new Set(['listpack']));
-    const index = await app!.raw.zrange(`${app!.prefix}ehr:due:{0}`, '0', '-1', 'WITHSCORES');
+    const index = await app!.raw.zrange(shard.index, '0', '-1', 'WITHSCORES');
     expect(index).toHaveLength(buckets.length * 2);
     expect(index.slice(0, 2)).toEqual(['0', '1000']);
     expect(index.slice(-2)).toEqual(['5', '50000']);
