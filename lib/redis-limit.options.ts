@@ -6,7 +6,6 @@ import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from '
 import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
 import type { RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
-import { ipKey } from './rate-limit/ip-key.js';
 import { DEFAULT_REFUSAL_CACHE_ENTRIES } from './rate-limit/refusal-cache.js';
 import { assertKeyPrefix } from './redis/keys.js';
 import { assertPositiveInteger, describeValue, numberError } from './validation.js';
@@ -177,19 +176,6 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 /** express-rate-limit's default since v8: a /56 is what ISPs commonly hand one household. */
 export const DEFAULT_IPV6_SUBNET = 56;
-
-/** An HTTP request as Express and Fastify give it: `ip` honours `trust proxy`. */
-export interface HttpClientRequest {
-  ip?: string;
-  socket?: { remoteAddress?: string };
-}
-
-/** The key of an HTTP request's client: its address (Express and Fastify both honour `trust
- * proxy`), IPv6 masked to `ipv6Subnet` bits (see ipKey). HTTP and GraphQL's default tracker. */
-export function clientIp(req: HttpClientRequest, ipv6Subnet: number | false): string {
-  const address = req.ip || req.socket?.remoteAddress;
-  return address ? ipKey(address, ipv6Subnet) : 'unknown';
-}
 
 export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {

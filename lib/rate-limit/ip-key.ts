@@ -2,23 +2,38 @@
  * The default tracker's key for a client address. An IPv6 client owns a whole prefix (a /64 at
  * least, often a /56 or /48), so counting per address would let one client walk around its limit
  * by changing addresses: an IPv6 address is masked to its first `ipv6Subnet` bits and printed in
- * one canonical form (RFC 5952), e.g. `2001:db8:0:ab00::/56`. IPv4 addresses, and IPv4-mapped
- * IPv6 ones (`::ffff:1.2.3.4`: what a dual-stack socket reports for an IPv4 client), key as the
- * IPv4 address, so a client counts once whichever socket it reached. Anything else (not an IP
- * address) is returned as it is.
+ * one canonical form (RFC 5952), e.g. `2001:db8:0:ab00::/56`. IPv4 addresses, and IPv6 ones that
+ * carry an IPv4 client's (see carriedIpv4), key as the IPv4 address, so a client counts once
+ * whichever way it arrived. A port is dropped (`1.2.3.4:5678`, `[2001:db8::1]:443`): some proxies
+ * forward one (Azure App Service does), and each new connection would otherwise be a new client.
+ * Anything else (not an IP address) is returned as it is.
  */
 export function ipKey(address: string, ipv6Subnet: number | false): string {
-  const v4 = parseIpv4(address);
+  const parsed = parseAddress(address);
+  if (parsed === undefined) return address;
+  const v4 = parsed.length === 4 ? parsed : carriedIpv4(parsed);
   if (v4 !== undefined) return printIpv4(v4);
-  const groups = parseIpv6(address);
-  if (groups === undefined) return address;
-  if (isIpv4Mapped(groups)) return printIpv4([groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff]);
-  if (ipv6Subnet === false) return printIpv6(groups);
-  return `${printIpv6(mask(groups, ipv6Subnet))}/${ipv6Subnet}`;
+  if (ipv6Subnet === false) return printIpv6(parsed);
+  return `${printIpv6(mask(parsed, ipv6Subnet))}/${ipv6Subnet}`;
 }
 
 const DECIMAL_OCTET = /^(0|[1-9]\d{0,2})$/;
 const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
+// A bare IPv6 address has colons of its own: only its bracketed form (RFC 3986) takes a port.
+const BRACKETED = /^\[([^\]]+)\](?::(\d{1,5}))?$/;
+const IPV4_AND_PORT = /^([\d.]+):(\d{1,5})$/;
+const MAX_PORT = 65_535;
+
+/** The four octets of an IPv4 address or the eight groups of an IPv6 one, with or without a port. */
+function parseAddress(text: string): number[] | undefined {
+  const bracketed = BRACKETED.exec(text);
+  if (bracketed !== null) return isPort(bracketed[2]) ? parseIpv6(bracketed[1]!) : undefined;
+  const withPort = IPV4_AND_PORT.exec(text);
+  if (withPort !== null) return isPort(withPort[2]) ? parseIpv4(withPort[1]!) : undefined;
+  return parseIpv4(text) ?? parseIpv6(text);
+}
+
+const isPort = (digits: string | undefined): boolean => digits === undefined || Number(digits) <= MAX_PORT;
 
 /** Four octets of a dotted-quad address; leading zeros are refused (some parsers read them as octal). */
 function parseIpv4(text: string): number[] | undefined {
@@ -65,9 +80,17 @@ function parseGroups(text: string, endsAddress: boolean): number[] | undefined {
   return groups;
 }
 
-/** ::ffff:0:0/96 */
-function isIpv4Mapped(groups: readonly number[]): boolean {
-  return groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
+/**
+ * The IPv4 address in an IPv6 one that stands for an IPv4 client: IPv4-mapped (`::ffff:0:0/96`,
+ * what a dual-stack socket reports for an IPv4 client) or NAT64's well-known prefix
+ * (`64:ff9b::/96`, RFC 6052: how a translator in front of an IPv6-only server presents IPv4
+ * clients; masked like an IPv6 address, every one of them would share one counter).
+ */
+function carriedIpv4(groups: readonly number[]): number[] | undefined {
+  const mapped = groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
+  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0);
+  if (!mapped && !nat64) return undefined;
+  return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff];
 }
 
 /** The first `bits` bits of the address, the rest zero. */

@@ -1,5 +1,5 @@
 import { IntrinsicException, type ExecutionContext } from '@nestjs/common';
-import { clientIp, type HttpClientRequest } from '../redis-limit.options.js';
+import { clientIp, type HttpClientRequest } from './client-ip.js';
 import { setHeaders } from './responses.js';
 import type { TransportAdapter } from './transport.adapter.js';
 

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { clientIp } from '../redis-limit.options.js';
+import { clientIp } from './client-ip.js';
 import { limiterUnavailable, setHeaders } from './responses.js';
 import { RateLimitException } from '../rate-limit/rate-limit.exception.js';
 import type { TransportAdapter } from './transport.adapter.js';

@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import { BadRequestException, type ExecutionContext } from '@nestjs/common';
 import { ipKey } from '../rate-limit/ip-key.js';
 import { peerAnswers, peerClass, type ErrorClass } from './peer-class.js';
 import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
@@ -23,10 +23,13 @@ interface WsClient {
   conn?: { remoteAddress?: string };
 }
 
+const isWsClient = (client: unknown): client is WsClient =>
+  typeof client === 'object' && client !== null && ('_socket' in client || 'handshake' in client || 'conn' in client);
+
 /** The remote address of a gateway's client, ws or socket.io; undefined when it has none. */
 export function remoteAddressOf(client: unknown): string | undefined {
-  if (typeof client !== 'object' || client === null) return undefined;
-  const { _socket, handshake, conn } = client as WsClient;
+  if (!isWsClient(client)) return undefined;
+  const { _socket, handshake, conn } = client;
   return handshake?.address || conn?.remoteAddress || _socket?.remoteAddress || undefined;
 }
 
@@ -48,13 +51,16 @@ export const wsAdapter: TransportAdapter = {
   },
   ...peerAnswers(wsException, httpExceptionBody),
   defaultTracker(ctx, ipv6Subnet) {
-    const address = remoteAddressOf(ctx.switchToWs().getClient());
-    if (address === undefined) {
-      // one shared counter for every client would refuse them all together: say so instead
+    const client = ctx.switchToWs().getClient<unknown>();
+    // one shared counter for every client would refuse them all together: say so instead
+    if (!isWsClient(client)) {
       throw new TypeError(
-        "nest-redis-limit: this gateway's client has no remote address (neither a ws WebSocket nor a socket.io Socket); give the limit a key or the module a tracker",
+        "nest-redis-limit: this gateway's client is neither a ws WebSocket nor a socket.io Socket, so it has no remote address; give the limit a key or the module a tracker",
       );
     }
+    const address = remoteAddressOf(client);
+    // a client whose connection has gone (or came over a Unix socket): refused as HTTP's are
+    if (address === undefined) throw new BadRequestException('No client address to rate-limit this message by');
     return ipKey(address, ipv6Subnet);
   },
 };

@@ -1,4 +1,8 @@
 import 'reflect-metadata';
+import { request as httpRequest } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -10,7 +14,8 @@ import { TestRedis } from '../harness/redis-server.js';
 
 // The default tracker behind a proxy: the app trusts the loopback proxy (Express `trust proxy`,
 // Fastify `trustProxy`), so X-Forwarded-For says which client a request comes from. One IPv6
-// client owns a whole prefix: addresses in one /56 (the default ipv6Subnet) share a counter.
+// client owns a whole prefix: addresses in one /56 (the default ipv6Subnet) share a counter. A
+// port some proxies forward (`1.2.3.4:51234`) is no new client, nor is each port of a connection.
 @Controller('clients')
 @RateLimit({ limit: 2, windowMs: 60_000 })
 class ClientsController {
@@ -36,6 +41,18 @@ async function behindProxy(redis: TestRedis, platform: Platform, options: RedisL
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return app;
+}
+
+/** The status of a GET over a Unix socket: the request has no client address at all. */
+function getOverUnixSocket(socketPath: string, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ socketPath, path }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 describe.each<Platform>(['express', 'fastify'])('the default tracker behind a proxy on %s', (platform) => {
@@ -82,5 +99,48 @@ describe.each<Platform>(['express', 'fastify'])('the default tracker behind a pr
     expect(await fromWhole('2001:db8::1')).toBe(200);
     expect(await fromWhole('2001:db8:0:0:0:0:0:1')).toBe(429);
     expect(await fromWhole('2001:db8::2')).toBe(200);
+  });
+
+  it('a forwarded port is dropped: one IPv4 client, whichever port it came from', async () => {
+    const from = await start();
+    expect(await from('1.2.3.4:51234')).toBe(200);
+    expect(await from('1.2.3.4:40000')).toBe(200);
+    expect(await from('1.2.3.4:51234')).toBe(429);
+    expect(await from('1.2.3.4')).toBe(429);
+    expect(await from('1.2.3.5:51234')).toBe(200);
+  });
+
+  it('a forwarded port is dropped: one bracketed IPv6 client, whichever port it came from', async () => {
+    const from = await start({ ipv6Subnet: false });
+    expect(await from('[2001:db8::1]:443')).toBe(200);
+    expect(await from('[2001:db8::1]:444')).toBe(200);
+    expect(await from('[2001:db8::1]:445')).toBe(429);
+    expect(await from('2001:db8::1')).toBe(429);
+    expect(await from('[2001:db8::2]:443')).toBe(200);
+  });
+
+  it('a NAT64 address (64:ff9b::/96) counts as the IPv4 address it carries', async () => {
+    const from = await start();
+    expect(await from('192.0.2.1')).toBe(200);
+    expect(await from('64:ff9b::c000:201')).toBe(200);
+    expect(await from('64:ff9b::192.0.2.1')).toBe(429);
+    // another IPv4 client through the same translator: a counter of its own, not the /56's
+    expect(await from('64:ff9b::c000:202')).toBe(200);
+  });
+
+  it('a request without a client address is a 400, not a counter shared by all such requests', async () => {
+    app = await behindProxy(redis, platform, {});
+    const dir = await mkdtemp(join(tmpdir(), 'client-ip-'));
+    const socketPath = join(dir, 'app.sock');
+    const server = app.getHttpServer() as { listen(path: string, done: () => void): void };
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      // before: 200, 200, 429 (every such request under one key)
+      for (let i = 0; i < 3; i++) expect(await getOverUnixSocket(socketPath, '/clients')).toBe(400);
+    } finally {
+      await app.close();
+      app = undefined;
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

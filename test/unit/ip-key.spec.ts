@@ -23,8 +23,8 @@ describe('ipKey', () => {
     ['2001:db8:0:1:1:1:1:1', false, '2001:db8:0:1:1:1:1:1'],
     ['1:0:0:2:0:0:0:3', false, '1:0:0:2::3'],
     ['0:0:1:0:0:1:0:0', false, '::1:0:0:1:0:0'],
-    // an embedded dotted quad outside ::ffff:0:0/96 is just the last 32 bits
-    ['64:ff9b::192.0.2.33', false, '64:ff9b::c000:221'],
+    // an embedded dotted quad outside ::ffff:0:0/96 and 64:ff9b::/96 is just the last 32 bits
+    ['2001:db8::192.0.2.33', false, '2001:db8::c000:221'],
     // IPv4 and IPv4-mapped IPv6: the IPv4 address, never masked
     ['203.0.113.7', 56, '203.0.113.7'],
     ['::ffff:203.0.113.7', 56, '203.0.113.7'],
@@ -32,6 +32,23 @@ describe('ipKey', () => {
     ['::ffff:cb00:7107', 56, '203.0.113.7'],
     ['0:0:0:0:0:ffff:102:304', 8, '1.2.3.4'],
     ['::ffff:1.2.3.4%lo', 56, '1.2.3.4'],
+    // NAT64 (64:ff9b::/96): the IPv4 address it carries
+    ['64:ff9b::c000:201', 56, '192.0.2.1'],
+    ['64:ff9b::192.0.2.1', false, '192.0.2.1'],
+    ['64:FF9B:0:0:0:0:C000:201', 128, '192.0.2.1'],
+    // ...but not the local-use prefix (64:ff9b:1::/48, where the IPv4 sits elsewhere) nor past the /96
+    ['64:ff9b:1::c000:201', 56, '64:ff9b:1::/56'],
+    ['64:ff9b::1:c000:201', false, '64:ff9b::1:c000:201'],
+    // a forwarded port (Azure App Service sends them) is dropped; a bracketed IPv6 address with or without one
+    ['1.2.3.4:51234', 56, '1.2.3.4'],
+    ['1.2.3.4:0', false, '1.2.3.4'],
+    ['203.0.113.7:65535', 56, '203.0.113.7'],
+    ['[2001:db8::1]:443', 56, '2001:db8::/56'],
+    ['[2001:db8::1]:443', false, '2001:db8::1'],
+    ['[2001:DB8::1]', false, '2001:db8::1'],
+    ['[::ffff:1.2.3.4]:80', 56, '1.2.3.4'],
+    ['[64:ff9b::192.0.2.1]:8080', 56, '192.0.2.1'],
+    ['[fe80::1%eth0]:22', false, 'fe80::1'],
     // not an address: as it is
     ['unknown', 56, 'unknown'],
     ['1.2.3', 56, '1.2.3'],
@@ -44,6 +61,15 @@ describe('ipKey', () => {
     ['1.2.3.4::', 56, '1.2.3.4::'],
     ['::1%', 56, '::1%'],
     ['', 56, ''],
+    ['1.2.3.4:65536', 56, '1.2.3.4:65536'],
+    ['1.2.3.4:', 56, '1.2.3.4:'],
+    ['1.2.3.4:80:80', 56, '1.2.3.4:80:80'],
+    ['01.2.3.4:80', 56, '01.2.3.4:80'],
+    ['[1.2.3.4]:80', 56, '[1.2.3.4]:80'],
+    ['[2001:db8::1]:', 56, '[2001:db8::1]:'],
+    ['[2001:db8::1]:x', 56, '[2001:db8::1]:x'],
+    ['[2001:db8::1', 56, '[2001:db8::1'],
+    ['[]:80', 56, '[]:80'],
   ])('%s with ipv6Subnet %p is %s', (address, subnet, key) => {
     expect(ipKey(address, subnet as number | false)).toBe(key);
   });
@@ -51,6 +77,9 @@ describe('ipKey', () => {
   const group = fc.integer({ min: 0, max: 0xffff });
   const address = fc.array(group, { minLength: 8, maxLength: 8 });
   const isMapped = (groups: number[]) => groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
+  const isNat64 = (groups: number[]) => groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((g) => g === 0);
+  /** An IPv4 address in IPv6 clothing: it keys as the IPv4 address. */
+  const carriesIpv4 = (groups: number[]) => isMapped(groups) || isNat64(groups);
   const bit = (groups: number[], i: number) => (groups[i >> 4]! >> (15 - (i & 15))) & 1;
   const withBit = (groups: number[], i: number, value: number) =>
     groups.map((g, j) => (j === i >> 4 ? (g & ~(1 << (15 - (i & 15)))) | (value << (15 - (i & 15))) : g));
@@ -76,12 +105,12 @@ describe('ipKey', () => {
         // b: a's first `bits` bits, then anything
         let b = rest;
         for (let i = 0; i < bits; i++) b = withBit(b, i, bit(a, i));
-        fc.pre(!isMapped(a) && !isMapped(b));
+        fc.pre(!carriesIpv4(a) && !carriesIpv4(b));
         expect(ipKey(text(b, formB), bits)).toBe(ipKey(text(a, formA), bits));
 
         const i = flip % bits;
         const c = withBit(a, i, 1 - bit(a, i));
-        fc.pre(!isMapped(c));
+        fc.pre(!carriesIpv4(c));
         expect(ipKey(text(c, formB), bits)).not.toBe(ipKey(text(a, formA), bits));
       }),
     );
@@ -90,20 +119,38 @@ describe('ipKey', () => {
   it('the whole address prints as the WHATWG URL parser prints it', () => {
     fc.assert(
       fc.property(address, form, (a, f) => {
-        fc.pre(!isMapped(a));
+        fc.pre(!carriesIpv4(a));
         expect(`[${ipKey(text(a, f), false)}]`).toBe(new URL(`http://[${text(a, f)}]/`).hostname);
       }),
     );
   });
 
-  it('an IPv4-mapped address keys as its IPv4 address, in hex or dotted form', () => {
+  const octets = fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 4, maxLength: 4 });
+  const subnet = fc.oneof(fc.integer({ min: 1, max: 128 }), fc.constant(false as const));
+
+  it('an IPv4-mapped or NAT64 address keys as its IPv4 address, in hex or dotted form', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 4, maxLength: 4 }), fc.integer({ min: 1, max: 128 }), (o, bits) => {
+      fc.property(octets, subnet, fc.constantFrom('::ffff:', '64:ff9b::'), (o, bits, prefix) => {
         const v4 = o.join('.');
         const hex = `${((o[0]! << 8) | o[1]!).toString(16)}:${((o[2]! << 8) | o[3]!).toString(16)}`;
-        expect(ipKey(`::ffff:${v4}`, bits)).toBe(v4);
-        expect(ipKey(`::ffff:${hex}`, bits)).toBe(v4);
+        expect(ipKey(`${prefix}${v4}`, bits)).toBe(v4);
+        expect(ipKey(`${prefix}${hex}`, bits)).toBe(v4);
         expect(ipKey(v4, bits)).toBe(v4);
+      }),
+    );
+  });
+
+  it('a port after an IPv4 address or a bracketed IPv6 one changes nothing', () => {
+    const port = fc.integer({ min: 0, max: 65_535 });
+    fc.assert(
+      fc.property(octets, port, subnet, (o, p, bits) => {
+        expect(ipKey(`${o.join('.')}:${p}`, bits)).toBe(o.join('.'));
+      }),
+    );
+    fc.assert(
+      fc.property(address, form, port, subnet, (a, f, p, bits) => {
+        expect(ipKey(`[${text(a, f)}]:${p}`, bits)).toBe(ipKey(text(a, f), bits));
+        expect(ipKey(`[${text(a, f)}]`, bits)).toBe(ipKey(text(a, f), bits));
       }),
     );
   });
