@@ -1,10 +1,12 @@
 import { BadRequestException } from '@nestjs/common';
 import { ipKey } from '../rate-limit/ip-key.js';
+import { proxyTrustWarnings } from './proxy-trust.js';
 
 /** An HTTP request as Express and Fastify give it (`ip` honours `trust proxy`), or Node's own. */
 export interface HttpClientRequest {
   ip?: string;
   socket?: { remoteAddress?: string };
+  headers?: Record<string, string | string[] | undefined>;
 }
 
 /**
@@ -15,6 +17,7 @@ export interface HttpClientRequest {
  * already gone): one shared counter would let any such client refuse all the others.
  */
 export function clientIp(req: HttpClientRequest, ipv6Subnet: number | false): string {
+  proxyTrustWarnings.check(req);
   const address = (req.ip ?? req.socket?.remoteAddress)?.trim();
   if (!address) throw new BadRequestException('No client address to rate-limit this request by');
   return ipKey(address, ipv6Subnet);
