@@ -1,5 +1,4 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
-import { Lockouts } from './lockouts.js';
 import type { CountIf, RequestOutcome } from './rate-limit.metadata.js';
 import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
 import type { RouteLog } from './route-log.js';
@@ -30,8 +29,6 @@ interface PendingOutcome {
 // by the request as the guard remembers it (GraphQL: the field resolution's `info`; WebSocket and
 // RPC: the handler's argument array, which the interceptors get too)
 const pending = new WeakMap<object, PendingOutcome>();
-// one per limiter (module), shared by every guard instance, as the counters are
-const lockouts = new WeakMap<RateLimiterService, Lockouts>();
 
 /** What the guard hands over after a decision. */
 export interface Decided {
@@ -45,39 +42,33 @@ export interface Decided {
   /** Decided in process memory (failMode 'local'): Redis is not answering, so no lockout starts
    * (lockouts live in Redis) and there are no grants to give back (the local charge stands). */
   local?: boolean;
-  /** When the decision was asked (performance.now()): a refusal asked during a lockout is the lockout's. */
-  askedAt: number;
 }
 
 /**
  * What a decision leaves to do once it is made: a refusal by a limit with `blockMs` blocks its key
- * (a lockout; awaited, so the next request meets it) unless this process's lockout of it still
- * lasts (see Lockouts), and a grant by limits with `countIf` waits for the request's outcome.
+ * (a lockout; awaited, so the next request meets it), and a grant by limits with `countIf` waits
+ * for the request's outcome. Only a refusal by the counter starts a lockout: Redis says which
+ * refusals a block in force made (`lockedOut`), whichever instance started it, and a refusal from
+ * the refusal cache repeats one whose lockout began already. So a lockout begins once and ends
+ * `blockMs` later however often the key knocks, on any number of instances.
  * Redis failures here are logged, never answered: the charge (or the missing block) stands.
  */
 export class Outcomes {
-  private readonly lockouts: Lockouts;
-
   constructor(
     private readonly limiter: RateLimiterService,
     private readonly log: RouteLog,
-  ) {
-    let shared = lockouts.get(limiter);
-    if (shared === undefined) lockouts.set(limiter, (shared = new Lockouts()));
-    this.lockouts = shared;
-  }
+  ) {}
 
   async after(decided: Decided): Promise<void> {
     const { stack, limits, result } = decided;
+    const mayBlock = decided.local !== true && result.cached !== true;
     // most routes have neither option: one pass, nothing allocated
     let blocks: Promise<void>[] | undefined;
     let counted: CountedLimit[] | undefined;
     for (let i = 0; i < limits.length; i++) {
       const { countIf, blockMs, at } = limits[i]!;
       const decision = result.decisions[i]!;
-      if (blockMs !== undefined && !decision.allowed && decided.local !== true && this.lockouts.shouldBlock(stack[i]!, decided.askedAt)) {
-        // remembered before the call: concurrent refusals block once
-        this.lockouts.started(stack[i]!, blockMs);
+      if (blockMs !== undefined && !decision.allowed && mayBlock && result.lockedOut?.includes(i) !== true) {
         (blocks ??= []).push(this.block(decided, i, blockMs));
       }
       // a shadow limit that would have refused charged nothing: nothing to give back
@@ -90,9 +81,7 @@ export class Outcomes {
   private async block({ route, stack, limits }: Decided, i: number, blockMs: number): Promise<void> {
     try {
       await this.limiter.blockLimit(stack[i]!, blockMs);
-      this.lockouts.blocked(stack[i]!, blockMs);
     } catch (error) {
-      this.lockouts.forget(stack[i]!);
       this.log.error(route, `${limits[i]!.at}: could not block the key for blockMs ${blockMs}: ${(error as Error).message}`);
     }
   }

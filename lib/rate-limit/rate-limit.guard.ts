@@ -73,7 +73,6 @@ export class RateLimitGuard implements CanActivate {
 
     let result;
     let local = false;
-    const askedAt = performance.now();
     try {
       result = await decideShadowed({ decide: (stack) => this.limiter.decide(stack, { route: plan.route }) }, limits.stack, plan.limits);
       this.redis.reportSuccess();
@@ -86,7 +85,7 @@ export class RateLimitGuard implements CanActivate {
 
     sendDecisionHeaders(transport, res, this.redis.options.headers, limits.policies, result.decisions, result.allowed ? undefined : result.retryAfterMs);
     reportShadowRefusal(this.redis.events, this.shadowLog, plan.route, limits.stack, result);
-    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result, local, askedAt });
+    await this.outcomes.after({ ctx, route: plan.route, req, res, stack: limits.stack, limits: plan.limits, result, local });
     if (!result.allowed) await this.throwTooManyRequests(ctx, result);
     return true;
   }

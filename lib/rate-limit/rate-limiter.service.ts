@@ -7,6 +7,7 @@ import type { Reply } from '../redis/scripts.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
+import { GrantIds } from './grant-ids.js';
 import { Overrides } from './overrides.js';
 import type { NamedLimit } from './overrides-declared.js';
 import { assertOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
@@ -56,6 +57,12 @@ export interface StackDecision {
   /** One per limit, in order: each limit's own verdict. When the stack is refused, none is
    * charged, so `remaining` is what each limit has left now. */
   decisions: RateLimitDecision[];
+  /** Indexes of the limits that refused because a block (lockout) was in force: such a refusal
+   * is the lockout's own, and never starts or lengthens one. Absent when none did. */
+  lockedOut?: number[];
+  /** Refused from this process's refusal cache, without asking Redis (a refusal Redis gave for
+   * the same stack moments ago, whose consequences that one already had). */
+  cached?: true;
 }
 
 /** `decide`'s options. */
@@ -108,12 +115,14 @@ interface CheckedLimit {
 export class RateLimiterService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly batcher: DecisionBatcher;
   private readonly refusals: Refusals;
+  private readonly grants: GrantIds;
   /** The runtime overrides in force here; route plans read them and declare their names. */
   readonly limitOverrides: Overrides;
 
   constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
     this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
     this.refusals = new Refusals(redis);
+    this.grants = new GrantIds(redis);
     // a refusal remembered under the old numbers must not outlive a raised limit
     this.limitOverrides = new Overrides(redis, () => this.refusals.clear());
   }
@@ -308,9 +317,12 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertGrantId(grantId);
     if (permits !== undefined) assertPositiveInteger(permits, 'permits');
+    // an id this library did not issue for this counter never reaches a script
+    const grant = await this.grants.open(redisKey, grantId);
+    if (grant === undefined) return 0;
     // a grant never holds more than the limit, so the limit stands for "all of it"
     const ask = Math.min(permits ?? spec.limit, spec.limit);
-    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grantId, ...this.refusals.publishArgs];
+    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grant, ...this.refusals.publishArgs];
     const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
     this.refusals.forget([redisKey]);
     this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits: back }));
@@ -440,15 +452,19 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
         ? undefined
         : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
     if (cached !== undefined && 'hit' in cached) {
-      const result: StackDecision = { allowed: false, ...cached.hit };
+      const result: StackDecision = { allowed: false, ...cached.hit, cached: true };
       this.redis.events.decision(false, () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
       return result;
     }
+    // a grant is signed when it comes back: the secret is there before anything is charged
+    const secret = options.peek ? undefined : this.grants.ready();
+    if (secret instanceof Promise) await secret;
+    const sign = (i: number, grant: string) => this.grants.sign(keys[i]!, grant);
     const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
     const result =
       groups.length === 1
-        ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)])
-        : await this.decideAcrossSlots(groups, checked, keys, options);
+        ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)], sign)
+        : await this.decideAcrossSlots(groups, checked, keys, options, sign);
     if (cached !== undefined && !result.allowed) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
     // a peek decides nothing: not counted, not announced
     if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits, options.route));
@@ -462,7 +478,13 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * charge that is about to be refunded. A refund that fails leaves its charge counted, which
    * errs towards refusing.
    */
-  private async decideAcrossSlots(groups: number[][], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<StackDecision> {
+  private async decideAcrossSlots(
+    groups: number[][],
+    checked: CheckedLimit[],
+    keys: string[],
+    options: DecideOptions,
+    sign: (index: number, grant: string) => string,
+  ): Promise<StackDecision> {
     const settled = await Promise.allSettled(groups.map((group) => this.send(group, checked, keys, options)));
     const parsed = settled.map((s, g) => (s.status === 'fulfilled' ? parseGroup(s.value, groups[g]!, checked) : undefined));
     const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
@@ -472,7 +494,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       await Promise.all(charged.map((group) => this.refundGroup(group, checked, keys, options).catch(() => undefined)));
     }
     if (failure) throw failure.reason;
-    return stackOf(checked, parsed as ParsedGroup[], allowed);
+    return stackOf(checked, parsed as ParsedGroup[], sign, allowed);
   }
 
   /** One slot's limits (indexes into the stack) in one decide.lua call. */
@@ -561,7 +583,7 @@ function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: r
 /** One slot's verdicts: its limits' decisions and grant ids (decide.lua's reply). */
 interface ParsedGroup {
   allowed: boolean;
-  limits: { index: number; decision: RateLimitDecision; grant: string }[];
+  limits: { index: number; decision: RateLimitDecision; grant: string; lockedOut: boolean }[];
 }
 
 function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): ParsedGroup {
@@ -574,21 +596,23 @@ function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): P
       retryAfterMs: granted === RateLimitReply.GRANTED ? 0 : retry,
       resetMs: reset,
     };
-    return { index, decision, grant };
+    return { index, decision, grant, lockedOut: granted === RateLimitReply.BLOCKED };
   });
   return { allowed: reply[0] === RateLimitReply.GRANTED, limits };
 }
 
 /** The stack's verdict from its slots' verdicts, decisions in stack order. */
-function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], allowed = groups[0]!.allowed): StackDecision {
+function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], sign: (index: number, grant: string) => string, allowed = groups[0]!.allowed): StackDecision {
   const decisions = new Array<RateLimitDecision>(checked.length);
+  let lockedOut: number[] | undefined;
   for (const group of groups) {
-    for (const { index, decision, grant } of group.limits) {
+    for (const { index, decision, grant, lockedOut: blocked } of group.limits) {
       // a refused stack charged nothing (what a slot charged was given back): no grant to name
-      if (allowed && grant !== '') decision.grantId = grant;
+      if (allowed && grant !== '') decision.grantId = sign(index, grant);
+      if (blocked) (lockedOut ??= []).push(index);
       decisions[index] = decision;
     }
   }
   const retryAfterMs = Math.max(0, ...decisions.map((d) => d.retryAfterMs));
-  return { allowed, retryAfterMs, decisions };
+  return lockedOut === undefined ? { allowed, retryAfterMs, decisions } : { allowed, retryAfterMs, decisions, lockedOut };
 }

@@ -38,7 +38,12 @@ export async function decideShadowed(
     decisions[i] = second.decisions[j]!;
   });
   // the enforced limits refused on their own (a concurrent request took the last permit): that stands
-  if (!second.allowed) return { allowed: false, retryAfterMs: second.retryAfterMs, decisions, shadowRefused: NONE };
+  if (!second.allowed) {
+    const refused: StackDecision = { allowed: false, retryAfterMs: second.retryAfterMs, decisions };
+    if (second.lockedOut !== undefined) refused.lockedOut = second.lockedOut.map((j) => enforced[j]!);
+    if (second.cached) refused.cached = true;
+    return { ...refused, shadowRefused: NONE };
+  }
   return { allowed: true, retryAfterMs: 0, decisions, shadowRefused: refusing };
 }
 

@@ -34,6 +34,8 @@ export const RateLimitReply = {
   /** decide.lua, penalize.lua: a stack's or a limit's verdict. */
   GRANTED: 1,
   REFUSED: 0,
+  /** decide.lua, a limit's verdict: refused because a block (lockout) is in force. */
+  BLOCKED: 2,
   /** decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows). */
   STACK_FAILED: -1,
 } as const;

@@ -9,6 +9,7 @@ export const SCRIPT_FILES = {
   rateLimitRefund: 'rate-limit/refund.lua',
   rateLimitPenalize: 'rate-limit/penalize.lua',
   rateLimitBlock: 'rate-limit/block.lua',
+  rateLimitGrantSecret: 'rate-limit/grant-secret.lua',
   hashSet: 'expiring-hash/set.lua',
   hashGet: 'expiring-hash/get.lua',
   hashEntries: 'expiring-hash/entries.lua',

@@ -6,8 +6,8 @@
 -- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
 --             limits m, then four per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits),
 --             windowMs (ms), permits to charge
--- Returns     per stack: GRANTED or REFUSED (codes: replies.lua), then five per limit: GRANTED
---             or REFUSED, remaining (permits), retryAfterMs (ms, 0 if allowed), resetMs (ms
+-- Returns     per stack: GRANTED or REFUSED (codes: replies.lua), then five per limit: GRANTED,
+--             REFUSED or BLOCKED (refused while a block is in force), remaining (permits), retryAfterMs (ms, 0 if allowed), resetMs (ms
 --             until the limit is full again), and the grant id refund.lua takes back ('' unless
 --             charged; opaque, see each algorithm); or, for a stack whose Redis call failed,
 --             STACK_FAILED and the error text (other stacks of the batch are not affected)
@@ -28,6 +28,7 @@ local reply, n = {}, 0
 local function decide_one(consume, k, at)
   local alg = algorithms[ARGV[at]]
   local key, limit, windowMs, permits = KEYS[k], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  blocked_refusal = false
   local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
   local grant = ''
   if ok and consume then
@@ -36,20 +37,23 @@ local function decide_one(consume, k, at)
     reset = alg.reset(key, windowMs, now)
   end
   local granted = ok and GRANTED or REFUSED
-  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] = granted, granted, remaining, retry, reset, grant
+  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] =
+    granted, blocked_refusal and BLOCKED or granted, remaining, retry, reset, grant
   n = n + 6
 end
 
 -- A stack of m limits whose first key is KEYS[k] and whose first limit argument is ARGV[a]:
 -- every limit is checked before any is charged.
 local function decide_stack(consume, m, k, a)
-  local alg, ok, remaining, retry, reset, state = {}, {}, {}, {}, {}, {}
+  local alg, ok, remaining, retry, reset, state, blocked = {}, {}, {}, {}, {}, {}, {}
   local allowed = true
   for i = 1, m do
     local at = a + (i - 1) * 4
     alg[i] = algorithms[ARGV[at]]
+    blocked_refusal = false
     ok[i], remaining[i], retry[i], reset[i], state[i] =
       alg[i].check(KEYS[k + i - 1], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now)
+    blocked[i] = blocked_refusal
     allowed = allowed and ok[i]
   end
   local commit = allowed and consume
@@ -64,7 +68,8 @@ local function decide_stack(consume, m, k, a)
     elseif reset[i] == nil then
       reset[i] = alg[i].reset(KEYS[k + i - 1], tonumber(ARGV[at + 2]), now)
     end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], grant
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
+      blocked[i] and BLOCKED or ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], grant
     n = n + 5
   end
 end

@@ -8,7 +8,9 @@
 -- keep_until(key, ms, existed) -> the key lives at least `ms` more; `existed` is its PTTL before
 --   the write that may have created it (-2: it did not exist; -1: no expiry, which is kept)
 -- with_block(untilMs, now, allowed, remaining, retry, reset) -> the verdict with a block until
---   untilMs (nil: none): refused, nothing left, waits the longer of the block and its own wait
+--   untilMs (nil: none): refused, nothing left, waits the longer of the block and its own wait;
+--   sets `blocked_refusal` while a block is in force (decide.lua says so in its reply: such a
+--   refusal is the lockout's, and must never start or lengthen one)
 -- hash_block(key, now, untilMs) -> a hash counter (fixed window, token bucket) refuses until
 --   untilMs: field `b`, read by each check with the counter's own fields. A longer block stays.
 local function life_id()
@@ -16,8 +18,11 @@ local function life_id()
   return t[1] .. string.format('%06d', tonumber(t[2]))
 end
 
+local blocked_refusal = false
+
 local function with_block(untilMs, now, allowed, remaining, retry, reset)
   if not untilMs or untilMs <= now then return allowed, remaining, retry, reset end
+  blocked_refusal = true
   return false, 0, math.max(retry, untilMs - now), math.max(reset, untilMs - now)
 end
 

@@ -4,5 +4,7 @@
 -- decide.lua, penalize.lua: a stack's or a limit's verdict
 local GRANTED = 1
 local REFUSED = 0
+-- decide.lua, a limit's verdict: refused because a block (lockout) is in force
+local BLOCKED = 2
 -- decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows)
 local STACK_FAILED = -1

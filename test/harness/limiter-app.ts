@@ -11,6 +11,9 @@ export function uniquePrefix(label = 't'): string {
   return `test:${label}:${process.pid}:${prefixes}:`;
 }
 
+/** Whether `key` is a limit's own, not the grant ids' secret every prefix that charged holds once. */
+export const isLimitKey = (key: string): boolean => !key.endsWith('grant-secret:{rate-limit}');
+
 /** A Nest testing module with RedisLimitModule against `redis`, plus a raw client to inspect keys. */
 export async function limiterModule(redis: TestRedis, options: RedisLimitModuleOptions = {}) {
   const prefix = options.keyPrefix ?? uniquePrefix();

@@ -2,7 +2,7 @@ import { RedisLimitEvents, type RateLimitPolicy, type RateLimiterService, type R
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Outcomes } from '../../lib/rate-limit/outcome.js';
 import { RouteLog } from '../../lib/rate-limit/route-log.js';
-import { withLimiterApp } from '../harness/limiter-app.js';
+import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
 // refund, penalize and block through RateLimiterService, on the Redis clock unless a test needs
@@ -230,12 +230,55 @@ describe('refund, penalize and block: each case', () => {
   });
 });
 
-// A lockout (blockMs) starts once per process: a refusal Redis gave while the lockout lasted
-// never blocks again, even when the block call was slow to run (CI met this on Valkey: the
-// process counted its lockout from before the call, Redis from when it ran, and a knock refused
-// in between started a second lockout).
+// A lockout (blockMs) starts once: a refusal Redis gave while a block was in force never blocks
+// again, whichever instance started it, even when the block call was slow to run (CI met this on
+// Valkey: the process counted its lockout from before the call, Redis from when it ran, and a
+// knock refused in between started a second lockout).
 describe('lockouts from a guard decision', () => {
   const ctx = withLimiterApp();
+
+  it('two instances behind round-robin: the lockout begins once and lasts blockMs, neither more nor less', async () => {
+    const other = await limiterModule(ctx.redis, { keyPrefix: ctx.app.prefix });
+    try {
+      const blockMs = 1_500;
+      const limit: StackedLimit = { key: 'round-robin', scope: 'login', policy: { limit: 2, windowMs: 400, algorithm: 'fixed-window' } };
+      const blocks: number[] = [];
+      const instances = [ctx.app.limiter, other.limiter].map((limiter) => {
+        const counting = {
+          blockLimit: async (l: StackedLimit, ms: number) => {
+            blocks.push(performance.now());
+            return limiter.blockLimit(l, ms);
+          },
+        } as unknown as RateLimiterService;
+        return { limiter, outcomes: new Outcomes(counting, new RouteLog({ error: () => undefined })) };
+      });
+      const limits = [{ countIf: undefined, blockMs, at: '@RateLimit(#1)' }];
+      const knock = async (n: number) => {
+        const { limiter, outcomes } = instances[n % 2]!;
+        const result = await limiter.decide([limit]);
+        await outcomes.after({ ctx: undefined as never, route: 'POST /login', req: {}, res: undefined, stack: [limit], limits, result });
+        return result.allowed;
+      };
+      // knock every 50 ms, alternating instances, until let in again after the lockout began
+      let n = 0;
+      let lockedAt: number | undefined;
+      let letInAt: number | undefined;
+      const deadline = performance.now() + 20_000;
+      while (letInAt === undefined && performance.now() < deadline) {
+        const allowed = await knock(n++);
+        if (!allowed && lockedAt === undefined) lockedAt = blocks[0];
+        if (allowed && lockedAt !== undefined) letInAt = performance.now();
+        await sleep(50);
+      }
+      expect({ blocks: blocks.length, letIn: letInAt !== undefined }).toEqual({ blocks: 1, letIn: true });
+      // let in no sooner than the lockout's end, and soon after it (one knock, plus a busy machine)
+      const lockedFor = letInAt! - lockedAt!;
+      expect(lockedFor).toBeGreaterThanOrEqual(blockMs - 5);
+      expect(lockedFor).toBeLessThan(blockMs * 1.9);
+    } finally {
+      await other.close();
+    }
+  });
 
   it('a slow block call: knocks refused until Redis lets the key in block nothing more', async () => {
     const { limiter } = ctx.app;
@@ -251,10 +294,9 @@ describe('lockouts from a guard decision', () => {
     const outcomes = new Outcomes(slowBlocks, new RouteLog({ error: (message: string) => void errors.push(message) }));
     const limit: StackedLimit = { key: 'slow-block', scope: 'lockout', policy: { limit: 1, windowMs: 100 } };
     const knock = async () => {
-      const askedAt = performance.now();
       const result = await limiter.decide([limit]);
       const limits = [{ countIf: undefined, blockMs: 300, at: '@RateLimit(#1)' }];
-      await outcomes.after({ ctx: undefined as never, route: 'POST /pin', req: {}, res: undefined, stack: [limit], limits, result, askedAt });
+      await outcomes.after({ ctx: undefined as never, route: 'POST /pin', req: {}, res: undefined, stack: [limit], limits, result });
       return result.allowed;
     };
     expect([await knock(), await knock()]).toEqual([true, false]);
