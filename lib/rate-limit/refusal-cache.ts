@@ -37,12 +37,24 @@ interface Entry {
  * from every process over pub/sub) deals with. The wait is counted from when the request was
  * sent, before Redis decided, so the cache lets go no later than Redis would.
  *
- * Bounded: an LRU of at most `maxEntries` stacks; expired entries leave when met.
+ * An invalidation can arrive while a refused request is in flight (its reply queued behind a
+ * large one): the refusal may predate the reset it names, so it must not be remembered. Each
+ * invalidation takes the next number of a sequence; a request notes the sequence when sent
+ * (`mark`), and its refusal is remembered only if no counter of it was invalidated since.
+ *
+ * Bounded: an LRU of at most `maxEntries` stacks; expired entries leave when met. The last
+ * `maxEntries` invalidations are remembered by counter; a request older than the oldest of them
+ * is not remembered (which only costs it a Redis call next time).
  */
 export class RefusalCache {
   private readonly entries = new Map<string, Entry>();
   /** counter -> the stacks that hold it */
   private readonly byCounter = new Map<string, Set<string>>();
+  /** counter -> the sequence number of its latest invalidation, oldest first */
+  private readonly invalidated = new Map<string, number>();
+  private sequence = 0;
+  /** Requests sent before this may have missed an invalidation no longer in `invalidated`. */
+  private floor = 0;
 
   constructor(
     readonly maxEntries = DEFAULT_REFUSAL_CACHE_ENTRIES,
@@ -51,6 +63,11 @@ export class RefusalCache {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Noted when a request is sent, handed back to `remember`. */
+  get mark(): number {
+    return this.sequence;
   }
 
   /** A remembered refusal that still holds for this stack at these costs, or undefined. */
@@ -79,11 +96,13 @@ export class RefusalCache {
   }
 
   /**
-   * Remembers a refusal Redis gave for a stack sent at `sentAt` (this cache's clock). Cheaper
-   * requests are not covered by it; a later refusal of the same stack replaces it.
+   * Remembers a refusal Redis gave for a stack sent at `sentAt` (this cache's clock) when the
+   * cache's `mark` was `mark`, unless a counter of it was invalidated since. Cheaper requests are
+   * not covered by it; a later refusal of the same stack replaces it.
    */
-  remember(limits: readonly CachedLimit[], retryAfterMs: number, decisions: readonly RateLimitDecision[], sentAt: number): void {
-    if (!(retryAfterMs > 1) || this.maxEntries === 0) return;
+  remember(limits: readonly CachedLimit[], retryAfterMs: number, decisions: readonly RateLimitDecision[], sentAt: number, mark = this.sequence): void {
+    if (!(retryAfterMs > 1) || this.maxEntries === 0 || mark < this.floor) return;
+    if (limits.some((limit) => (this.invalidated.get(limit.counter) ?? -1) > mark)) return;
     const id = stackId(limits);
     const old = this.entries.get(id);
     if (old !== undefined) this.delete(id, old);
@@ -112,16 +131,29 @@ export class RefusalCache {
     return this.byCounter.has(counter);
   }
 
-  /** Forgets every refusal that involved `counter` (it was reset, or given permits back). */
+  /** Forgets every refusal that involved `counter` (it was reset, or given permits back), and
+   * keeps any refusal of it now in flight from being remembered. */
   invalidate(counter: string): void {
+    this.sequence += 1;
+    this.invalidated.delete(counter);
+    this.invalidated.set(counter, this.sequence);
+    if (this.invalidated.size > this.maxEntries) {
+      const [oldest, at] = this.invalidated.entries().next().value as [string, number];
+      this.invalidated.delete(oldest);
+      this.floor = at;
+    }
     const stacks = this.byCounter.get(counter);
     if (stacks === undefined) return;
     for (const id of [...stacks]) this.delete(id, this.entries.get(id)!);
   }
 
+  /** Forgets every refusal, and keeps those now in flight from being remembered. */
   clear(): void {
     this.entries.clear();
     this.byCounter.clear();
+    this.invalidated.clear();
+    this.sequence += 1;
+    this.floor = this.sequence;
   }
 
   private delete(id: string, entry: Entry): void {

@@ -10,10 +10,12 @@ export interface CacheableStack {
   permits: readonly number[];
 }
 
-/** What a refused stack needs to be remembered: the channel's epoch and the clock when it was sent. */
+/** What a refused stack needs to be remembered: the channel's epoch, the cache's invalidation
+ * mark and the clock when it was sent. */
 export interface SentStack {
   limits: CachedLimit[];
   epoch: number;
+  mark: number;
   sentAt: number;
 }
 
@@ -42,13 +44,14 @@ export class Refusals {
       this.redis.events.refusalCacheHit();
       return { hit };
     }
-    return { sent: { limits, epoch: this.channel!.epoch, sentAt: performance.now() } };
+    return { sent: { limits, epoch: this.channel!.epoch, mark: this.cache.mark, sentAt: performance.now() } };
   }
 
-  /** Redis refused a stack: remembered if the channel was live throughout (else opened for next time). */
+  /** Redis refused a stack: remembered if the channel was live throughout and no counter of it
+   * was invalidated meanwhile (else opened for next time). */
   remember(sent: SentStack, retryAfterMs: number, decisions: readonly RateLimitDecision[]): void {
     this.channel!.open();
-    if (sent.epoch !== -1 && sent.epoch === this.channel!.epoch) this.cache!.remember(sent.limits, retryAfterMs, decisions, sent.sentAt);
+    if (sent.epoch !== -1 && sent.epoch === this.channel!.epoch) this.cache!.remember(sent.limits, retryAfterMs, decisions, sent.sentAt, sent.mark);
   }
 
   /** `counters` may grant again (reset): forgotten here at once, elsewhere over pub/sub. */

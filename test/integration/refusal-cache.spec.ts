@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { RedisLimitEvents, type RateLimitAlgorithm, type RateLimitPolicy } from '../../lib/index.js';
@@ -78,6 +79,43 @@ describe('refusal cache', () => {
     // a cheaper request is not covered by a refusal of a dearer one, nor another limit (a tier)
     expect((await a.limiter.consume(key, { ...policy, limit: 4 })).allowed).toBe(true);
     expect(await scriptCalls()).toBe(calls + 1);
+  });
+
+  // The reply of a refused request queued behind a large one (issue 26 #5: a 40 MB reply on the
+  // shared connection): a reset from another instance reaches Redis and this process's subscriber
+  // before the refusal is read. It must not be remembered: Redis grants now.
+  it('a reset heard while a refusal is in flight keeps that refusal out of the cache', async () => {
+    const policy: RateLimitPolicy = { limit: 1, windowMs: 60_000, algorithm: 'fixed-window' };
+    const key = nextKey();
+    const counter = counterOf(a, key, policy);
+    expect((await b.limiter.consume(key, policy)).allowed).toBe(true);
+    await refusedAndRemembered(a, key, policy); // a's channel is open and live
+    refusalsOf(a).cache!.invalidate(counter);
+    const client = a.moduleRef.get(RedisConnection).client;
+    const sockets = ('nodes' in client ? client.nodes('master') : [client]).map((node) => (node as unknown as { stream: Socket }).stream);
+    const calls = await scriptCalls();
+    sockets.forEach((socket) => socket.pause());
+    try {
+      const inFlight = a.limiter.consume(key, policy);
+      await until(
+        async () => (await scriptCalls()) > calls,
+        10_000,
+        () => 'the refused decision ran in Redis',
+      );
+      const heard = refusalsOf(a).cache!.mark;
+      await b.limiter.reset(key, policy);
+      await until(
+        () => refusalsOf(a).cache!.mark > heard,
+        10_000,
+        () => 'a heard the reset',
+      );
+      sockets.forEach((socket) => socket.resume());
+      expect((await inFlight).allowed).toBe(false);
+    } finally {
+      sockets.forEach((socket) => socket.resume());
+    }
+    expect(refusalsOf(a).cache!.holds(counter)).toBe(false);
+    expect((await a.limiter.consume(key, policy)).allowed).toBe(true);
   });
 
   it('reset and refund from another instance reach this one', async () => {

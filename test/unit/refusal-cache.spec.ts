@@ -36,6 +36,31 @@ describe('RefusalCache', () => {
     expect(cache.lookup([limit('a', 3), limit('b', 1)])).toBeUndefined();
   });
 
+  it('does not remember a refusal sent before an invalidation of its counters (issue 26 #5)', () => {
+    const cache = new RefusalCache(3, clock);
+    const sentAt = cache.mark;
+    cache.invalidate('b'); // another counter: no bearing
+    cache.remember([limit('a')], 500, [refused(500)], now, sentAt);
+    expect(cache.lookup([limit('a')])).toBeDefined();
+    const inFlight = cache.mark;
+    cache.invalidate('a'); // heard while the refusal was on its way back
+    cache.remember([limit('a'), limit('c')], 500, [refused(500), refused(500)], now, inFlight);
+    expect(cache.lookup([limit('a'), limit('c')])).toBeUndefined();
+    // sent after the invalidation: remembered
+    cache.remember([limit('a'), limit('c')], 500, [refused(500), refused(500)], now, cache.mark);
+    expect(cache.lookup([limit('a'), limit('c')])).toBeDefined();
+    // more invalidations than it keeps by counter: a request older than them all is not remembered
+    const old = cache.mark;
+    for (const counter of ['w', 'x', 'y', 'z']) cache.invalidate(counter);
+    cache.remember([limit('d')], 500, [refused(500)], now, old);
+    expect(cache.lookup([limit('d')])).toBeUndefined();
+    // nor one sent before a clear
+    const beforeClear = cache.mark;
+    cache.clear();
+    cache.remember([limit('d')], 500, [refused(500)], now, beforeClear);
+    expect(cache.lookup([limit('d')])).toBeUndefined();
+  });
+
   it('forgets every stack that holds an invalidated counter', () => {
     const cache = new RefusalCache(10, clock);
     cache.remember([limit('a'), limit('b')], 500, [refused(500), refused(500)], now);
