@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { RedisLimitModuleOptions } from './redis-limit.options.js';
+import type { RedisLimitModuleExtras, RedisLimitModuleOptions } from './redis-limit.options.js';
 import { describeValue } from './validation.js';
 
 /** Nest's builder output for RedisLimitModule; `REDIS_LIMIT_OPTIONS` injects the raw options. */
@@ -8,10 +8,10 @@ export const {
   MODULE_OPTIONS_TOKEN: REDIS_LIMIT_OPTIONS,
   OPTIONS_TYPE,
   ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<Omit<RedisLimitModuleOptions, 'isGlobal'>>({ moduleName: 'RedisLimit' })
+} = new ConfigurableModuleBuilder<RedisLimitModuleOptions>({ moduleName: 'RedisLimit' })
   .setClassMethodName('forRoot')
   // isGlobal is an extra: Nest reads it from the forRoot / forRootAsync call itself
-  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: isGlobal(extras.isGlobal) }))
+  .setExtras<RedisLimitModuleExtras>({ isGlobal: true }, (definition, extras) => ({ ...definition, global: isGlobal(extras.isGlobal) }))
   .build();
 
 /** `isGlobal`, checked when forRoot / forRootAsync is called: Nest would take an explicit
@@ -32,10 +32,11 @@ export function assertModuleOptions(options: unknown): void {
 }
 
 /**
- * What forRootAsync's factory returns: every option but `isGlobal`. Nest decides whether the module
- * is global when forRootAsync is called, before any factory runs, so `isGlobal` goes in that call.
+ * What forRootAsync's factory returns: the module options (a factory typed
+ * `(...): RedisLimitModuleOptions` fits), never `isGlobal`. Nest decides whether the module is
+ * global when forRootAsync is called, before any factory runs, so `isGlobal` goes in that call.
  */
-export type RedisLimitFactoryOptions = Omit<RedisLimitModuleOptions, 'isGlobal'> & { isGlobal?: never };
+export type RedisLimitFactoryOptions = RedisLimitModuleOptions & { isGlobal?: never };
 
 /**
  * forRootAsync's argument: `imports`, `inject` and one of `useFactory`, `useClass` or

@@ -56,7 +56,8 @@ export class RedisLimitModule extends ConfigurableModuleClass {
    * The module with `options` (every one optional; see RedisLimitModuleOptions for defaults).
    * An unreachable Redis does not stop the app: `app.init()` waits at most 2 s for it, then
    * guards apply `failMode`.
-   * @param options - module options, `isGlobal` (default true) among them
+   * @param options - module options (RedisLimitModuleOptions), and beside them `isGlobal`
+   * (default true), which is this call's own (RedisLimitModuleExtras)
    * @returns the module to put in `imports`
    * @throws TypeError from this call when `options` is not an object or `isGlobal` not a boolean.
    * @throws TypeError / RangeError naming the option (`RedisLimitModule: keyPrefix ...`) when the
@@ -78,7 +79,8 @@ export class RedisLimitModule extends ConfigurableModuleClass {
   /**
    * forRoot with options from providers (e.g. ConfigService): `useFactory` (with `inject` and
    * `imports`), `useClass` or `useExisting`. `isGlobal` goes here, beside `useFactory`, not in
-   * what the factory returns: Nest settles it before any factory runs.
+   * what the factory returns: Nest settles it before any factory runs. A factory may be typed
+   * `(...): RedisLimitModuleOptions`.
    * @returns the module to put in `imports`
    * @throws TypeError from this call when `options` is not an object or `isGlobal` not a boolean.
    * @throws TypeError / RangeError naming the option, as forRoot, once the factory has run;

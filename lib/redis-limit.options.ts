@@ -36,8 +36,10 @@ export interface ClusterConfig {
 }
 
 /**
- * Options of `RedisLimitModule.forRoot` (and what a `forRootAsync` factory returns, `isGlobal`
- * aside). Every time is in ms. They are checked when the module is created (`NestFactory.create`,
+ * Options of `RedisLimitModule.forRoot`, and what a `forRootAsync` factory returns. `isGlobal` is
+ * none of them: it is an argument of the forRoot / forRootAsync call itself (see
+ * RedisLimitModuleExtras), as Nest settles it before any factory runs. Every time is in ms. They
+ * are checked when the module is created (`NestFactory.create`,
  * `Test.createTestingModule(...).compile()`): a bad value is a TypeError (wrong type) or
  * RangeError (number out of range) whose message starts `RedisLimitModule: <option>`; see
  * docs/bad-input.md. `undefined` always means the default.
@@ -120,8 +122,15 @@ export interface RedisLimitModuleOptions {
    * @throws TypeError when not a boolean or `{ maxEntries? }` (an unknown option too);
    * TypeError / RangeError `refusalCache.maxEntries` when not a positive integer. */
   refusalCache?: boolean | { maxEntries?: number };
+}
+
+/**
+ * What forRoot and forRootAsync take beside the options (Nest's ConfigurableModuleBuilder
+ * extras): `forRoot({ ...options, isGlobal })`, `forRootAsync({ isGlobal, useFactory })`.
+ */
+export interface RedisLimitModuleExtras {
   /** Registers the module globally. In `forRootAsync` it goes beside `useFactory`, never in what
-   * the factory returns (that fails start-up with a TypeError).
+   * the factory returns (a type error; with a cast, start-up fails with a TypeError).
    * @default true
    * @throws TypeError from forRoot / forRootAsync when not a boolean. */
   isGlobal?: boolean;
