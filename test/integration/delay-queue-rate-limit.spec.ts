@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
@@ -236,6 +237,68 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
       expect(starts[1]!.at - releasedAt).toBeLessThan(2500);
     } finally {
       await other.close();
+    }
+  });
+
+  // A deferral frees the slot its claim took, and admit.lua wakes whoever waits for one
+  // (free-slot.lua publishes '0', due now, on the queue's channel). Without that wake-up the
+  // waiting consumer still starts the message at its idle check (5 s), so the test listens on the
+  // channel: the wake-up must come, and must come before the waiting message starts.
+  it('globalConcurrency: a rate-limit deferral frees its slot and wakes the consumer waiting for it', async () => {
+    const q = 'deferred-slot';
+    const wakeUps = queues()['wakeUps'];
+    const [channel, publish] = [wakeUps.channel(q), await wakeUps.publishCommand()];
+    const listener = ctx.app.moduleRef.get(RedisConnection).subscriberConnection(publish === 'SPUBLISH');
+    const events: string[] = [];
+    // enqueues publish a runAt there; only a freed slot publishes '0'
+    const onMessage = (from: string, message: string) => void (from === channel && message === '0' && events.push('slot freed'));
+    listener.on('message', onMessage);
+    listener.on('smessage', onMessage);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // a claim asks for 2 but the queue allows 1: it takes one and, with more due, leaves the
+    // consumer waiting for a slot (not claiming again at once); one start per tenant in the window
+    const opts = { concurrency: 2, globalConcurrency: 1, rateLimit: { limit: 1, windowMs: 600_000, key: tenantOf } };
+    const consumer = queues().consume(
+      q,
+      async (m) => {
+        events.push(`started ${m.id}`);
+        if (m.id === 'b-1') await gate; // holds its slot: its ack would wake too
+      },
+      opts,
+    );
+    try {
+      await (publish === 'SPUBLISH' ? listener.ssubscribe(channel) : listener.subscribe(channel));
+      // tenant a's one start in the window; nobody waits for a slot, so its ack publishes nothing
+      await queues().enqueue(q, { tenant: 'a' }, { id: 'a-0' });
+      await until(
+        async () => events.includes('started a-0') && (await queues().size(q)).inFlight === 0,
+        10_000,
+        () => `a-0 not handled: ${events.join(', ')}`,
+      );
+      // in one call, due at once: the claim takes a-1 (ids in order) and finds the queue full with
+      // b-1 due; admission defers a-1 (tenant a is spent), which frees the slot b-1 waits for
+      await queues().enqueueMany(q, [
+        { payload: { tenant: 'a' }, id: 'a-1' },
+        { payload: { tenant: 'b' }, id: 'b-1' },
+      ]);
+      await until(
+        () => events.includes('slot freed'),
+        20_000,
+        () => `no wake-up on ${channel} after a-1 was deferred (so far: ${events.join(', ')})`,
+      );
+      await until(
+        () => events.includes('started b-1'),
+        20_000,
+        () => `b-1 not started (so far: ${events.join(', ')})`,
+      );
+      expect(events).toEqual(['started a-0', 'slot freed', 'started b-1']);
+      // a-1 waits for tenant a's next window, scheduled; b-1 holds the one slot
+      expect(await queues().size(q)).toEqual({ scheduled: 1, inFlight: 1, dead: 0 });
+    } finally {
+      release();
+      await consumer.stop();
+      listener.disconnect();
     }
   });
 
