@@ -6,6 +6,7 @@ import { legacyTimerQueue } from '../../lib/expiring-hash/legacy-timers.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
+import { until } from '../harness/until.js';
 
 describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) => {
   const ctx = withLimiterApp({ expiringHash: { mode, sweepIntervalMs: 100 } }, server);
@@ -116,6 +117,44 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     } finally {
       scripts.run = run;
     }
+  });
+
+  // The notifier disarms what it enqueued (notify.lua): the hash's outbox loses the notification
+  // ("<expiry>:<field>") and its handover record ("h:<expiry>:<field>"). The consumer's settle
+  // disarms it too, so with no consumer running only the notifier can have emptied the outbox.
+  it('disarms a delivered notification once it is enqueued, before any consumer settles it', async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const key = `disarmed-${mode}`;
+    const queue = `expired-disarmed-${mode}`;
+    const outbox = keys.hash(key)[2];
+    await hash().set(key, 'order-1', 'unpaid', 100, { notify: queue });
+    const armed = await ctx.app.raw.hkeys(outbox);
+    expect(armed).toEqual([expect.stringMatching(/^\d+:order-1$/)]);
+    const id = armingId(key, 'order-1', armed[0]!.split(':')[0]!);
+    await until(
+      async () => (await queues().size(queue)).scheduled === 1,
+      15_000,
+      () => 'the notification was not enqueued',
+    );
+    await until(
+      async () => (await ctx.app.raw.hlen(outbox)) === 0,
+      10_000,
+      async () => `the outbox still holds ${JSON.stringify(await ctx.app.raw.hgetall(outbox))} after the enqueue`,
+    );
+    const got: string[] = [];
+    const consumer = queues().consume(queue, (message) => void got.push(message.id));
+    try {
+      await until(
+        async () => got.length > 0 && (await queues().size(queue)).inFlight === 0,
+        10_000,
+        () => 'not handled',
+      );
+    } finally {
+      await consumer.stop();
+    }
+    expect(got).toEqual([id]);
+    expect(await queues().size(queue)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
   });
 
   it('hands a notification over again only after its lease, and holds a twice-handed one', async () => {
