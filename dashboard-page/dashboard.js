@@ -130,7 +130,8 @@ async function showDead(cursor) {
   more.onclick = () => showDead(page.cursor);
 }
 
-/** One route's hour as bars: allowed below, refused stacked on top, one bar per minute. */
+/** One route's hour as bars: allowed below, shadow-refused (let through) then refused stacked on
+ * top, one bar per minute. */
 function routeChart(series, max) {
   const width = 600;
   const height = 40;
@@ -147,17 +148,20 @@ function routeChart(series, max) {
   rect('axis', 0, height - 1, width, 1);
   series.allowed.forEach((allowed, i) => {
     const refused = series.refused[i];
+    const shadow = series.shadowRefused?.[i] ?? 0;
     const a = (allowed / max) * (height - 2);
+    const s = (shadow / max) * (height - 2);
     const r = (refused / max) * (height - 2);
     if (allowed > 0) rect('allowed', i * bar + 0.5, height - 1 - a, bar - 1, a);
-    if (refused > 0) rect('refused', i * bar + 0.5, height - 1 - a - r, bar - 1, r);
+    if (shadow > 0) rect('shadow-refused', i * bar + 0.5, height - 1 - a - s, bar - 1, s);
+    if (refused > 0) rect('refused', i * bar + 0.5, height - 1 - a - s - r, bar - 1, r);
   });
   return svg;
 }
 
 function showDecisions({ routes }) {
   const sum = (xs) => xs.reduce((a, b) => a + b, 0);
-  const max = Math.max(1, ...routes.flatMap((s) => s.allowed.map((a, i) => a + s.refused[i])));
+  const max = Math.max(1, ...routes.flatMap((s) => s.allowed.map((a, i) => a + s.refused[i] + (s.shadowRefused?.[i] ?? 0))));
   $('charts').replaceChildren(
     ...routes.map((s) =>
       el(
@@ -227,6 +231,7 @@ function showCounters(c) {
   const rows = [
     ['Decisions allowed', c.decisions.allowed],
     ['Decisions refused', c.decisions.refused],
+    ['Decisions shadow-refused (let through)', c.decisions.shadowRefused],
     ['Refused from the refusal cache (no Redis call)', c.refusalCacheHits],
     ['Local fallback: allowed', c.localDecisions.allowed],
     ['Local fallback: refused', c.localDecisions.refused],

@@ -18,6 +18,8 @@ export interface RouteSeries {
   /** One count per minute, oldest first, aligned with `DecisionSeriesPage.minutes`. */
   allowed: number[];
   refused: number[];
+  /** Requests shadow limits alone refused (they went on): not refusals, not plain grants. */
+  shadowRefused: number[];
 }
 
 export interface DecisionSeriesPage {
@@ -26,7 +28,10 @@ export interface DecisionSeriesPage {
   routes: RouteSeries[];
 }
 
-type Counts = Map<string, { allowed: number; refused: number }>;
+type Counts = Map<string, { allowed: number; refused: number; shadowRefused: number }>;
+/** Each count's field prefix in a minute's hash. */
+const FIELDS = { allowed: 'a:', refused: 'r:', shadowRefused: 's:' } as const;
+const SERIES = Object.fromEntries(Object.entries(FIELDS).map(([series, prefix]) => [prefix, series])) as Record<string, keyof typeof FIELDS>;
 
 /**
  * Rate-limit decisions per route (the guard's `Class.method`) and minute, kept in Redis so every app instance adds to one
@@ -70,8 +75,8 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
     let label = event.route ?? scopeLabel(event.limits);
     if (!counts.has(label) && counts.size >= MAX_LABELS) label = OTHER;
     let count = counts.get(label);
-    if (count === undefined) counts.set(label, (count = { allowed: 0, refused: 0 }));
-    count[event.allowed ? 'allowed' : 'refused'] += 1;
+    if (count === undefined) counts.set(label, (count = { allowed: 0, refused: 0, shadowRefused: 0 }));
+    count[event.shadowRefused ? 'shadowRefused' : event.allowed ? 'allowed' : 'refused'] += 1;
   }
 
   /** Writes what was counted since the last flush (a failed write is dropped, logged once: the
@@ -88,9 +93,10 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
     const pipeline = this.redis.client.pipeline();
     for (const [minute, counts] of pending) {
       const key = this.key(minute);
-      for (const [label, { allowed, refused }] of counts) {
-        if (allowed > 0) pipeline.hincrby(key, `a:${label}`, allowed);
-        if (refused > 0) pipeline.hincrby(key, `r:${label}`, refused);
+      for (const [label, count] of counts) {
+        for (const series of ['allowed', 'refused', 'shadowRefused'] as const) {
+          if (count[series] > 0) pipeline.hincrby(key, `${FIELDS[series]}${label}`, count[series]);
+        }
       }
       pipeline.pexpire(key, KEY_TTL_MS);
     }
@@ -118,12 +124,13 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
       for (const [field, value] of Object.entries(hash as Record<string, string>)) {
         const route = field.slice(2);
         let series = routes.get(route);
-        if (series === undefined)
-          routes.set(route, (series = { route, allowed: new Array<number>(SERIES_MINUTES).fill(0), refused: new Array<number>(SERIES_MINUTES).fill(0) }));
-        series[field.startsWith('r:') ? 'refused' : 'allowed'][i]! += Number(value);
+        const minutes = () => new Array<number>(SERIES_MINUTES).fill(0);
+        if (series === undefined) routes.set(route, (series = { route, allowed: minutes(), refused: minutes(), shadowRefused: minutes() }));
+        series[SERIES[field.slice(0, 2)] ?? 'allowed'][i]! += Number(value);
       }
     });
-    const total = (s: RouteSeries) => s.allowed.reduce((a, b) => a + b, 0) + s.refused.reduce((a, b) => a + b, 0);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const total = (s: RouteSeries) => sum(s.allowed) + sum(s.refused) + sum(s.shadowRefused);
     return { minutes, routes: [...routes.values()].sort((a, b) => total(b) - total(a) || a.route.localeCompare(b.route)) };
   }
 

@@ -33,6 +33,7 @@ export type RedisLimitEvent =
       retryAfterMs: number;
       limits: LimitVerdict[];
       /** refused from the refusal cache, without asking Redis */ cached?: true;
+      /** shadow limits alone refused it: it went on (`allowed` is true), and is no refusal */ shadowRefused?: true;
       /** the guard's route (`Class.method`); absent for direct service calls */ route?: string;
     }
   /** `refund` gave `permits` of a grant back (0: nothing left to give). */
@@ -72,7 +73,9 @@ export type RedisLimitListener = (event: RedisLimitEvent) => void;
 
 /** Monotonic counts since start-up (and one gauge), for an app to export. */
 export interface RedisLimitCounters {
-  decisions: { allowed: number; refused: number };
+  /** Stacks decided, by outcome: `shadowRefused` counts requests shadow limits alone refused
+   * (they went on), never as refusals. */
+  decisions: { allowed: number; refused: number; shadowRefused: number };
   /** Permits given back by `refund`, charged by `penalize`, and `block` calls. */
   outcomes: { refundedPermits: number; penalizedPermits: number; blocks: number };
   failMode: { open: number; closed: number; local: number };

@@ -27,6 +27,7 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
   family('decisions_total', 'counter', 'Rate-limit decisions (one per stack), by outcome.', [
     ['{outcome="allowed"}', c.decisions.allowed],
     ['{outcome="refused"}', c.decisions.refused],
+    ['{outcome="shadow-refused"}', c.decisions.shadowRefused],
   ]);
   family('refunded_permits_total', 'counter', 'Permits given back by refund.', [['', c.outcomes.refundedPermits]]);
   family('penalized_permits_total', 'counter', 'Permits charged by penalize.', [['', c.outcomes.penalizedPermits]]);

@@ -37,7 +37,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   private emitter: Emitter | undefined;
   private readonly logger = new Logger('RedisLimitEvents');
   private readonly counts: RedisLimitCounters = {
-    decisions: { allowed: 0, refused: 0 },
+    decisions: { allowed: 0, refused: 0, shadowRefused: 0 },
     outcomes: { refundedPermits: 0, penalizedPermits: 0, blocks: 0 },
     failMode: { open: 0, closed: 0, local: 0 },
     localDecisions: { allowed: 0, refused: 0 },
@@ -101,8 +101,8 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     return this.listeners.size > 0 || this.emitter !== undefined;
   }
 
-  decision(allowed: boolean, build: () => RedisLimitEvent): void {
-    this.counts.decisions[allowed ? 'allowed' : 'refused'] += 1;
+  decision(outcome: 'allowed' | 'refused' | 'shadow-refused', build: () => RedisLimitEvent): void {
+    this.counts.decisions[outcome === 'shadow-refused' ? 'shadowRefused' : outcome] += 1;
     if (this.listened) this.emit(build());
   }
 

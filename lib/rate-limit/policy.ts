@@ -135,8 +135,14 @@ export function assertStackInput(limits: unknown, options: unknown): void {
   }
   limits.forEach((limit: unknown, i) => assertLimitObject(limit, `limits[${i}]`));
   assertOptions(options, DECIDE_OPTIONS);
-  const { peek, route } = options as { peek?: unknown; route?: unknown };
+  const { peek, route, shadows, shadowRefused } = options as { peek?: unknown; route?: unknown; shadows?: unknown; shadowRefused?: unknown };
   if (peek !== undefined && typeof peek !== 'boolean') throw new TypeError(`options.peek must be a boolean, got ${describeValue(peek)}`);
+  if (shadowRefused !== undefined && typeof shadowRefused !== 'boolean') {
+    throw new TypeError(`options.shadowRefused must be a boolean, got ${describeValue(shadowRefused)}`);
+  }
+  if (shadows !== undefined && !(Array.isArray(shadows) && shadows.every((i) => Number.isInteger(i) && i >= 0 && i < limits.length))) {
+    throw new TypeError(`options.shadows must be an array of indexes into limits, got ${describeValue(shadows)}`);
+  }
   if (route !== undefined && (typeof route !== 'string' || route.length === 0)) {
     throw new TypeError(`options.route must be a non-empty string, got ${describeValue(route)}`);
   }
@@ -148,7 +154,7 @@ export function assertLimitInput(limit: unknown, options: unknown): void {
   assertOptions(options, ['now']);
 }
 
-const DECIDE_OPTIONS = ['peek', 'now', 'route'];
+const DECIDE_OPTIONS = ['peek', 'now', 'route', 'shadows', 'shadowRefused'];
 
 /** Throws a TypeError naming the first property of `options` not in `known`: a misspelt option
  * would otherwise be ignored, and the call would do what was not asked (`peak: true` charges,

@@ -74,7 +74,8 @@ export class RateLimitGuard implements CanActivate {
     let result;
     let local = false;
     try {
-      result = await decideShadowed({ decide: (stack) => this.limiter.decide(stack, { route: plan.route }) }, limits.stack, plan.limits);
+      const route = plan.route;
+      result = await decideShadowed({ decide: (stack, options) => this.limiter.decide(stack, { ...options, route }) }, limits.stack, plan.limits);
       this.redis.reportSuccess();
     } catch (error) {
       if (applyFailMode(error, plan.failMode, this.redis, plan.route, () => transport.unavailable()) === 'open') return true;

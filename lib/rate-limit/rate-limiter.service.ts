@@ -77,6 +77,15 @@ export interface DecideOptions {
    * string.
    * @default none */
   route?: string;
+  /** Indexes of the stack's shadow limits (decided and counted, never refusing; see `shadow` on
+   * `@RateLimit`). A refusal by these alone is reported as `shadow-refused`, not as a refusal,
+   * and no refusal they take part in is remembered by the refusal cache.
+   * @default none */
+  shadows?: readonly number[];
+  /** This stack is a request's enforced limits decided again after its shadow limits alone
+   * refused it: a grant is reported as `shadow-refused`.
+   * @default false */
+  shadowRefused?: boolean;
 }
 
 /** Options of refundLimit, penalizeLimit and blockLimit. */
@@ -453,7 +462,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
         : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
     if (cached !== undefined && 'hit' in cached) {
       const result: StackDecision = { allowed: false, ...cached.hit, cached: true };
-      this.redis.events.decision(false, () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
+      this.redis.events.decision('refused', () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
       return result;
     }
     // a grant is signed when it comes back: the secret is there before anything is charged
@@ -465,9 +474,20 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       groups.length === 1
         ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)], sign)
         : await this.decideAcrossSlots(groups, checked, keys, options, sign);
-    if (cached !== undefined && !result.allowed) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
+    // a shadow's refusal is no refusal: never remembered (its wait is not the request's)
+    const shadows = result.allowed ? undefined : options.shadows;
+    const refusedBy = shadows === undefined ? undefined : result.decisions.flatMap((d, i) => (d.allowed ? [] : [i]));
+    if (cached !== undefined && !result.allowed && !refusedBy?.some((i) => shadows!.includes(i))) {
+      this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
+    }
     // a peek decides nothing: not counted, not announced
-    if (!options.peek) this.redis.events.decision(result.allowed, () => decisionEvent(result, checked, limits, options.route));
+    if (!options.peek) {
+      const shadowOnly = refusedBy?.every((i) => shadows!.includes(i)) === true;
+      // refused by shadows alone with enforced limits left: those are decided again, and that call reports
+      if (shadowOnly && shadows!.length < limits.length) return result;
+      const outcome = shadowOnly || (result.allowed && options.shadowRefused === true) ? 'shadow-refused' : result.allowed ? 'allowed' : 'refused';
+      this.redis.events.decision(outcome, () => decisionEvent(result, checked, limits, options.route, outcome));
+    }
     return result;
   }
 
@@ -563,11 +583,19 @@ function clock(options: LimitOperationOptions): string {
   return options.now === undefined ? '' : String(options.now);
 }
 
-function decisionEvent(result: StackDecision, checked: CheckedLimit[], limits: readonly StackedLimit[], route: string | undefined): RedisLimitEvent {
+function decisionEvent(
+  result: StackDecision,
+  checked: CheckedLimit[],
+  limits: readonly StackedLimit[],
+  route: string | undefined,
+  outcome?: 'allowed' | 'refused' | 'shadow-refused',
+): RedisLimitEvent {
   return {
     type: 'redis-limit.decision',
     ...(route === undefined ? {} : { route }),
-    allowed: result.allowed,
+    // a request shadow limits alone refused goes on
+    allowed: result.allowed || outcome === 'shadow-refused',
+    ...(outcome === 'shadow-refused' ? { shadowRefused: true as const } : {}),
     retryAfterMs: result.retryAfterMs,
     limits: checked.map(({ key, spec }, i) => ({
       key,

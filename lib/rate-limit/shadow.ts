@@ -1,9 +1,10 @@
 import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import type { StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { DecideOptions, StackDecision, StackedLimit } from './rate-limiter.service.js';
 import type { RouteLog } from './route-log.js';
 
-// the common answer, shared: nobody writes to it
+// the common answers, shared: nobody writes to them
 const NONE: number[] = [];
+const NO_OPTIONS = {};
 
 /** A route's verdict when some of its limits are shadows. */
 export interface ShadowedDecision extends StackDecision {
@@ -20,20 +21,29 @@ export interface ShadowedDecision extends StackDecision {
  * stands, and the refusing shadows stay uncharged, as a refused request would have left them.
  */
 export async function decideShadowed(
-  /** RateLimiterService, or failMode 'local''s in-process limiter */
-  limiter: { decide(stack: StackedLimit[]): StackDecision | Promise<StackDecision> },
+  /** RateLimiterService, or failMode 'local''s in-process limiter: told which limits are shadows,
+   * and when a stack is the enforced rest of one they alone refused (see DecideOptions) */
+  limiter: { decide(stack: StackedLimit[], options: Pick<DecideOptions, 'shadows' | 'shadowRefused'>): StackDecision | Promise<StackDecision> },
   stack: StackedLimit[],
   limits: readonly { shadow: boolean }[],
 ): Promise<ShadowedDecision> {
-  const first = await limiter.decide(stack);
+  const shadows = shadowIndexes(limits);
+  const first = await limiter.decide(stack, shadows.length === 0 ? NO_OPTIONS : { shadows });
   if (first.allowed) return { ...first, shadowRefused: NONE };
   const refusing = first.decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
-  if (refusing.some((i) => !limits[i]!.shadow)) return { ...first, shadowRefused: NONE };
+  if (refusing.some((i) => !limits[i]!.shadow)) {
+    // the wait the request is told is its enforced limits', not a shadow's
+    const retryAfterMs = Math.max(...refusing.map((i) => (limits[i]!.shadow ? 0 : first.decisions[i]!.retryAfterMs)));
+    return { ...first, retryAfterMs, shadowRefused: NONE };
+  }
 
   const enforced = stack.flatMap((_, i) => (limits[i]!.shadow ? [] : [i]));
   const decisions = [...first.decisions];
   if (enforced.length === 0) return { allowed: true, retryAfterMs: 0, decisions, shadowRefused: refusing };
-  const second = await limiter.decide(enforced.map((i) => stack[i]!));
+  const second = await limiter.decide(
+    enforced.map((i) => stack[i]!),
+    { shadowRefused: true },
+  );
   enforced.forEach((i, j) => {
     decisions[i] = second.decisions[j]!;
   });
@@ -45,6 +55,14 @@ export async function decideShadowed(
     return { ...refused, shadowRefused: NONE };
   }
   return { allowed: true, retryAfterMs: 0, decisions, shadowRefused: refusing };
+}
+
+// the common case, no shadows, allocates nothing per request
+const shadowIndexCache = new WeakMap<readonly { shadow: boolean }[], number[]>();
+function shadowIndexes(limits: readonly { shadow: boolean }[]): number[] {
+  let indexes = shadowIndexCache.get(limits);
+  if (indexes === undefined) shadowIndexCache.set(limits, (indexes = limits.flatMap((limit, i) => (limit.shadow ? [i] : []))));
+  return indexes;
 }
 
 /**

@@ -59,6 +59,19 @@ describe.each(PLATFORMS)('shadow limits on %s', (platform) => {
     });
     expect(events.counters().shadowRefused).toBe(3);
     expect(events.prometheus()).toContain('nest_redis_limit_shadow_refused_total 3\n');
+    // a shadow's refusal is no refusal (issue 26 #6): not counted as one, never cached
+    expect(events.counters().decisions).toEqual({ allowed: 2, refused: 0, shadowRefused: 3 });
+    expect(events.counters().refusalCacheHits).toBe(0);
+    expect(events.prometheus()).toContain('nest_redis_limit_decisions_total{outcome="refused"} 0\n');
+    expect(events.prometheus()).toContain('nest_redis_limit_decisions_total{outcome="shadow-refused"} 3\n');
+    const decisions = seen.filter((e) => e.type === 'redis-limit.decision');
+    expect(decisions.map((e) => [e.allowed, 'shadowRefused' in e])).toEqual([
+      [true, false],
+      [true, false],
+      [true, true],
+      [true, true],
+      [true, true],
+    ]);
     expect(app.log.of('warn').filter((line) => line.includes('shadow'))).toEqual([
       expect.stringMatching(/^ShadowController\.alone: shadow limits would have refused/),
     ]);
@@ -73,6 +86,9 @@ describe.each(PLATFORMS)('shadow limits on %s', (platform) => {
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 429, 429]);
     expect(shadowEvents(seen)).toHaveLength(2);
     expect(responses[3]!.headers['retry-after']).toBeDefined();
+    // one decision reported per request: its enforced limits' verdict, shadow-refused where only 'trial' refused
+    const events = app.app.get(RedisLimitEvents).counters();
+    expect([events.decisions, events.refusalCacheHits]).toEqual([{ allowed: 1, refused: 2, shadowRefused: 2 }, 0]);
   });
 
   it('everywhere with the module option, but not where a limit says shadow: false', async () => {

@@ -19,8 +19,8 @@ describe('a stack with shadow limits', () => {
     return { decide: () => decideShadowed(ctx.app.limiter, limits, flags), left };
   }
   const calls = () => {
-    const { allowed, refused } = ctx.app.moduleRef.get(RedisLimitEvents).counters().decisions;
-    return allowed + refused;
+    const { allowed, refused, shadowRefused } = ctx.app.moduleRef.get(RedisLimitEvents).counters().decisions;
+    return allowed + refused + shadowRefused;
   };
 
   it('charges every limit in one call while none refuses', async () => {
@@ -40,7 +40,8 @@ describe('a stack with shadow limits', () => {
     expect(result.decisions.map((d) => d.allowed)).toEqual([false, true]);
     expect(result.decisions[1]!.grantId).toEqual(expect.any(String));
     expect(result.decisions[0]!.grantId).toBeUndefined();
-    expect(calls() - before).toBe(2);
+    // two calls, one decision reported: shadow-refused
+    expect(calls() - before).toBe(1);
     expect(await s.left()).toEqual([0, 3]);
   });
 
@@ -53,6 +54,20 @@ describe('a stack with shadow limits', () => {
     expect(result.retryAfterMs).toBeGreaterThan(0);
     expect(calls() - before).toBe(1);
     expect(await s.left()).toEqual([0, 0]);
+  });
+
+  it("a refusal's wait is its enforced limits', not a longer shadow's", async () => {
+    n += 1;
+    const limits: StackedLimit[] = [
+      { key: `shadow-${n}`, scope: 'trial', policy: { limit: 1, windowMs: 600_000 } },
+      { key: `enforced-${n}`, scope: 'live', policy: { limit: 1, windowMs: 2_000, algorithm: 'fixed-window' } },
+    ];
+    const flags = [{ shadow: true }, { shadow: false }];
+    expect((await decideShadowed(ctx.app.limiter, limits, flags)).allowed).toBe(true);
+    const refused = await decideShadowed(ctx.app.limiter, limits, flags);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(2_000);
   });
 
   it('when the enforced limit is full by the second call: that refusal stands', async () => {

@@ -3,7 +3,7 @@ import type { RedisLimitCounters } from '../../lib/observability/events.js';
 
 describe('prometheusText', () => {
   const counters: RedisLimitCounters = {
-    decisions: { allowed: 7, refused: 2 },
+    decisions: { allowed: 7, refused: 2, shadowRefused: 4 },
     outcomes: { refundedPermits: 5, penalizedPermits: 6, blocks: 2 },
     failMode: { open: 1, closed: 0, local: 4 },
     localDecisions: { allowed: 3, refused: 1 },
@@ -19,7 +19,9 @@ describe('prometheusText', () => {
   it('writes one HELP and TYPE per family, then its samples', () => {
     const text = prometheusText(counters, 'x');
     expect(text).toContain('# HELP x_decisions_total ');
-    expect(text).toContain('# TYPE x_decisions_total counter\nx_decisions_total{outcome="allowed"} 7\nx_decisions_total{outcome="refused"} 2\n');
+    expect(text).toContain(
+      '# TYPE x_decisions_total counter\nx_decisions_total{outcome="allowed"} 7\nx_decisions_total{outcome="refused"} 2\nx_decisions_total{outcome="shadow-refused"} 4\n',
+    );
     expect(text).toContain('# TYPE x_redis_up gauge\nx_redis_up 1\n');
     expect(text).toContain('x_max_pending_refused_total 3\n');
     expect(text).toContain('x_refunded_permits_total 5\n');
