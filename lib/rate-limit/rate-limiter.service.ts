@@ -7,6 +7,7 @@ import type { Reply } from '../redis/scripts.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher } from './decision-batch.js';
+import { CounterScopes } from './counter-scopes.js';
 import { GrantIds } from './grant-ids.js';
 import { Overrides } from './overrides.js';
 import type { NamedLimit } from './overrides-declared.js';
@@ -125,6 +126,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   private readonly batcher: DecisionBatcher;
   private readonly refusals: Refusals;
   private readonly grants: GrantIds;
+  private readonly scopes: CounterScopes;
   /** The runtime overrides in force here; route plans read them and declare their names. */
   readonly limitOverrides: Overrides;
 
@@ -132,6 +134,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
     this.refusals = new Refusals(redis);
     this.grants = new GrantIds(redis);
+    this.scopes = new CounterScopes(redis);
     // a refusal remembered under the old numbers must not outlive a raised limit
     this.limitOverrides = new Overrides(redis, () => this.refusals.clear());
   }
@@ -408,6 +411,35 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   }
 
   /**
+   * Resets every counter of the limits declared with `name` (`@RateLimit` / `@Funnel` / defaultLimits
+   * entries carrying it, user tiers and overridden windows included) for the resolved `key`,
+   * whatever their algorithm and window, lifts their blocks (lockouts), and empties every app
+   * instance's refusal cache of them before it resolves. Works from any process on the same Redis
+   * and key prefix, one that declares nothing too (an admin app). Two round trips.
+   * @param name - the limits' `name`: a non-empty string
+   * @param key - the resolved key, as the limit's `key` function (or the tracker) gave it
+   * @returns how many counters there were to reset (0: none held anything)
+   * @throws TypeError `name` / `key` when not a non-empty string.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * // support lifts a locked-out account: every 'login' counter of this e-mail
+   * await limiter.resetLimit('login', 'ada@example.com');
+   * ```
+   */
+  async resetLimit(name: string, key: string): Promise<number> {
+    assertKey(name, 'name');
+    assertKey(key);
+    const counters = (await this.scopes.kinds(name)).map((kind) => this.redis.keys.build(kind, key, name));
+    if (counters.length === 0) return 0;
+    // one hash tag, the key's: one slot, one call
+    const reset = await this.redis.scripts.bounded(this.redis.client.del(...counters), 'DEL');
+    await this.refusals.invalidate(counters);
+    return reset;
+  }
+
+  /**
    * Leaky bucket: `capacity` units refilled evenly (exact fractions) so an empty funnel is full
    * again after `leakingDurationMs`; charges `quota` if it fits, never waits.
    * @param funnel - `{ capacity, leakingDurationMs }`: positive integers (units, ms)
@@ -454,7 +486,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   async decide(limits: readonly StackedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
     assertStackInput(limits, options);
     const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
-    const keys = checked.map(({ key, spec }, i) => this.redis.keys.build(counterKind(spec), key, limits[i]!.scope));
+    const kinds = checked.map(({ spec }) => counterKind(spec));
+    const keys = checked.map(({ key }, i) => this.redis.keys.build(kinds[i]!, key, limits[i]!.scope));
     // peeks and the test clock ask Redis every time
     const cached =
       options.peek || options.now !== undefined
@@ -465,9 +498,13 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       this.redis.events.decision('refused', () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
       return result;
     }
-    // a grant is signed when it comes back: the secret is there before anything is charged
-    const secret = options.peek ? undefined : this.grants.ready();
-    if (secret instanceof Promise) await secret;
+    if (!options.peek) {
+      // resetLimit finds a name's counters by the kinds its scope has used
+      for (let i = 0; i < limits.length; i++) if (limits[i]!.scope !== undefined) this.scopes.note(limits[i]!.scope!, kinds[i]!);
+      // a grant is signed when it comes back: the secret is there before anything is charged
+      const secret = this.grants.ready();
+      if (secret instanceof Promise) await secret;
+    }
     const sign = (i: number, grant: string) => this.grants.sign(keys[i]!, grant);
     const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
     const result =

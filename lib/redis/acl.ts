@@ -50,6 +50,9 @@ const COMMANDS = [
   'hdel',
   'hlen',
   'hincrby',
+  // the kinds of counter each limit's scope has used (resetLimit)
+  'sadd',
+  'smembers',
   'zadd',
   'zrem',
   'zscore',

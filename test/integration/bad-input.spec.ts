@@ -119,7 +119,7 @@ describe('bad input', () => {
         'decide: an unknown option',
         () => limiter().decide([{ key: 'k', policy: POLICY }], { peak: true } as never),
         TypeError,
-        /^options\.peak is not an option \(peek, now, route\)$/,
+        /^options\.peak is not an option \(peek, now, route, shadows, shadowRefused\)$/,
       ],
       [
         'acquire: an unknown option',
