@@ -26,6 +26,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly owned: boolean;
   private readonly logger = new Logger('RedisLimit');
   private outage = false;
+  private readonly recoveryListeners: (() => void)[] = [];
   private readonly commands = new Map<string, Promise<boolean>>();
 
   constructor(
@@ -165,5 +166,12 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     this.outage = false;
     this.logger.log('Redis available again');
     this.events.redisUp();
+    for (const listener of this.recoveryListeners) listener();
+  }
+
+  /** Calls `listener` (synchronously: keep it quick, never throwing) each time reportSuccess ends
+   * an outage: Redis answers again (for a client of our own, as soon as it has reconnected). */
+  onRecovery(listener: () => void): void {
+    this.recoveryListeners.push(listener);
   }
 }

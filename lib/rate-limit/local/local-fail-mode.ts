@@ -2,17 +2,29 @@ import type { LimitVerdict } from '../../observability/events.js';
 import type { RedisConnection } from '../../redis/redis-connection.js';
 import { KIND_NAMES, rateLimitSpec } from '../policy.js';
 import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
+import { LocalHandOver } from './local-hand-over.js';
 import { LocalLimiter } from './local-limiter.js';
 
 // One limiter per module (its connection), shared by every guard instance of that module, as
-// Redis's counters are. Its counters are left to expire when Redis answers again: the grants
+// Redis's counters are. When Redis answers again, what it granted in windows still open is
+// charged to Redis's counters (LocalHandOver); its own counters are left to expire: the grants
 // they hold really happened, so an outage that follows within their window still counts them.
 const limiters = new WeakMap<RedisConnection, LocalLimiter>();
 
+/** The connection's limiter, made on its first local decision (always during an outage). */
+function limiterOf(redis: RedisConnection): LocalLimiter {
+  let limiter = limiters.get(redis);
+  if (limiter === undefined) {
+    limiters.set(redis, (limiter = new LocalLimiter(redis.options.localDivisor)));
+    const handOver = new LocalHandOver(redis, limiter.owed);
+    redis.onRecovery(() => handOver.start());
+  }
+  return limiter;
+}
+
 /** failMode 'local': decides `stack` in this process's memory and reports the decision. */
 export function decideLocally(redis: RedisConnection, route: string, stack: readonly StackedLimit[]): StackDecision {
-  let limiter = limiters.get(redis);
-  if (limiter === undefined) limiters.set(redis, (limiter = new LocalLimiter(redis.options.localDivisor)));
+  const limiter = limiterOf(redis);
   const result = limiter.decide(stack);
   redis.events.localDecision(result.allowed, () => ({
     type: 'redis-limit.local-decision',

@@ -5,6 +5,7 @@ import type { LocalAlgorithm, LocalVerdict } from './local-algorithm.js';
 import { localFixedWindow } from './local-fixed-window.js';
 import { localSlidingWindow } from './local-sliding-window.js';
 import { localTokenBucket } from './local-token-bucket.js';
+import { OwedGrants } from './local-owed.js';
 
 /**
  * Counters one process keeps at most (least recently used dropped first). Each is a few numbers,
@@ -32,6 +33,9 @@ interface LocalLimit {
   limit: number;
   windowMs: number;
   permits: number;
+  /** The limit as decided, and its Redis numbers: what the grant is owed on. */
+  target: StackedLimit;
+  spec: LimitSpec;
 }
 
 /**
@@ -39,16 +43,21 @@ interface LocalLimit {
  * stacks, in this process's memory on its own clock, each `limit` divided by `divisor` (rounded
  * up, at least 1) so that `divisor` instances together grant about what Redis would. A request for
  * more permits than the divided limit is refused with a window's wait rather than a RangeError:
- * the same request is valid against Redis.
+ * the same request is valid against Redis. Every grant is also owed to Redis (`owed`): what
+ * LocalHandOver charges Redis's counters with once it answers again.
  */
 export class LocalLimiter {
   /** Map order is use order: the first counter is the least recently used. */
   private readonly counters = new Map<string, Counter>();
+  /** The grants Redis has not been charged with, counted with Redis's numbers. */
+  readonly owed: OwedGrants;
 
   constructor(
     private readonly divisor: number,
     private readonly maxKeys = LOCAL_MAX_KEYS,
-  ) {}
+  ) {
+    this.owed = new OwedGrants(maxKeys);
+  }
 
   /** How many counters are held now. */
   get size(): number {
@@ -62,6 +71,7 @@ export class LocalLimiter {
     const allowed = verdicts.every((v) => v.allowed);
     const decisions = limits.map((limit, i): RateLimitDecision => {
       const verdict = allowed ? { ...verdicts[i]!, ...this.commit(limit, now) } : verdicts[i]!;
+      if (allowed) this.owed.add(limit.id, limit.target, limit.spec, limit.algorithm, limit.permits, now);
       return { ...verdict, limit: limit.limit, remaining: Math.max(0, verdict.remaining) };
     });
     return { allowed, retryAfterMs: Math.max(0, ...decisions.map((d) => d.retryAfterMs)), decisions };
@@ -72,7 +82,8 @@ export class LocalLimiter {
     // the counter's identity is Redis's: scope, key, algorithm and window (see counterKind)
     const id = JSON.stringify([counterKind(spec), scope ?? null, key]);
     const limit = Math.max(1, Math.ceil(spec.limit / this.divisor));
-    return { id, algorithm: ALGORITHMS[spec.algorithm], limit, windowMs: spec.windowMs, permits };
+    const target: StackedLimit = funnel === undefined ? { key, scope, policy } : { key, scope, funnel };
+    return { id, algorithm: ALGORITHMS[spec.algorithm], limit, windowMs: spec.windowMs, permits, target, spec };
   }
 
   private check({ id, algorithm, limit, windowMs, permits }: LocalLimit, now: number): LocalVerdict {
