@@ -3,7 +3,7 @@ import type { DynamicModule, INestApplication, LoggerService, Provider, Type } f
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from './limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from './limiter-app.js';
 import type { TestRedis } from './redis-server.js';
 
 export interface ControllerAppSetup {
@@ -26,7 +26,7 @@ export interface ControllerAppSetup {
  */
 async function createApp(redis: TestRedis, setup: ControllerAppSetup): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, ...setup.options }), ...(setup.imports ?? [])],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...setup.options }), ...(setup.imports ?? [])],
     controllers: setup.controllers,
     providers: setup.providers ?? [],
   }).compile();

@@ -7,7 +7,7 @@ import { Test } from '@nestjs/testing';
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
 import { RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from './limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from './limiter-app.js';
 
 // Gateways on both of Nest's WebSocket adapters, served on an ephemeral port and reached by real
 // clients: the `ws` package and socket.io-client.
@@ -98,7 +98,7 @@ export async function gatewayApp(
   host = '127.0.0.1',
 ): Promise<GatewayApp> {
   @Module({
-    imports: [RedisLimitModule.forRoot({ redis: connection, keyPrefix: uniquePrefix('ws'), ...options })],
+    imports: [RedisLimitModule.forRoot({ redis: connection, keyPrefix: uniquePrefix('ws'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
     providers,
   })
   class AppModule {}

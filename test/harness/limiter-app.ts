@@ -11,6 +11,13 @@ export function uniquePrefix(label = 't'): string {
   return `test:${label}:${process.pid}:${prefixes}:`;
 }
 
+/**
+ * The Redis deadline of every module the harness starts unless a test sets its own: the library's
+ * default (500 ms) is meant for production requests, and a loaded CI machine misses it in tests
+ * that are not about deadlines (issue 28). Tests of deadlines and fail modes pass theirs.
+ */
+export const TEST_COMMAND_TIMEOUT_MS = 5_000;
+
 /** Whether `key` is a limit's own, not the grant ids' secret every prefix that charged holds once. */
 export const isLimitKey = (key: string): boolean => !key.endsWith('grant-secret:{rate-limit}');
 
@@ -18,7 +25,7 @@ export const isLimitKey = (key: string): boolean => !key.endsWith('grant-secret:
 export async function limiterModule(redis: TestRedis, options: RedisLimitModuleOptions = {}) {
   const prefix = options.keyPrefix ?? uniquePrefix();
   const moduleRef: TestingModule = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, ...options, keyPrefix: prefix })],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options, keyPrefix: prefix })],
   }).compile();
   await moduleRef.init();
   const raw = redis.client();

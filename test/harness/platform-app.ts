@@ -5,7 +5,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from './limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from './limiter-app.js';
 import type { TestRedis } from './redis-server.js';
 
 export type HttpPlatform = 'express' | 'fastify';
@@ -37,7 +37,7 @@ export class LevelLog implements LoggerService {
 export async function platformApp(platform: HttpPlatform, redis: TestRedis, controllers: Type[], options: RedisLimitModuleOptions = {}) {
   const log = new LevelLog();
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix(platform), ...options })],
+    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix(platform), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
     controllers,
   }).compile();
   const app: INestApplication = moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { logger: log });
