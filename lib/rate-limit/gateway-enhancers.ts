@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ApplicationConfig, ModulesContainer } from '@nestjs/core';
 import { handlerKind } from '../handler-kind.js';
 import { RedisConnection } from '../redis/redis-connection.js';
-import { DefaultLimitsGuard } from './default-limits.guard.js';
+import { GatewayDefaultLimitsGuard } from './default-limits.guard.js';
 import { OutcomeInterceptor } from './outcome.interceptor.js';
 import { RateLimitPlans } from './rate-limit.plans.js';
 import { RateLimiterService } from './rate-limiter.service.js';
@@ -15,12 +15,14 @@ const ATTACHED = Symbol('nest-redis-limit gateway enhancer');
 
 /**
  * Nest 11 wires WebSocket gateways without the app's global guards and interceptors (Nest 12
- * gives them both), so the module's APP_GUARD (defaultLimits) and APP_INTERCEPTOR (countIf
- * outcomes) would never see a gateway message there. This attaches an instance of each to every
- * gateway class of the app, as `@UseGuards` / `@UseInterceptors` would, after the class's own. It
- * runs when the module's providers are created, before `app.init()` connects the gateways. On
- * Nest 12 the global ones run first and decide; these then find the message decided (a request is
- * decided once) and its outcome settled.
+ * gives them both), so neither the module's APP_GUARD (defaultLimits) and APP_INTERCEPTOR (countIf
+ * outcomes) nor an app's own global RateLimitGuard would see a gateway message there. This
+ * attaches a guard and an interceptor to every gateway class of the app, as `@UseGuards` /
+ * `@UseInterceptors` would: the guard before the class's own, where Nest 12 runs the global ones
+ * (it decides as the app's global RateLimitGuard would, see GatewayDefaultLimitsGuard), the
+ * interceptor after them. It runs when the module's providers are created, before `app.init()`
+ * connects the gateways. On Nest 12 the global ones run first and decide; these then find the
+ * message decided (a request is decided once) and its outcome settled.
  *
  * A gateway class shared by two apps in one process (tests) serves the app built last.
  */
@@ -35,11 +37,11 @@ export class GatewayEnhancers {
   ) {
     const gateways = [...modules.values()].flatMap((module) => [...module.providers.values()].map((wrapper) => wrapper.metatype)).filter(isGateway);
     if (gateways.length === 0) return;
-    const guard = tagged(new DefaultLimitsGuard(limiter, plans, redis, config));
+    const guard = tagged(new GatewayDefaultLimitsGuard(limiter, plans, redis, config));
     const interceptor = tagged(new OutcomeInterceptor());
     for (const gateway of new Set(gateways)) {
-      attach(gateway, GUARDS, guard);
-      attach(gateway, INTERCEPTORS, interceptor);
+      attach(gateway, GUARDS, guard, 'first');
+      attach(gateway, INTERCEPTORS, interceptor, 'last');
     }
   }
 }
@@ -61,11 +63,11 @@ function tagged<T extends object>(instance: T): T {
   return instance;
 }
 
-function attach(gateway: Function, metadataKey: string, instance: object): void {
+function attach(gateway: Function, metadataKey: string, instance: object, place: 'first' | 'last'): void {
   // what Nest reads, a base class's included; written as the class's own
   const current = (Reflect.getMetadata(metadataKey, gateway) as unknown[] | undefined) ?? [];
   const kept = current.filter(
     (enhancer) => !(typeof enhancer === 'object' && enhancer !== null && ATTACHED in enhancer && enhancer.constructor === instance.constructor),
   );
-  Reflect.defineMetadata(metadataKey, [...kept, instance], gateway);
+  Reflect.defineMetadata(metadataKey, place === 'first' ? [instance, ...kept] : [...kept, instance], gateway);
 }
