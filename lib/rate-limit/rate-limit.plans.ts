@@ -1,4 +1,5 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
@@ -58,6 +59,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected readonly decorators = '@RateLimit / @Funnel';
 
   @Inject(RateLimiterService) private readonly limiter!: RateLimiterService;
+  @Inject(HttpAdapterHost) private readonly http!: HttpAdapterHost;
 
   protected declaredOn(target: Function): boolean {
     return ((Reflect.getMetadata(RATE_LIMITS, target) as unknown[] | undefined) ?? []).length > 0;
@@ -78,11 +80,22 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected compile(route: RouteRef): RoutePlan | null {
     const plan = this.declared(compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow, this.limiter.limitOverrides.table));
     if (plan !== null && route.kind === 'rpc') {
-      if (this.redis.options.tracker === undefined) assertKeyed(plan);
+      if (this.redis.options.tracker === undefined && this.guardReaches(route)) assertKeyed(plan);
       this.rpcLimited = true;
     }
     if (plan !== null && route.kind === 'ws') this.wsLimited = true;
     return plan;
+  }
+
+  /**
+   * Whether a guard surely decides this microservice handler, so its limits are checked at start-up:
+   * its decorators' guard, or the app's global guards in a microservice app (no HTTP server), where
+   * they are its microservice's. A hybrid app gives them to a microservice only with
+   * `inheritAppConfig: true`, which no provider can see: there a default that does reach an
+   * undecorated handler fails its messages instead, and one that does not stops nothing.
+   */
+  private guardReaches(route: RouteRef): boolean {
+    return this.declaredOn(route.handler) || this.declaredOn(route.controller) || this.http.httpAdapter == null;
   }
 
   /** A limited microservice or gateway handler refuses with the app's RpcException or WsException:
