@@ -21,6 +21,9 @@ const STANDALONE_ONLY = ['module.spec.ts', 'server-flavor.spec.ts', 'redis-outag
 // Suites about a command only Redis 8 has (HSETEX): they start Redis 8 servers of their own, so
 // they run once, in the Redis 8 project, and nowhere else rather than as skipped tests.
 const REDIS8_ONLY = ['expiring-hash-hsetex.spec.ts'];
+// Suites about Nest's wiring rather than the server (which guard reaches which transport, on
+// which set-up): they run on the system's Redis 7 only.
+const REDIS7_ONLY = ['every-setup.spec.ts'];
 const ignored = (files) => ['/node_modules/', ...files.map((file) => `/${file.replace(/\./g, '\\.')}$`)];
 
 // Every script runs on Redis 8 and Valkey 8 in the integration suites. Over HTTP, those servers add
@@ -39,7 +42,7 @@ function clusterProjects(suite) {
       ...common,
       displayName: `${suite}:cluster`,
       testMatch: [`<rootDir>/test/${suite}/**/*.spec.ts`],
-      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...REDIS8_ONLY]),
+      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...REDIS8_ONLY, ...REDIS7_ONLY]),
       globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
     },
   ];
