@@ -31,6 +31,33 @@ export interface DeclaredLimit {
   keepWindow: boolean;
 }
 
+/** What an override meets in one limit: the numbers known where it is judged (start-up, or a
+ * request for what a tier or cost function resolves), undefined where unknown. */
+export type OverrideTarget = Pick<DeclaredLimit, 'at' | 'kind' | 'windowMs' | 'cost' | 'keepWindow'>;
+
+/**
+ * Why `limit` cannot take `override`, or undefined when it can: the one rule for an override,
+ * applied by setOverride before it stores one, by every instance to what it reads from Redis
+ * (whoever wrote it), and per request to what only a request knows (a tier's window, a cost
+ * function's permits). Refused: a limit below the cost or quota (never granted), one window for
+ * two limits of a route (one counter charged twice), a bucket whose limit × window is above 2^53.
+ */
+export function overrideRefusal(name: string, limit: OverrideTarget, override: LimitOverride): RangeError | undefined {
+  if (limit.cost !== undefined && limit.cost > override.limit) {
+    return new RangeError(`policy.limit (${override.limit}) is below the cost ${limit.cost} of ${limit.at}: it could never be granted`);
+  }
+  if (override.windowMs !== undefined && limit.keepWindow) {
+    return new RangeError(
+      `policy.windowMs: ${limit.at} has another limit named ${describeValue(name)} of its kind, which one window would make one counter; override the limit only`,
+    );
+  }
+  const windowMs = override.windowMs ?? limit.windowMs;
+  if ((limit.kind === 'tb' || limit.kind === 'fn') && windowMs !== undefined && override.limit * windowMs > Number.MAX_SAFE_INTEGER) {
+    return new RangeError(`policy: limit × window (${override.limit} × ${windowMs}) of ${limit.at} is above 2^53 and cannot be exact`);
+  }
+  return undefined;
+}
+
 /**
  * The names this app's limits carry (decorators and defaultLimits), filled as route plans are
  * compiled: what setOverride checks an override against, and where overrides() finds the window
@@ -49,30 +76,29 @@ export class DeclaredNames {
     limits.set(limit.at, limit);
   }
 
+  /** Some limit of this app carries `name`. */
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
   /**
-   * Throws unless every limit of `name` can take `override`: a name no limit of this app carries
-   * (a typo would change nothing), a limit below a declared cost or quota (never granted), one
-   * window for two limits of a route (one counter charged twice), a bucket that cannot be exact.
+   * Throws unless every limit of `name` can take `override` (see overrideRefusal). A name no limit
+   * of this app carries passes: another process (an admin app, a worker) may set an override for
+   * the instances that declare it, which check it against their own limits when they read it.
    */
   assertApplies(name: string, override: LimitOverride): void {
-    const limits = this.byName.get(name);
-    if (limits === undefined) {
-      throw new TypeError(`name: no @RateLimit, @Funnel or defaultLimits entry of this app is named ${describeValue(name)}`);
+    const refusal = this.refusal(name, override);
+    if (refusal !== undefined) throw refusal;
+  }
+
+  /** Why some limit of `name` cannot take `override`, or undefined when every one can (or none
+   * carries the name here). */
+  refusal(name: string, override: LimitOverride): RangeError | undefined {
+    for (const limit of this.byName.get(name)?.values() ?? []) {
+      const refusal = overrideRefusal(name, limit, override);
+      if (refusal !== undefined) return refusal;
     }
-    for (const limit of limits.values()) {
-      if (limit.cost !== undefined && limit.cost > override.limit) {
-        throw new RangeError(`policy.limit (${override.limit}) is below the cost ${limit.cost} of ${limit.at}: it could never be granted`);
-      }
-      if (override.windowMs !== undefined && limit.keepWindow) {
-        throw new RangeError(
-          `policy.windowMs: ${limit.at} has another limit named ${describeValue(name)} of its kind, which one window would make one counter; override the limit only`,
-        );
-      }
-      const windowMs = override.windowMs ?? limit.windowMs;
-      if ((limit.kind === 'tb' || limit.kind === 'fn') && windowMs !== undefined && override.limit * windowMs > Number.MAX_SAFE_INTEGER) {
-        throw new RangeError(`policy: limit × window (${override.limit} × ${windowMs}) of ${limit.at} is above 2^53 and cannot be exact`);
-      }
-    }
+    return undefined;
   }
 
   /** Every name with its declared limits, names in the order first met. */

@@ -13,10 +13,17 @@ export const OVERRIDE_POLL_MS = 1000;
  * the overrides channel, or every OVERRIDE_POLL_MS while it is not subscribed (a change announced
  * then would be missed; on a Redis Cluster always, see `listen`). The subscription is opened only
  * by an app whose limits carry names.
+ *
+ * Whoever wrote a value (another app or version on the prefix, a hand edit), it is put in force
+ * here only if setOverride here would take it (DeclaredNames.refusal): a value that is not an
+ * override, or that some limit of its name here could not take, is ignored with one warning per
+ * change, and those limits keep their declared policy.
  */
 export class Overrides {
   /** name → the override in force here. Read by every request of a named limit; replaced in place. */
   readonly table = new Map<string, LimitOverride>();
+  /** What the latest applied read found: name → the stored text, and the override it holds. */
+  private stored = new Map<string, Stored>();
   readonly declared = new DeclaredNames();
   private readonly key: string;
   private readonly channel: string;
@@ -28,7 +35,8 @@ export class Overrides {
   private reads = 0;
   private lastApplied = 0;
   private readonly logger = new Logger('RateLimitOverrides');
-  private readonly malformed = new Set<string>();
+  /** name → the stored text last warned about: one warning per change, not per read. */
+  private warned = new Map<string, string>();
 
   constructor(
     private readonly redis: RedisConnection,
@@ -45,15 +53,25 @@ export class Overrides {
     await this.listen();
   }
 
-  /** A named limit compiled: after start-up (a route met late) that may be the first. */
+  /** A named limit compiled: after start-up (a route met late) that may be the first, or one an
+   * override in force cannot apply to. */
   declare(...args: Parameters<DeclaredNames['add']>): void {
     this.declared.add(...args);
-    if (this.started) void this.listen();
+    if (!this.started) return;
+    this.apply();
+    void this.listen();
   }
 
   /** Stores `override` (null: removes it), announces it, and applies it here before resolving. */
   async set(name: string, override: LimitOverride | null): Promise<void> {
     const { client, scripts } = this.redis;
+    // an admin app, a worker or a CLI sets overrides for the instances that declare the name: a
+    // typo is said here, and those instances check the value against their own limits
+    if (override !== null && !this.declared.has(name)) {
+      this.logger.warn(
+        `override of '${name}': no @RateLimit, @Funnel or defaultLimits entry of this app is named '${name}'; stored for the app instances that declare it`,
+      );
+    }
     if (override === null) await scripts.bounded(client.hdel(this.key, name), 'HDEL');
     else await scripts.bounded(client.hset(this.key, name, encodeOverride(override)), 'HSET');
     // a change whose announcement failed would reach subscribed processes only on a reconnect:
@@ -107,21 +125,41 @@ export class Overrides {
     return this.read().catch(() => undefined);
   }
 
-  /** Reads the stored overrides and puts them in force here. */
+  /** Reads the stored overrides (well-formed ones, whether they apply here or not) and puts in
+   * force here those that do. */
   private async read(): Promise<Map<string, LimitOverride>> {
     const read = ++this.reads;
-    const stored = await this.redis.scripts.bounded(this.redis.client.hgetall(this.key), 'HGETALL');
-    const next = new Map<string, LimitOverride>();
-    for (const [name, text] of Object.entries(stored)) {
-      const override = decodeOverride(text);
-      if (override !== undefined) next.set(name, override);
-      else this.warnMalformed(name, text);
-    }
+    const raw = await this.redis.scripts.bounded(this.redis.client.hgetall(this.key), 'HGETALL');
+    const stored = new Map(Object.entries(raw).map(([name, text]): [string, Stored] => [name, { text, override: decodeOverride(text) }]));
     if (read > this.lastApplied) {
       this.lastApplied = read;
-      this.replace(next);
+      this.stored = stored;
+      this.apply();
     }
-    return next;
+    return new Map([...stored].flatMap(([name, { override }]) => (override === undefined ? [] : [[name, override]])));
+  }
+
+  /** Puts in force what the latest read found, as far as this app's limits can take it. */
+  private apply(): void {
+    const next = new Map<string, LimitOverride>();
+    const warned = new Map<string, string>();
+    for (const [name, { text, override }] of this.stored) {
+      const problem = override === undefined ? 'is not { limit, windowMs? }' : this.declared.refusal(name, override)?.message;
+      if (problem === undefined) {
+        next.set(name, override!);
+        continue;
+      }
+      if (this.warned.get(name) !== text) {
+        this.logger.warn(
+          override === undefined
+            ? `override of '${name}' is not { limit, windowMs? } (${text.slice(0, 80)}): ignored`
+            : `override of '${name}' (${text.slice(0, 80)}) ignored, as setOverride here would refuse it: ${problem}; the declared limits of '${name}' apply`,
+        );
+      }
+      warned.set(name, text);
+    }
+    this.warned = warned;
+    this.replace(next);
   }
 
   private replace(next: Map<string, LimitOverride>): void {
@@ -131,13 +169,12 @@ export class Overrides {
     for (const [name, override] of next) this.table.set(name, override);
     this.changed();
   }
+}
 
-  private warnMalformed(name: string, text: string): void {
-    const id = `${name}\n${text}`;
-    if (this.malformed.has(id)) return;
-    this.malformed.add(id);
-    this.logger.warn(`override of '${name}' is not { limit, windowMs? } (${text.slice(0, 80)}): ignored`);
-  }
+/** A stored override as read: its text, and the override it holds (undefined: it holds none). */
+interface Stored {
+  text: string;
+  override: LimitOverride | undefined;
 }
 
 const sameOverride = (a: LimitOverride | undefined, b: LimitOverride): boolean => a !== undefined && a.limit === b.limit && a.windowMs === b.windowMs;

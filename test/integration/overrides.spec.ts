@@ -48,6 +48,60 @@ class NamedController {
   }
 }
 
+// Limits an override can break only with a value setOverride refuses, or one only a request can
+// judge (a tier's window, a cost function's permits): issue 26 #2. And a window change on each
+// algorithm whose state would read another window's counter as its own: issue 26 #14.
+@Controller('ovt')
+class TrustController {
+  @Get('bucket')
+  @RateLimit({ name: 'bucket', limit: 2, windowMs: 60_000, algorithm: 'token-bucket' })
+  bucket() {
+    return {};
+  }
+
+  @Get('tier-bucket')
+  @RateLimit({ name: 'tierBucket', limit: 2, windowMs: () => 60_000, algorithm: 'token-bucket' })
+  tierBucket() {
+    return {};
+  }
+
+  @Get('cost-fn')
+  @RateLimit({ name: 'costFn', limit: 6, windowMs: 60_000, cost: () => 3 })
+  costFn() {
+    return {};
+  }
+
+  @Get('wide')
+  @RateLimit({ name: 'wide', limit: 2, windowMs: 60_000, algorithm: 'fixed-window' })
+  wide() {
+    return {};
+  }
+
+  @Get('slide')
+  @RateLimit({ name: 'slide', limit: 2, windowMs: 60_000 })
+  slide() {
+    return {};
+  }
+
+  @Get('refill')
+  @RateLimit({ name: 'refill', limit: 2, windowMs: 60_000, algorithm: 'token-bucket' })
+  refill() {
+    return {};
+  }
+
+  @Get('login')
+  @RateLimit({ name: 'login', limit: 6, windowMs: 60_000, cost: 2 })
+  login() {
+    return {};
+  }
+
+  @Get('pour')
+  @Funnel({ name: 'pour', capacity: 4, leakingDurationMs: 60_000, quota: 2 })
+  pour() {
+    return {};
+  }
+}
+
 /** Keeps every line logged at 'log' level. */
 class Lines implements LoggerService {
   readonly lines: string[] = [];
@@ -67,7 +121,7 @@ describe('runtime limit overrides', () => {
   let limiter: RateLimiterService;
   const apps: PlatformApp[] = [];
   const start = async () => {
-    const started = await platformApp('express', redis, [NamedController], {
+    const started = await platformApp('express', redis, [NamedController, TrustController], {
       keyPrefix: prefix,
       defaultLimits: [{ name: 'global', limit: 100, windowMs: 60_000 }],
     });
@@ -76,6 +130,21 @@ describe('runtime limit overrides', () => {
   };
   /** The hash the overrides live in, written as another process (or a person) would. */
   const hash = () => app.app.get(RedisConnection).keys.build('ov', 'overrides');
+  /** The channel a change is announced on. */
+  const channel = () => app.app.get(RedisConnection).keys.build('ov', 'changed');
+  /** Nest's logger is the one the last app set: every app's lines at `level`. */
+  const logged = (level: 'warn' | 'error') => apps.flatMap((started) => started.log.of(level));
+  /** The warnings that an override of `name` was ignored. */
+  const ignored = (name: string) => logged('warn').filter((line) => line.startsWith(`override of '${name}' (`) && line.includes(' ignored'));
+  /** `n` requests to `path`, one after another: each one's status and X-RateLimit-Limit. */
+  const statuses = async (path: string, n: number) => {
+    const answers: [number, string | undefined][] = [];
+    for (let i = 0; i < n; i++) {
+      const r = await app.http.get(path);
+      answers.push([r.status, r.headers['x-ratelimit-limit']]);
+    }
+    return answers;
+  };
 
   beforeAll(async () => {
     redis = await TestRedis.start();
@@ -108,7 +177,6 @@ describe('runtime limit overrides', () => {
       ['shared', { limit: '5' }, TypeError, /^policy\.limit/],
       ['shared', { limit: 5, windowMs: -1 }, RangeError, /^policy\.windowMs/],
       ['shared', { limit: 5, window: 1 }, TypeError, /^policy\.window is not an option/],
-      ['nobody', { limit: 5 }, TypeError, /^name: no @RateLimit, @Funnel or defaultLimits entry of this app is named "nobody"/],
       ['costly', { limit: 2 }, RangeError, /below the cost 3 of NamedController\.costly/],
       ['drip', { limit: 1 }, RangeError, /below the cost 2 of NamedController\.drip/],
       ['twice', { limit: 5, windowMs: 2_000 }, RangeError, /^policy\.windowMs: .*twice/],
@@ -123,7 +191,22 @@ describe('runtime limit overrides', () => {
 
   it('lists the names this app declares, each with its limits', () => {
     const named = limiter.namedLimits();
-    expect(Object.keys(named).sort()).toEqual(['costly', 'drip', 'global', 'shared', 'tiered', 'twice']);
+    expect(Object.keys(named).sort()).toEqual([
+      'bucket',
+      'costFn',
+      'costly',
+      'drip',
+      'global',
+      'login',
+      'pour',
+      'refill',
+      'shared',
+      'slide',
+      'tierBucket',
+      'tiered',
+      'twice',
+      'wide',
+    ]);
     expect(named['shared']).toEqual([
       { at: 'NamedController.short: @RateLimit(#1)', algorithm: 'sliding-window', limit: 5, windowMs: 1_000 },
       { at: 'NamedController.long: @RateLimit(#1)', algorithm: 'sliding-window', limit: 50, windowMs: 60_000 },
@@ -229,5 +312,131 @@ describe('runtime limit overrides', () => {
     const warned = warnings().length;
     await limiter.overrides();
     expect(warnings()).toHaveLength(warned);
+  });
+
+  it('ignores a stored value setOverride would refuse: declared policy, no 500, one warning per change (issue 26 #2)', async () => {
+    const errors = logged('error').length;
+    // written straight into the hash (another app version on the prefix, a hand edit) and announced
+    const stored: Record<string, object> = {
+      costly: { limit: 1 }, // below its cost 3
+      pour: { limit: 1 }, // below its quota 2
+      bucket: { limit: 2 ** 40 }, // 2^40 × 60 s is above 2^53
+      twice: { limit: 1, windowMs: 2_000 }, // one window for the two 'twice' limits of a route
+      nobody: { limit: 1 }, // no limit here carries it: nothing to apply it to
+      shared: { limit: 1, windowMs: Number.MAX_SAFE_INTEGER }, // a value setOverride takes: applied
+    };
+    const raw = redis.client();
+    try {
+      await raw.hset(hash(), Object.fromEntries(Object.entries(stored).map(([name, value]) => [name, JSON.stringify(value)])));
+      await raw.publish(channel(), 'costly');
+      await until(
+        async () => (await app.http.get('/ovi/short')).headers['x-ratelimit-limit'] === '1',
+        5000,
+        () => 'the announced overrides read',
+      );
+
+      // the declared policies: 10 with cost 3, capacity 4 with quota 2, a bucket of 2
+      expect(await statuses('/ovi/costly', 4)).toEqual([
+        [200, '10'],
+        [200, '10'],
+        [200, '10'],
+        [429, '10'],
+      ]);
+      expect(await statuses('/ovt/pour', 3)).toEqual([
+        [200, '4'],
+        [200, '4'],
+        [429, '4'],
+      ]);
+      expect(await statuses('/ovt/bucket', 3)).toEqual([
+        [200, '2'],
+        [200, '2'],
+        [429, '2'],
+      ]);
+      expect((await statuses('/ovi/twice', 2)).map(([status]) => status)).toEqual([200, 200]);
+      // a huge window is no reason to refuse: it is applied, and answers
+      expect(await statuses('/ovi/long', 1)).toEqual([[429, '1']]);
+
+      // more reads (announced, asked for, polled) and requests: still one warning a name per
+      // instance (each app this suite started declares them; Nest's logger is the last app's)
+      const instances = apps.length;
+      await raw.publish(channel(), 'costly');
+      await limiter.overrides();
+      for (const name of ['costly', 'pour', 'bucket', 'twice']) expect([name, ignored(name).length]).toEqual([name, instances]);
+      expect(ignored('costly')[0]).toMatch(/below the cost 3 of NamedController\.costly/);
+      expect(ignored('nobody')).toEqual([]);
+      expect(logged('error')).toHaveLength(errors);
+
+      // another bad value is another change: one more warning
+      await raw.hset(hash(), 'costly', JSON.stringify({ limit: 2 }));
+      await raw.publish(channel(), 'costly');
+      await until(
+        async () => ignored('costly').length === 2 * instances,
+        5000,
+        () => `a second warning for 'costly': ${ignored('costly').join(' | ')}`,
+      );
+      await limiter.overrides();
+      expect(ignored('costly')).toHaveLength(2 * instances);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
+  it('takes an override from a process that declares no such limit, with one warning; the others apply it by their rules (issue 26 #12)', async () => {
+    // every app this suite started declares 'login'
+    const declaring = apps.length;
+    // an admin app (or a worker, a CLI) on the same Redis and key prefix, with no limits of its own
+    const admin = await platformApp('express', redis, [], { keyPrefix: prefix });
+    apps.push(admin);
+    const adminLimiter = admin.app.get(RateLimiterService);
+    const undeclared = () => logged('warn').filter((line) => line.startsWith(`override of 'login': no @RateLimit, @Funnel or defaultLimits entry`));
+
+    // below the cost 2 this app declares: stored by the admin, ignored here
+    await adminLimiter.setOverride('login', { limit: 1 });
+    expect(undeclared()).toHaveLength(1);
+    expect(await adminLimiter.overrides()).toEqual({ login: { limit: 1, windowMs: 0 } });
+    await until(
+      async () => ignored('login').length === declaring,
+      5000,
+      () => `each app ignoring a login override below its cost: ${ignored('login').join(' | ')}`,
+    );
+    const declared = await app.http.get('/ovt/login');
+    expect([declared.status, declared.headers['x-ratelimit-limit']]).toEqual([200, '6']);
+
+    await adminLimiter.setOverride('login', { limit: 4 });
+    expect(undeclared()).toHaveLength(2);
+    expect(ignored('login')).toHaveLength(declaring);
+    await until(
+      async () => (await app.http.get('/ovt/login')).headers['x-ratelimit-limit'] === '4',
+      5000,
+      () => 'the admin override in force in the app',
+    );
+    // where the name is declared, its rules still refuse at once
+    await expect(limiter.setOverride('login', { limit: 1 })).rejects.toThrow(/^policy\.limit \(1\) is below the cost 2 of TrustController\.login/);
+  });
+
+  it.each([
+    ['fixed-window', 'wide', 'fw'],
+    ['sliding-window', 'slide', 'sw'],
+    ['token-bucket', 'refill', 'tb'],
+  ])('%s: a changed windowMs counts on a fresh counter, leaving the old one as it was (issue 26 #14)', async (_algorithm, name, kind) => {
+    const path = `/ovt/${name}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await app.http.get(path)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const [old, ...more] = await redis.keys(`${prefix}${kind}.60000:${name}:*`);
+    expect([old, more]).toEqual([expect.any(String), []]);
+    const raw = redis.client();
+    try {
+      const before = await raw.dumpBuffer(old!);
+
+      await limiter.setOverride(name, { limit: 2, windowMs: 30_000 });
+      const fresh = await app.http.get(path);
+      expect([fresh.status, fresh.headers['x-ratelimit-limit'], fresh.headers['x-ratelimit-remaining']]).toEqual([200, '2', '1']);
+      // the request was counted on the 30 s counter, and the 60 s one is as the refusal left it
+      expect(await redis.keys(`${prefix}${kind}.30000:${name}:*`)).toEqual([old!.replace(`${kind}.60000:`, `${kind}.30000:`)]);
+      expect((await raw.dumpBuffer(old!)).equals(before)).toBe(true);
+    } finally {
+      raw.disconnect();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { DeclaredNames, type DeclaredLimit } from '../../lib/rate-limit/overrides-declared.js';
+import { DeclaredNames, overrideRefusal, type DeclaredLimit } from '../../lib/rate-limit/overrides-declared.js';
 import { assertOverride, decodeOverride, encodeOverride, overriddenSpec } from '../../lib/rate-limit/overrides-policy.js';
 
 const limit = (at: string, more: Partial<DeclaredLimit> = {}): DeclaredLimit => ({
@@ -55,6 +55,29 @@ describe('declared names', () => {
     expect(() => names.assertApplies('bucket', { limit: 2 ** 12 })).not.toThrow();
     expect(() => names.assertApplies('bucket', { limit: 2 ** 13 })).toThrow(/above 2\^53/);
     expect(() => names.assertApplies('bucket', { limit: 2 ** 14, windowMs: 1000 })).not.toThrow();
-    expect(() => names.assertApplies('missing', { limit: 1 })).toThrow(TypeError);
+    // another process may declare it (an admin app setting overrides for the web instances)
+    expect(() => names.assertApplies('missing', { limit: 1 })).not.toThrow();
+    expect(names.has('missing')).toBe(false);
+  });
+
+  it('give the reason a read from Redis is ignored with, as setOverride would have thrown it', () => {
+    const names = new DeclaredNames();
+    names.add('costly', limit('A.a', { cost: 4 }));
+    names.add('costly', limit('B.b', { cost: 1 }));
+    expect(names.refusal('costly', { limit: 4 })).toBeUndefined();
+    expect(names.refusal('costly', { limit: 3 })).toEqual(new RangeError('policy.limit (3) is below the cost 4 of A.a: it could never be granted'));
+    expect(names.refusal('missing', { limit: 1 })).toBeUndefined();
+  });
+});
+
+describe('one rule for every override, wherever it is judged', () => {
+  it('judges what a request resolved as it judges what is declared', () => {
+    const tier = { at: 'T.t', kind: 'tb', windowMs: 60_000, cost: undefined, keepWindow: false } as const;
+    expect(overrideRefusal('tier', tier, { limit: 2 ** 40 })).toBeInstanceOf(RangeError);
+    expect(overrideRefusal('tier', tier, { limit: 2 ** 40, windowMs: 1 })).toBeUndefined();
+    expect(overrideRefusal('tier', { ...tier, windowMs: undefined }, { limit: 2 ** 40 })).toBeUndefined();
+    expect(overrideRefusal('fn', { ...tier, kind: 'sw', cost: 3 }, { limit: 2 })?.message).toMatch(/^policy\.limit \(2\) is below the cost 3 of T\.t/);
+    // no product to keep exact for a window
+    expect(overrideRefusal('wide', { ...tier, kind: 'sw' }, { limit: 2 ** 40, windowMs: Number.MAX_SAFE_INTEGER })).toBeUndefined();
   });
 });
