@@ -1,17 +1,17 @@
 import type { RedisConnection } from '../redis/redis-connection.js';
 
-/** Scopes remembered per process at most (routes and names are finite; direct calls' scopes need not be). */
+/** Scopes remembered per process at most (only declared names are noted, which are finite). */
 const MAX_SCOPES = 10_000;
 
 /**
- * Which counter kinds (algorithm and window, e.g. `sw.60000`) each scope has used, kept in Redis
+ * Which counter kinds (algorithm and window, e.g. `sw.60000`) each limit name has used, kept in Redis
  * so `resetLimit(name, key)` finds every counter of a name for a key without scanning: a tier's
  * window is known per request only, an override's window may be another's, and another instance
  * (or an admin process that declares nothing) may be the one asking.
  *
- * A scope's kinds are one small set (`<prefix>counter-kinds:{<scope>}`), added to the first time
- * this process decides a counter of that scope and kind: a command per new pair, never per
- * request. It is sent before the decision on the same connection, so a counter is listed before
+ * A name's kinds are one small set (`<prefix>counter-kinds:{<name>}`, no expiry: names are declared
+ * in code, so these are few), added to the first time this process decides a counter of that name
+ * and kind: a command per new pair, never per request. It is sent before the decision on the same connection, so a counter is listed before
  * it exists; a failed write is tried again by the next decision.
  */
 export class CounterScopes {

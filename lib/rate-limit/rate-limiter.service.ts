@@ -499,8 +499,11 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       return result;
     }
     if (!options.peek) {
-      // resetLimit finds a name's counters by the kinds its scope has used
-      for (let i = 0; i < limits.length; i++) if (limits[i]!.scope !== undefined) this.scopes.note(limits[i]!.scope!, kinds[i]!);
+      // resetLimit finds a name's counters by the kinds they have used (names are finite: declared in code)
+      for (let i = 0; i < limits.length; i++) {
+        const scope = limits[i]!.scope;
+        if (scope !== undefined && this.limitOverrides.declared.has(scope)) this.scopes.note(scope, kinds[i]!);
+      }
       // a grant is signed when it comes back: the secret is there before anything is charged
       const secret = this.grants.ready();
       if (secret instanceof Promise) await secret;

@@ -18,8 +18,9 @@ export function uniquePrefix(label = 't'): string {
  */
 export const TEST_COMMAND_TIMEOUT_MS = 5_000;
 
-/** Whether `key` is a limit's own, not the grant ids' secret every prefix that charged holds once. */
-export const isLimitKey = (key: string): boolean => !key.endsWith('grant-secret:{rate-limit}');
+/** Whether `key` is a limit's own counter, not the grant ids' secret (once per prefix that charged)
+ * or the list of windows a named limit used (once per name). */
+export const isLimitKey = (key: string): boolean => !key.endsWith('grant-secret:{rate-limit}') && !/counter-kinds:\{[^}]*\}$/.test(key);
 
 /** A Nest testing module with RedisLimitModule against `redis`, plus a raw client to inspect keys. */
 export async function limiterModule(redis: TestRedis, options: RedisLimitModuleOptions = {}) {
