@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { ChannelSubscription } from '../redis/channel-subscription.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
-import { DeclaredNames } from './overrides-declared.js';
-import { decodeOverride, encodeOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
+import { DeclaredNames, overrideRefusal } from './overrides-declared.js';
+import { decodeOverride, encodeOverride, overriddenSpec, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
+import type { LimitSpec } from './policy.js';
 
 /** While pub/sub is down, how often the overrides are read again (ms). */
 export const OVERRIDE_POLL_MS = 1000;
@@ -178,3 +179,35 @@ interface Stored {
 }
 
 const sameOverride = (a: LimitOverride | undefined, b: LimitOverride): boolean => a !== undefined && a.limit === b.limit && a.windowMs === b.windowMs;
+
+const requestLogger = new Logger('RateLimitOverrides');
+/** override in force → the limits (`at`) a request found could not take it: each said once. */
+const refusedByRequests = new WeakMap<LimitOverride, Set<string>>();
+
+/**
+ * A request's spec of a limit named `name` under `override` (`spec`: the declared one, tiers
+ * resolved), or undefined where what only a request knows refuses it (overrideRefusal: a cost
+ * function's `permits` above the override's limit, a tier's window making a bucket inexact), and
+ * the declared spec applies. Such a refusal is logged once per override in force and limit, not
+ * per request: no override can make a route answer 500.
+ */
+export function overrideForRequest(
+  name: string,
+  limit: { at: string; keepWindow: boolean },
+  spec: LimitSpec,
+  override: LimitOverride,
+  permits: unknown,
+): LimitSpec | undefined {
+  const cost = typeof permits === 'number' ? permits : undefined;
+  const refusal = overrideRefusal(name, { at: limit.at, kind: spec.kind, windowMs: spec.windowMs, cost, keepWindow: limit.keepWindow }, override);
+  if (refusal === undefined) return overriddenSpec(spec, override, limit.keepWindow);
+  let said = refusedByRequests.get(override);
+  if (said === undefined) refusedByRequests.set(override, (said = new Set<string>()));
+  if (!said.has(limit.at)) {
+    said.add(limit.at);
+    requestLogger.warn(
+      `override of '${name}' (${encodeOverride(override)}) ignored for the requests it cannot apply to: ${refusal.message}; those keep the declared policy`,
+    );
+  }
+  return undefined;
+}

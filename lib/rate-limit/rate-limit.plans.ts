@@ -5,12 +5,13 @@ import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
-import { overriddenSpec, type LimitOverride } from './overrides-policy.js';
+import { overrideForRequest } from './overrides.js';
+import type { LimitOverride } from './overrides-policy.js';
 import { assertPermits, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
 import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
 import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
-import { resolveCost, resolveKey, UserFunctionError } from './user-functions.js';
+import { checkCost, costOf, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from '../transports/rpc.adapter.js';
 import { loadWsException } from '../transports/ws.adapter.js';
 import { assertPositiveInteger, describeValue } from '../validation.js';
@@ -166,12 +167,17 @@ export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, trac
     plan.limits.map(async (limit) => {
       let spec = isFixed(limit.spec) ? limit.spec : await resolveSpec(limit.spec, limit.at, ctx);
       const override = overrides === undefined || limit.name === undefined ? undefined : overrides.get(limit.name);
-      if (override !== undefined) {
-        spec = overriddenSpec(spec, override, limit.keepWindow);
+      const key = await resolveKey('key', limit.key ?? tracker, ctx);
+      const cost = costOf(limit.cost, ctx);
+      // checked against what this request resolved (a tier, a cost function), as setOverride
+      // checks what is known at start-up: an override that does not fit leaves the declared spec
+      const target = { at: `${plan.route}: ${limit.at}`, keepWindow: limit.keepWindow };
+      const applied = override === undefined ? undefined : overrideForRequest(limit.name!, target, spec, override, cost);
+      if (applied !== undefined) {
+        spec = applied;
         overridden = true;
       }
-      const key = await resolveKey('key', limit.key ?? tracker, ctx);
-      return { limit, spec, key, permits: resolveCost(limit.cost, spec.limit, ctx) };
+      return { limit, spec, key, permits: checkCost(cost, spec.limit) };
     }),
   );
   if (plan.limits.some((limit) => typeof limit.spec.windowMs === 'function')) assertResolvedCounters(resolved);
@@ -320,7 +326,7 @@ function plan(entry: LimitEntry, routeScope: string, index: number, moduleShadow
     spec = tieredSpec(entry.options, at);
     cost = entry.options.cost === undefined ? 1 : entry.options.cost;
     if (typeof cost !== 'function') {
-      // against a limit known per request only, a cost above it is refused then (resolveCost)
+      // against a limit known per request only, a cost above it is refused then (checkCost)
       if (typeof spec.limit === 'number') assertPermits(cost, spec.limit, `${at}.cost`);
       else assertPositiveInteger(cost, `${at}.cost`);
     }

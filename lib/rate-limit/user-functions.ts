@@ -53,14 +53,18 @@ export async function resolvePositiveInteger(
   return value;
 }
 
-/** A request's permits: a positive integer no larger than `limit` (`cost` is synchronous). */
-export function resolveCost(cost: CostResolver, limit: number, ctx: ExecutionContext): number {
-  let permits: unknown;
+/** What `cost` gives for this request (it is synchronous), unchecked until the limit that applies
+ * is known (see checkCost): an override may change it. Called once per request. */
+export function costOf(cost: CostResolver, ctx: ExecutionContext): unknown {
   try {
-    permits = typeof cost === 'function' ? cost(ctx) : cost;
+    return typeof cost === 'function' ? cost(ctx) : cost;
   } catch (error) {
     throw thrown('cost', error);
   }
+}
+
+/** A request's permits as costOf resolved them: a positive integer no larger than `limit`. */
+export function checkCost(permits: unknown, limit: number): number {
   if (typeof permits !== 'number' || !Number.isSafeInteger(permits) || permits <= 0 || permits > limit) {
     throw new UserFunctionError(`cost resolved to ${describeValue(permits)}; it must be a positive integer <= ${limit}`);
   }

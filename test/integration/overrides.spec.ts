@@ -381,6 +381,31 @@ describe('runtime limit overrides', () => {
     }
   });
 
+  it("checks an override against what a request resolves, a tier's window or a cost function's permits (issue 26 #2)", async () => {
+    const errors = logged('error').length;
+    // setOverride takes both (it knows no window of the tier, nor the cost function's permits),
+    // and so does every instance reading them
+    await limiter.setOverride('tierBucket', { limit: 2 ** 40 }); // above 2^53 with the tier's 60 s
+    await limiter.setOverride('costFn', { limit: 2 }); // below the 3 the cost function resolves
+    // the declared policies: a bucket of 2, 6 with cost 3
+    for (let round = 0; round < 2; round++) {
+      expect(await statuses('/ovt/tier-bucket', 3)).toEqual([
+        [round === 0 ? 200 : 429, '2'],
+        [round === 0 ? 200 : 429, '2'],
+        [429, '2'],
+      ]);
+      expect(await statuses('/ovt/cost-fn', 3)).toEqual([
+        [round === 0 ? 200 : 429, '6'],
+        [round === 0 ? 200 : 429, '6'],
+        [429, '6'],
+      ]);
+    }
+    // said once per override and limit, by the instance that served the requests
+    expect(ignored('tierBucket')).toEqual([expect.stringMatching(/TrustController\.tierBucket: @RateLimit\(#1\) is above 2\^53/)]);
+    expect(ignored('costFn')).toEqual([expect.stringMatching(/below the cost 3 of TrustController\.costFn/)]);
+    expect(logged('error')).toHaveLength(errors);
+  });
+
   it('takes an override from a process that declares no such limit, with one warning; the others apply it by their rules (issue 26 #12)', async () => {
     // every app this suite started declares 'login'
     const declaring = apps.length;
