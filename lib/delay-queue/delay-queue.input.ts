@@ -4,9 +4,11 @@ import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions 
 import { assertWellFormed, describeValue, numberError } from '../validation.js';
 
 /**
- * The payload as JSON, checked to come back equal: plain objects, arrays, strings, finite
- * numbers, booleans and null. Anything JSON would drop or change (undefined, functions, Dates,
- * Maps, NaN, BigInt, cycles) is a TypeError naming where it sits.
+ * The payload as JSON, checked to come back as it was: plain objects, arrays, strings, finite
+ * numbers, booleans and null. An object property that is `undefined` is dropped, as
+ * `JSON.stringify` drops it (what an optional field left out means); anything else JSON would
+ * drop or change (a top-level or array item `undefined`, functions, symbols, Dates, Maps, NaN,
+ * BigInt, cycles), wherever it sits, is a TypeError naming where.
  */
 export function serializePayload(payload: unknown, argument = 'payload'): string {
   assertJsonSafe(payload, argument, new Set());
@@ -26,8 +28,9 @@ function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
     throw new TypeError(`${path} must be JSON-serializable: a ${value.constructor?.name ?? 'non-plain object'} would not come back as itself`);
   }
   seen.add(value);
-  if (Array.isArray(value)) value.forEach((item, i) => assertJsonSafe(item, `${path}[${i}]`, seen));
-  else for (const [k, item] of Object.entries(value)) assertJsonSafe(item, `${path}.${k}`, seen);
+  // by index, not forEach: a hole (`[1, , 3]`) would come back as null
+  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) assertJsonSafe(value[i], `${path}[${i}]`, seen);
+  else for (const [k, item] of Object.entries(value)) if (item !== undefined) assertJsonSafe(item, `${path}.${k}`, seen);
   seen.delete(value);
 }
 

@@ -80,13 +80,15 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * payload and time stay); an id in the dead set is scheduled afresh.
    * @param queue - the queue's name: a non-empty string of at most 1,024 bytes (UTF-8)
    * @param payload - JSON that comes back as it was: plain objects, arrays, strings, finite
-   * numbers, booleans, null
+   * numbers, booleans, null. An object property that is `undefined` is dropped, as
+   * `JSON.stringify` drops it (an optional field left out)
    * @param opts - `delayMs` (ms >= 0, default 0) or `runAt` (a Date or ms since the epoch; a past
    * time is due at once), and `id` (default a random UUID)
    * @returns the message's id
    * @throws TypeError / RangeError `queue`, `opts.id` (not a non-empty well-formed string, over
    * 1,024 bytes); TypeError `payload…` naming where JSON would change it (a Date, a Map,
-   * `undefined`, `NaN`, a cycle); TypeError `opts` when not an object or with both `delayMs` and
+   * `undefined` as the payload or an array item, a function, a symbol, a BigInt, `NaN`, a cycle);
+   * TypeError `opts` when not an object or with both `delayMs` and
    * `runAt`; TypeError / RangeError `opts.delayMs`, `opts.runAt` when not a whole number of ms >= 0
    * (or a valid Date).
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or

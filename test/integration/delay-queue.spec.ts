@@ -173,6 +173,45 @@ describe('DelayQueueService', () => {
     expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
   });
 
+  it('a payload with undefined object properties is stored as JSON.stringify stores it; undefined elsewhere, functions, symbols, BigInt and cycles stay TypeErrors', async () => {
+    const q = fresh();
+    const stored = (id: string) => ctx.app.raw.hget(`${ctx.app.prefix}dqm:{${q}}`, `p:${id}`);
+    // an optional DTO field left out: { fail: body.fail }
+    const body: { fail?: boolean; to?: string } = { to: 'a@example.com' };
+    await queue().enqueue(q, { fail: body.fail }, { id: 'one', delayMs: 60_000 });
+    expect(await stored('one')).toBe('{}');
+    const deep = { to: body.to, fail: body.fail, nested: { a: undefined, list: [1, { b: undefined, c: 2 }] } };
+    await queue().enqueue(q, deep, { id: 'deep', delayMs: 60_000 });
+    expect(await stored('deep')).toBe(JSON.stringify(deep));
+    expect(JSON.parse((await stored('deep'))!)).toEqual({ to: 'a@example.com', nested: { list: [1, { c: 2 }] } });
+    await queue().enqueueMany(q, [{ payload: { fail: body.fail, n: 1 }, id: 'many', delayMs: 60_000 }]);
+    expect(await stored('many')).toBe('{"n":1}');
+
+    const holed: number[] = [];
+    holed[0] = 1;
+    holed[2] = 3;
+    const cyclic: Record<string, unknown> = { fine: undefined };
+    cyclic['self'] = { back: cyclic };
+    const refused: [unknown, RegExp][] = [
+      [undefined, /^payload must be JSON-serializable, got undefined$/],
+      [[1, undefined], /^payload\[1\] must be JSON-serializable, got undefined$/],
+      // a hole comes back as null, as an undefined item would
+      [holed, /^payload\[1\] must be JSON-serializable, got undefined$/],
+      [{ a: { f: () => 1 } }, /^payload\.a\.f must be JSON-serializable, got function$/],
+      [{ s: Symbol('s') }, /^payload\.s must be JSON-serializable, got symbol$/],
+      [{ list: [10n] }, /^payload\.list\[0\] must be JSON-serializable, got bigint$/],
+      [cyclic, /^payload\.self\.back must be JSON-serializable: it is a cycle$/],
+    ];
+    for (const [payload, message] of refused) {
+      await expect(queue().enqueue(q, payload)).rejects.toThrow(message);
+      await expect(queue().enqueue(q, payload)).rejects.toBeInstanceOf(TypeError);
+    }
+    await expect(queue().enqueueMany<unknown>(q, [{ payload: 1 }, { payload: { a: [undefined] } }])).rejects.toThrow(
+      /^messages\[1\]\.payload\.a\[0\] must be JSON-serializable, got undefined$/,
+    );
+    expect(await queue().size(q)).toEqual({ scheduled: 3, inFlight: 0, dead: 0 });
+  });
+
   it('takes hostile queue names and ids, and a runAt far in the past is due at once', async () => {
     const q = 'a{b}c:\n🚦';
     const got = collector<string>(2);
