@@ -4,7 +4,7 @@ import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import { retryDelayMs } from './backoff.js';
-import type { ResolvedConsumeOptions } from './delay-queue.input.js';
+import { parsePayload, type ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
 import { RateAdmission, type Admission } from './rate-admission.js';
@@ -194,7 +194,21 @@ export class Consumer implements DelayQueueConsumer {
         Object.assign(held, { token, attempt, leasedUntil });
         continue;
       }
-      fresh.push({ id, queue: this.deps.queue, payload: JSON.parse(String(reply[i + 1])) as unknown, runAt: Number(reply[i + 2]), attempt });
+      const runAt = Number(reply[i + 2]);
+      const parsed = parsePayload(reply[i + 1]);
+      if (parsed instanceof Error) {
+        // poison: its handler (and a rate key) could do nothing with it, and another delivery
+        // would find it the same. It dies now, and the rest of the batch runs
+        const lease = { id, token, attempt, leasedUntil };
+        this.leases.hold(lease);
+        // held like a handled message, so stop() waits for its death to be recorded
+        const dying: Promise<void> = this.fail({ id, queue: this.deps.queue, payload: null, runAt, attempt }, lease, parsed, true).finally(() =>
+          this.holding.delete(dying),
+        );
+        this.holding.add(dying);
+        continue;
+      }
+      fresh.push({ id, queue: this.deps.queue, payload: parsed.payload, runAt, attempt });
       tokens.push(token);
     }
     const start = (verdicts: Admission[] | undefined) => this.settle(fresh, tokens, verdicts, leasedUntil);
@@ -256,13 +270,17 @@ export class Consumer implements DelayQueueConsumer {
     this.holding.add(held);
   }
 
-  /** Records a failure: a retry after the backoff, or death once the last attempt has failed. */
-  private async fail(message: DelayedMessage, lease: Lease, error: unknown): Promise<void> {
+  /**
+   * Records a failure: a retry after the backoff, or death once the last attempt has failed (or
+   * at once, `now`: a message no attempt can handle). One script call, fenced by the lease.
+   */
+  private async fail(message: DelayedMessage, lease: Lease, error: unknown, now = false): Promise<void> {
     const { options, dead, redis, keys } = this.deps;
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const { id, queue } = message;
+    const dies = (attempt: number) => now || attempt >= options.maxAttempts;
     try {
-      if (lease.attempt >= options.maxAttempts) {
+      if (dies(lease.attempt)) {
         // a dead message is enqueued afresh by a late enqueue: hold it as a handled one
         const holdMs = (await this.deps.settle(message)) ?? 0;
         if (holdMs > 0) await sleep(holdMs);
@@ -272,7 +290,7 @@ export class Consumer implements DelayQueueConsumer {
       let token: number;
       do {
         ({ attempt, token } = lease);
-        const backoff = attempt >= options.maxAttempts ? -1 : retryDelayMs(attempt, options);
+        const backoff = dies(attempt) ? -1 : retryDelayMs(attempt, options);
         const args = ['', id, backoff, text, token, dead.deadRetentionMs, dead.maxDead, DEAD_TRIM_BATCH];
         dueAgain = Number(await redis.scripts.run('queueFail', keys, args));
         // that claim no longer holds the message; unless our own claim took it back meanwhile

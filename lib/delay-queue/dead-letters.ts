@@ -1,6 +1,7 @@
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import { encodeCursor, type DeadCursor } from './dead-letters.input.js';
+import { parsePayload } from './delay-queue.input.js';
 import type { DeadMessage } from './delay-queue.types.js';
 import type { WakeUps } from './wake-ups.js';
 
@@ -26,8 +27,12 @@ export class DeadLetters {
     const messages: DeadMessage<T>[] = [];
     for (let i = 0; i < flat.length; i += 5) {
       const id = String(flat[i]);
-      const payload = JSON.parse(String(flat[i + 2])) as T;
-      messages.push({ id, queue, payload, attempts: Number(flat[i + 3]), error: String(flat[i + 4]), diedAt: Number(flat[i + 1]) });
+      const parsed = parsePayload(flat[i + 2]);
+      const stored = String(flat[i + 4]);
+      // unreadable: listed with no payload and the parse failure, rather than failing the page
+      // (one that died of it was stored with that same text)
+      const [payload, error] = parsed instanceof Error ? [null, deadError(parsed, stored)] : [parsed.payload, stored];
+      messages.push({ id, queue, payload: payload as T, attempts: Number(flat[i + 3]), error, diedAt: Number(flat[i + 1]) });
     }
     const last = messages.at(-1);
     return { messages, cursor: more === QueueReply.MORE && last ? encodeCursor(last) : null };
@@ -63,4 +68,11 @@ export class DeadLetters {
       if (moved! < DEAD_BATCH) return total;
     }
   }
+}
+
+/** A dead message's error when its payload cannot be parsed: the parse failure, then the error it
+ * died of when that was something else (its payload was damaged after it died). */
+function deadError(parse: SyntaxError, stored: string): string {
+  const text = `${parse.name}: ${parse.message}`;
+  return stored === '' || stored === text ? text : `${text}; it died of ${stored}`;
 }

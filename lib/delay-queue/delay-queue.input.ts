@@ -15,6 +15,19 @@ export function serializePayload(payload: unknown, argument = 'payload'): string
   return JSON.stringify(payload);
 }
 
+/**
+ * A payload read back from Redis, parsed; or, when it is not JSON (written there by something
+ * else, or damaged), a SyntaxError naming the parse failure. Never throws: one unreadable payload
+ * costs its own message, never a batch or a page of dead letters.
+ */
+export function parsePayload(stored: unknown): { payload: unknown } | SyntaxError {
+  try {
+    return { payload: JSON.parse(String(stored)) as unknown };
+  } catch (error) {
+    return new SyntaxError(`the stored payload could not be parsed as JSON: ${(error as Error).message}`);
+  }
+}
+
 function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
   if (typeof value === 'number') {

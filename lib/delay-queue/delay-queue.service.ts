@@ -210,7 +210,9 @@ export class DelayQueueService implements BeforeApplicationShutdown {
 
   /**
    * A page of `queue`'s dead messages, oldest first (by time of death, then id). Following the
-   * cursors lists each dead message once, even while others die, are retried or purged.
+   * cursors lists each dead message once, even while others die, are retried or purged. A message
+   * whose stored payload cannot be parsed as JSON is listed with `payload: null` and an `error`
+   * naming the parse failure; it never fails the page.
    * @param opts - `limit`: messages per page, 1 to 1,000 (default 100); `cursor`: the previous
    * page's (omitted or null: the first page)
    * @returns `messages` and the `cursor` of the next page (null when this is the last)
@@ -314,7 +316,9 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * Starts consuming `queue` with `handler`; stopped by `stop()` or application shutdown. A
    * message is acknowledged when the handler resolves; a handler that throws (or rejects) is
    * retried after `backoffMs`, doubled per attempt up to `maxBackoffMs`, until `maxAttempts`, then
-   * the message moves to the dead set with its error. Redis failures while consuming are logged and
+   * the message moves to the dead set with its error. A message whose stored payload cannot be
+   * parsed as JSON moves to the dead set on that delivery, its error naming the parse failure,
+   * without reaching the handler; the rest of its batch runs. Redis failures while consuming are logged and
    * retried, never thrown. `@OnDelayed` does the same from a provider method.
    * @param handler - called with each message (`attempt` 1 on first delivery); should be
    * idempotent: a consumer that dies mid-message has it delivered again

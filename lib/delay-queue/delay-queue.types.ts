@@ -141,11 +141,15 @@ export interface DeadMessage<T = unknown> {
   id: string;
   /** The queue it died in. */
   queue: string;
-  /** The payload, as enqueued. */
+  /** The payload, as enqueued; `null` when what Redis holds cannot be parsed as JSON (written
+   * there by something else, or damaged), and then `error` says so. */
   payload: T;
-  /** Deliveries it had (rate-limit waits are not counted). */
+  /** Deliveries it had (rate-limit waits are not counted); a message whose payload could not be
+   * parsed dies on the delivery that found it so, without reaching its handler. */
   attempts: number;
-  /** The last failure, as `Name: message`. */
+  /** The last failure, as `Name: message`. When the payload cannot be parsed: `SyntaxError: the
+   * stored payload could not be parsed as JSON: …`, followed by `; it died of <error>` when it
+   * died of something else (its payload was damaged after it died). */
   error: string;
   /** When it died (ms since the epoch, Redis server clock). */
   diedAt: number;

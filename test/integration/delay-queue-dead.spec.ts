@@ -65,6 +65,113 @@ describe('DelayQueue dead letters', () => {
     await consumer.stop();
   });
 
+  it('an unreadable payload dies on the delivery that finds it, naming the parse failure, without reaching the handler; the other 19 of its batch run once each', async () => {
+    const q = 'poison';
+    const events: RedisLimitEvent[] = [];
+    ctx.app.moduleRef.get(RedisLimitEvents).on((e) => events.push(e));
+    const ids = await queue().enqueueMany(
+      q,
+      Array.from({ length: 20 }, (_, i) => ({ payload: { n: i }, id: `m-${i}` })),
+    );
+    // written over by something else, or damaged
+    await ctx.app.raw.hset(key('dqm', q), 'p:m-7', '{"n": 7,');
+    const runs = new Map<string, number>();
+    const payloads: unknown[] = [];
+    const consumer = queue().consume(
+      q,
+      (message) => {
+        runs.set(message.id, (runs.get(message.id) ?? 0) + 1);
+        payloads.push(message.payload);
+      },
+      { concurrency: 20, maxAttempts: 3 },
+    );
+    await until(
+      async () => {
+        const size = await queue().size(q);
+        return runs.size === 19 && size.dead === 1 && size.scheduled + size.inFlight === 0;
+      },
+      15_000,
+      async () => `ran ${JSON.stringify([...runs])}, size ${JSON.stringify(await queue().size(q))}`,
+    );
+    await consumer.stop();
+    expect([...runs.keys()].sort()).toEqual(ids.filter((id) => id !== 'm-7').sort());
+    expect([...runs.values()].every((count) => count === 1)).toBe(true);
+    expect(payloads).not.toContainEqual({ n: 7 });
+    expect(payloads).not.toContain(null);
+
+    const page = await queue().dead(q);
+    expect(page.messages).toEqual([
+      {
+        id: 'm-7',
+        queue: q,
+        payload: null,
+        attempts: 1,
+        error: expect.stringMatching(/^SyntaxError: the stored payload could not be parsed as JSON: .*JSON/) as unknown,
+        diedAt: expect.any(Number) as unknown,
+      },
+    ]);
+    // what dead() says is what it died of: no second sentence
+    expect(await ctx.app.raw.hget(key('dqm', q), 'e:m-7')).toBe(page.messages[0]!.error);
+    const mine = events.filter((e) => 'queue' in e && e.queue === q && 'id' in e && e.id === 'm-7').map((e) => e.type);
+    expect(mine).toEqual(['redis-limit.queue.enqueued', 'redis-limit.queue.dead']);
+    await queue().purgeDead(q);
+  });
+
+  it('with a rate limit too: an unreadable payload dies, its rate key is never asked for, the rest run', async () => {
+    const q = 'poison-rated';
+    await queue().enqueueMany(
+      q,
+      ['a', 'b', 'c', 'd', 'e'].map((tenant) => ({ payload: { tenant }, id: tenant })),
+    );
+    await ctx.app.raw.hset(key('dqm', q), 'p:c', 'not json');
+    const keyed: string[] = [];
+    const ran: string[] = [];
+    const consumer = queue().consume<{ tenant: string }>(q, (message) => void ran.push(message.id), {
+      rateLimit: {
+        limit: 100,
+        windowMs: 60_000,
+        key: (message) => {
+          keyed.push(message.id);
+          return message.payload.tenant;
+        },
+      },
+    });
+    await until(
+      async () => {
+        const size = await queue().size(q);
+        return ran.length === 4 && size.dead === 1 && size.scheduled + size.inFlight === 0;
+      },
+      15_000,
+      async () => `ran ${ran.join(',')}, size ${JSON.stringify(await queue().size(q))}`,
+    );
+    await consumer.stop();
+    expect(ran.sort()).toEqual(['a', 'b', 'd', 'e']);
+    expect(keyed).not.toContain('c');
+    const [dead] = (await queue().dead(q)).messages;
+    expect(dead).toMatchObject({ id: 'c', payload: null, attempts: 1, error: expect.stringMatching(/could not be parsed as JSON/) as unknown });
+    await queue().purgeDead(q);
+  });
+
+  it('dead() lists a message whose stored payload cannot be parsed with payload null and the parse failure, and the rest of the page as it is', async () => {
+    const q = 'damaged';
+    await seed(q, 3, 1);
+    await ctx.app.raw.hset(key('dqm', q), 'p:d-2', '{"n":2');
+    const page = await queue().dead(q);
+    expect(page.cursor).toBeNull();
+    expect(page.messages.map(({ id, payload }) => [id, payload])).toEqual([
+      ['d-1', { n: 1 }],
+      ['d-2', null],
+      ['d-3', { n: 3 }],
+    ]);
+    // it died of something else: both are said, the parse failure first
+    expect(page.messages[1]!.error).toMatch(/^SyntaxError: the stored payload could not be parsed as JSON: .+; it died of Error: broken$/);
+    expect(page.messages[0]!.error).toBe('Error: broken');
+    expect(page.messages[1]).toMatchObject({ attempts: 1, diedAt: page.messages[0]!.diedAt + 1 });
+    // still retried and purged by id like any other
+    expect(await queue().purgeDead(q, ['d-2'])).toBe(1);
+    await queue().purgeDead(q);
+  });
+
   it('lists 10,000 dead messages, each once, while others die, are retried and purged between pages', async () => {
     const q = 'many';
     // 7 per ms: pages end inside a run of equal times of death
