@@ -514,20 +514,10 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       groups.length === 1
         ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)], sign)
         : await this.decideAcrossSlots(groups, checked, keys, options, sign);
-    // a shadow's refusal is no refusal: never remembered (its wait is not the request's)
-    const shadows = result.allowed ? undefined : options.shadows;
-    const refusedBy = shadows === undefined ? undefined : result.decisions.flatMap((d, i) => (d.allowed ? [] : [i]));
-    if (cached !== undefined && !result.allowed && !refusedBy?.some((i) => shadows!.includes(i))) {
-      this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
-    }
+    const { outcome, cacheable } = verdictOf(result, limits.length, options);
+    if (cached !== undefined && cacheable) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
     // a peek decides nothing: not counted, not announced
-    if (!options.peek) {
-      const shadowOnly = refusedBy?.every((i) => shadows!.includes(i)) === true;
-      // refused by shadows alone with enforced limits left: those are decided again, and that call reports
-      if (shadowOnly && shadows!.length < limits.length) return result;
-      const outcome = shadowOnly || (result.allowed && options.shadowRefused === true) ? 'shadow-refused' : result.allowed ? 'allowed' : 'refused';
-      this.redis.events.decision(outcome, () => decisionEvent(result, checked, limits, options.route, outcome));
-    }
+    if (!options.peek && outcome !== undefined) this.redis.events.decision(outcome, () => decisionEvent(result, checked, limits, options.route, outcome));
     return result;
   }
 
@@ -623,12 +613,29 @@ function clock(options: LimitOperationOptions): string {
   return options.now === undefined ? '' : String(options.now);
 }
 
+type Outcome = 'allowed' | 'refused' | 'shadow-refused';
+
+/**
+ * How a decided stack is reported, and whether its refusal may be remembered. A shadow's refusal
+ * is no refusal: never remembered (its wait is not the request's), and reported as
+ * `shadow-refused` when shadows alone refused; where enforced limits remain those are decided
+ * again (see decideShadowed), and that call reports the request (`outcome` undefined here).
+ */
+function verdictOf(result: StackDecision, count: number, options: DecideOptions): { outcome: Outcome | undefined; cacheable: boolean } {
+  if (result.allowed) return { outcome: options.shadowRefused === true ? 'shadow-refused' : 'allowed', cacheable: false };
+  const shadows = options.shadows ?? [];
+  const refusing = result.decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
+  const byShadows = refusing.filter((i) => shadows.includes(i)).length;
+  if (byShadows < refusing.length) return { outcome: 'refused', cacheable: byShadows === 0 };
+  return { outcome: shadows.length < count ? undefined : 'shadow-refused', cacheable: false };
+}
+
 function decisionEvent(
   result: StackDecision,
   checked: CheckedLimit[],
   limits: readonly StackedLimit[],
   route: string | undefined,
-  outcome?: 'allowed' | 'refused' | 'shadow-refused',
+  outcome?: Outcome,
 ): RedisLimitEvent {
   return {
     type: 'redis-limit.decision',
