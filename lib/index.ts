@@ -1,6 +1,15 @@
 export { RedisLimitModule } from './redis-limit.module.js';
 export type { RedisLimitFactoryOptions, RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
-export type { ClusterConfig, ExpiringHashOptions, FailMode, HeadersMode, KeyResolver, RedisLimitModuleOptions, SkipIf } from './redis-limit.options.js';
+export type {
+  ClusterConfig,
+  ExpiringHashOptions,
+  FailMode,
+  HeadersMode,
+  KeyResolver,
+  RedisLimitModuleExtras,
+  RedisLimitModuleOptions,
+  SkipIf,
+} from './redis-limit.options.js';
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
 export type { FunnelPolicy, LimitKind, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';

@@ -154,14 +154,18 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * from now on, in every app instance on this Redis: at once here, at once where pub/sub is up,
    * within about a second elsewhere. `windowMs` absent: each limit keeps its own window. null
    * removes the override. A changed window starts fresh counters; a changed limit keeps them.
-   * Names are known once the app has started (see docs/runtime-overrides.md).
+   * Names are known once the app has started. A name no limit of this app carries is stored, with
+   * one warning naming it (an admin app, a worker or a CLI setting overrides for the instances
+   * that declare it); each instance applies a stored override only if its own limits of that name
+   * can take it (else it keeps them as declared, with one warning): see docs/runtime-overrides.md.
    * @param name - the `name` of the limits to change
    * @param policy - `{ limit, windowMs? }` (positive integers, ms), or null to remove the override
-   * @throws TypeError `name` when not a non-empty string, holds a lone surrogate, or no limit of
-   * this app carries it; TypeError `policy` when not an object or null, or with another option.
+   * @throws TypeError `name` when not a non-empty string or it holds a lone surrogate; TypeError
+   * `policy` when not an object or null, or with another option.
    * @throws TypeError / RangeError `policy.limit` / `policy.windowMs` when not a positive integer;
-   * RangeError when the limit is below a declared cost or quota, a window is given for a name a
-   * route holds twice, or a bucket's limit × window is above 2^53.
+   * RangeError, where this app declares the name, when the limit is below a declared cost or
+   * quota, a window is given for a name a route holds twice, or a bucket's limit × window is above
+   * 2^53.
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    * @example
