@@ -502,22 +502,30 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
       this.redis.events.decision('refused', () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
       return result;
     }
+    let secret: Buffer | Promise<Buffer> | undefined;
     if (!options.peek) {
       // resetLimit finds a name's counters by the kinds they have used (names are finite: declared in code)
       for (let i = 0; i < limits.length; i++) {
         const scope = limits[i]!.scope;
         if (scope !== undefined && this.limitOverrides.declared.has(scope)) this.scopes.note(scope, kinds[i]!);
       }
-      // a grant is signed when it comes back: the secret is there before anything is charged
-      const secret = this.grants.ready();
-      if (secret instanceof Promise) await secret;
+      // the grants are signed when they come back; a process's first asks for the secret on the
+      // way, ahead of the decision on the same connection (a failure is the decision's, below)
+      secret = this.grants.ready();
+      if (secret instanceof Promise) secret.catch(() => undefined);
     }
     const sign = (i: number, grant: string) => this.grants.sign(keys[i]!, grant);
     const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
-    const result =
-      groups.length === 1
-        ? stackOf(checked, [parseGroup(await this.send(groups[0]!, checked, keys, options), groups[0]!, checked)], sign)
-        : await this.decideAcrossSlots(groups, checked, keys, options, sign);
+    let result: StackDecision;
+    if (groups.length === 1) {
+      const reply = await this.send(groups[0]!, checked, keys, options);
+      if (secret instanceof Promise) await secret;
+      result = stackOf(checked, [parseGroup(reply, groups[0]!, checked)], sign);
+    } else {
+      // slot by slot, charges are refunded when one refuses: nothing charged before the secret is here
+      if (secret instanceof Promise) await secret;
+      result = await this.decideAcrossSlots(groups, checked, keys, options, sign);
+    }
     const { outcome, cacheable } = verdictOf(result, limits.length, options);
     if (cached !== undefined && cacheable) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
     // a peek decides nothing: not counted, not announced

@@ -251,7 +251,12 @@ describe('bad input, no server needed', () => {
       TypeError,
       /^opts\.timeout is not an option \(permits, timeoutMs\)$/,
     ],
-    ['assertStackInput: an unknown option', () => assertStackInput([], { peak: true }), TypeError, /^options\.peak is not an option \(peek, now, route\)$/],
+    [
+      'assertStackInput: an unknown option',
+      () => assertStackInput([], { peak: true }),
+      TypeError,
+      /^options\.peak is not an option \(peek, now, route, shadows, shadowRefused\)$/,
+    ],
     ['assertStackInput: options.route a number', () => assertStackInput([], { route: 5 }), TypeError, /^options\.route must be a non-empty string, got 5$/],
     ['assertStackInput: options.route ""', () => assertStackInput([], { route: '' }), TypeError, /^options\.route must be a non-empty string, got ""$/],
     ['assertLimitInput: an unknown option', () => assertLimitInput({}, { nowMs: 0 }), TypeError, /^options\.nowMs is not an option \(now\)$/],
