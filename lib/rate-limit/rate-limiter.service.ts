@@ -418,7 +418,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * Resets every counter of the limits declared with `name` (`@RateLimit` / `@Funnel` / defaultLimits
    * entries carrying it, user tiers and overridden windows included) for the resolved `key`,
    * whatever their algorithm and window, lifts their blocks (lockouts), and empties every app
-   * instance's refusal cache of them before it resolves. Works from any process on the same Redis
+   * instance's refusal cache of them (this one's at once, the others' as the pub/sub message
+   * reaches them, as with `reset`). Works from any process on the same Redis
    * and key prefix, one that declares nothing too (an admin app). Two round trips.
    * @param name - the limits' `name`: a non-empty string
    * @param key - the resolved key, as the limit's `key` function (or the tracker) gave it
