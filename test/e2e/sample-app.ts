@@ -8,7 +8,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { AppModule, setUpSampleApp, type Platform, type SampleAppOptions } from '../../sample-app/src/app.module.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { TestRedis, type StartOptions } from '../harness/redis-server.js';
 
 // On Fastify the sample app serves GraphQL with mercurius, which requires @fastify/static, which
@@ -33,7 +33,7 @@ export interface SampleApp {
 /** Boots the sample app on `platform` with a key prefix of its own, so no counter leaks between tests. */
 export async function bootSample(platform: Platform, options: SampleAppOptions): Promise<SampleApp> {
   const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.register({ keyPrefix: uniquePrefix('e2e'), platform, ...options })],
+    imports: [AppModule.register({ keyPrefix: uniquePrefix('e2e'), platform, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
   }).compile();
   const app = setUpSampleApp(moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()));
   await app.init();
