@@ -354,7 +354,10 @@ describe('DelayQueueService across Node processes', () => {
     expect(await queues.size(queue)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
     expect(worker.alive()).toBe(true);
 
-    // the same consumer still gets new work, woken on time (not by its 5 s idle re-check)
+    // the same consumer still gets new work, woken on time (not by its 5 s idle re-check), once
+    // it has subscribed again: a wake-up sent before that is lost by design, and a loaded cluster
+    // took seconds to resubscribe (a CI run: delivered after 4951 ms, by the re-check)
+    await listening(queue, 1);
     const sentAt = Date.now();
     await queues.enqueue(queue, 'late', { id: 'late', delayMs: 200 });
     await until(
