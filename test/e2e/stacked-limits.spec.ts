@@ -48,7 +48,8 @@ describe.each(PLATFORMS)('stacked limits with a custom key on %s', (platform) =>
   });
 
   it('counts each API key apart, whatever IP it calls from', async () => {
-    const alice = await inSequence(4, () => history('alice'));
+    // a burst that a loaded machine stretched past the 1 s window is made again (see burstOfFour)
+    const { burst: alice } = await burstOfFour();
     expect(alice.map((r) => r.status)).toEqual([200, 200, 200, 429]);
     const bob = await history('bob');
     expect(bob.status).toBe(200);
