@@ -43,13 +43,21 @@ export class GrantIds {
     return `${grant}.${this.mac(this.key!, counter, grant).toString('base64url')}`;
   }
 
-  /** The script's grant inside `id` if this library issued `id` for `counter`, else undefined. */
-  async open(counter: string, id: string): Promise<string | undefined> {
+  /**
+   * The script's grant inside `id` if this library issued `id` for `counter`, else undefined. In
+   * the caller's tick once the secret is known, so a refund's script goes out in the call, as a
+   * decision's does (a caller pipelining a command behind it gets it behind).
+   */
+  open(counter: string, id: string): string | undefined | Promise<string | undefined> {
     const match = SIGNED.exec(id);
     if (match === null) return undefined;
-    const key = await this.ready();
-    const given = Buffer.from(match[2]!, 'base64url');
-    return given.length === MAC_BYTES && timingSafeEqual(given, this.mac(key, counter, match[1]!)) ? match[1] : undefined;
+    const key = this.ready();
+    return key instanceof Promise ? key.then((loaded) => this.verify(loaded, counter, match)) : this.verify(key, counter, match);
+  }
+
+  private verify(key: Buffer, counter: string, [, grant, mac]: RegExpExecArray): string | undefined {
+    const given = Buffer.from(mac!, 'base64url');
+    return given.length === MAC_BYTES && timingSafeEqual(given, this.mac(key, counter, grant!)) ? grant : undefined;
   }
 
   private mac(key: Buffer, counter: string, grant: string): Buffer {

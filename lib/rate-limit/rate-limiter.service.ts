@@ -334,7 +334,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     assertGrantId(grantId);
     if (permits !== undefined) assertPositiveInteger(permits, 'permits');
     // an id this library did not issue for this counter never reaches a script
-    const grant = await this.grants.open(redisKey, grantId);
+    const opened = this.grants.open(redisKey, grantId);
+    const grant = opened instanceof Promise ? await opened : opened;
     if (grant === undefined) return 0;
     // a grant never holds more than the limit, so the limit stands for "all of it"
     const ask = Math.min(permits ?? spec.limit, spec.limit);

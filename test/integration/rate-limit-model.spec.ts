@@ -152,11 +152,14 @@ describe('rate limits agree with reference models', () => {
     const grants: { id: string; twin: ModelGrant; at: number; permits: number; refunded: number; segment: number }[][] = limits.map(() => []);
     const segments = limits.map(() => 0);
     /** Pipelined right behind a script on its connection: the key kept from the real clock. A key
-     * already gone stands for an empty counter only: a run where it held more is skipped. */
+     * already gone stands for an empty counter only: a run where it held more is skipped. `kept`,
+     * once the script has answered: a TTL means the script went out after the PERSIST (not in the
+     * call's tick), and its expiry, as short as a ms, would race the rest of the run. */
     const keep = async (i: number) => {
       const [, ttl] = await Promise.all([connection.client.persist(stateKeys[i]!), connection.client.pttl(stateKeys[i]!)]);
       fc.pre(ttl !== -2 || models[i]!.decide(1, false).resetMs === 0);
     };
+    const kept = async (i: number) => expect(await connection.client.pttl(stateKeys[i]!)).toBeLessThan(0);
     const last: Verdict[] = limits.map(() => ({ allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 0 }));
     const advance = (ms: number) => {
       now += ms;
@@ -189,6 +192,7 @@ describe('rate limits agree with reference models', () => {
         const permits = s.permits === 0 ? undefined : permitsOf(s.permits, limits[i]!.limit);
         const back = limiter.refundLimit(stacked(limits[i]!, key, 1), grant.id, permits, { now });
         const [given] = await Promise.all([back, keep(i)]);
+        await kept(i);
         expect(given).toBe(models[i]!.refund(grant.twin, permits ?? limits[i]!.limit));
         grant.refunded += given;
         expect(grant.refunded).toBeLessThanOrEqual(grant.permits);
@@ -197,6 +201,7 @@ describe('rate limits agree with reference models', () => {
         const permits = ((s.permits - 1) % (2 * limits[i]!.limit)) + 1;
         const penalized = limiter.penalizeLimit(stacked(limits[i]!, key, 1), permits, { now });
         const [decision] = await Promise.all([penalized, keep(i)]);
+        await kept(i);
         const expected = models[i]!.penalize(permits);
         expect(decision).toEqual({ ...expected, limit: limits[i]!.limit });
         last[i] = expected;
@@ -204,6 +209,7 @@ describe('rate limits agree with reference models', () => {
         const i = s.of % n;
         const ms = Math.max(1000, Math.floor((limits[i]!.windowMs * s.permille) / 1000));
         await Promise.all([limiter.blockLimit(stacked(limits[i]!, key, 1), ms, { now }), keep(i)]);
+        await kept(i);
         models[i]!.block(ms);
       } else {
         const peek = s.kind === 'peek';
