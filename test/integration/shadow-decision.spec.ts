@@ -1,18 +1,21 @@
 import { RedisLimitEvents, type StackedLimit } from '../../lib/index.js';
 import { decideShadowed } from '../../lib/rate-limit/shadow.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
 // decideShadowed on real Redis (and a cluster, where the stack's keys fall in different slots):
 // what each limit is charged when shadows refuse, enforced limits refuse, or both.
 describe('a stack with shadow limits', () => {
   const ctx = withLimiterApp();
+  // the enforced limits' fixed windows must not end mid-test
+  beforeEach(() => awayFromWindowEnd(DAY_MS));
   let n = 0;
   /** A fresh stack: a shadow allowing `shadowLimit`, an enforced limit allowing `enforcedLimit`. */
   function stack(shadowLimit: number, enforcedLimit: number) {
     n += 1;
     const limits: StackedLimit[] = [
       { key: `shadow-${n}`, scope: 'trial', policy: { limit: shadowLimit, windowMs: 60_000 } },
-      { key: `enforced-${n}`, scope: 'live', policy: { limit: enforcedLimit, windowMs: 60_000, algorithm: 'fixed-window' } },
+      { key: `enforced-${n}`, scope: 'live', policy: { limit: enforcedLimit, windowMs: DAY_MS, algorithm: 'fixed-window' } },
     ];
     const flags = [{ shadow: true }, { shadow: false }];
     const left = async () => Promise.all(limits.map(async (limit) => (await ctx.app.limiter.decide([limit], { peek: true })).decisions[0]!.remaining));
@@ -60,7 +63,7 @@ describe('a stack with shadow limits', () => {
     n += 1;
     const limits: StackedLimit[] = [
       { key: `shadow-${n}`, scope: 'trial', policy: { limit: 1, windowMs: 600_000 } },
-      { key: `enforced-${n}`, scope: 'live', policy: { limit: 1, windowMs: 2_000, algorithm: 'fixed-window' } },
+      { key: `enforced-${n}`, scope: 'live', policy: { limit: 1, windowMs: 2_000 } },
     ];
     const flags = [{ shadow: true }, { shadow: false }];
     expect((await decideShadowed(ctx.app.limiter, limits, flags)).allowed).toBe(true);
@@ -81,7 +84,7 @@ describe('a stack with shadow limits', () => {
       const result = await original(limits, options);
       if (first) {
         first = false;
-        await original([{ key: `enforced-${n}`, scope: 'live', policy: { limit: 2, windowMs: 60_000, algorithm: 'fixed-window' } }]);
+        await original([{ key: `enforced-${n}`, scope: 'live', policy: { limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window' } }]);
       }
       return result;
     };

@@ -1,0 +1,15 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A fixed window for tests whose length does not matter: a day, so its end is rarely near. */
+export const DAY_MS = 86_400_000;
+
+/**
+ * Fixed windows are aligned to multiples of windowMs since the epoch (lua/rate-limit/fixed-window.lua),
+ * so a test that counts on its requests sharing one window fails when a window ends mid-test, which
+ * a loaded machine makes likelier. Called before such a test: when the current window ends within
+ * `marginMs`, waits for the next one. The test servers run on this machine's clock.
+ */
+export async function awayFromWindowEnd(windowMs: number, marginMs = Math.min(windowMs / 2, 30_000)): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < marginMs) await sleep(left + 10);
+}
