@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { ExpiringHashService } from '../expiring-hash/expiring-hash.service.js';
+import { countedAs } from '../observability/counted-requests.js';
 import { applyFailMode } from '../transports/responses.js';
 import { RouteLog } from '../rate-limit/route-log.js';
 import { resolveKey, UserFunctionError } from '../rate-limit/user-functions.js';
@@ -10,14 +11,10 @@ import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.j
 import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
 import { defaultKey, userFailure } from '../transports/transport.adapter.js';
 import { isWellFormed } from '../validation.js';
+import { whenClosed } from './response-close.js';
 
 /** A request that reserved its slot already (another guard instance met it first). */
 const holdsSlot = (req: object): boolean => heldSlot(req) !== undefined;
-
-interface ClosableResponse {
-  once?: (event: 'close', listener: () => void) => unknown;
-  raw?: ClosableResponse;
-}
 
 /**
  * Reserves a handler's `@MaxPending` slot, or answers 429 when the owner already holds `max` live
@@ -64,23 +61,18 @@ export class MaxPendingGuard implements CanActivate {
     const policy = { name: plan.name, limit: plan.max, windowMs: plan.ttlMs };
     sendDecisionHeaders(transport, response, this.redis.options.headers, [policy], [decision], accepted ? undefined : retryAfterMs);
     if (!accepted) {
-      this.redis.events.maxPendingRefused(plan.route, owner, plan.max);
+      this.redis.events.maxPendingRefused(plan.route, owner, plan.max, countedAs(request));
       throw transport.tooManyRequests(retryAfterMs);
     }
 
     slot.reserved = true;
     holdSlot(request, slot);
-    this.releaseIfRefusedLater(response, slot);
-    return true;
-  }
-
-  // A guard that runs after this one may still refuse the request; the handler then never runs
-  // and the slot would hold capacity for its whole ttl. Release it once the response is done.
-  private releaseIfRefusedLater(response: unknown, slot: HeldSlot): void {
-    const raw = (response as ClosableResponse | undefined)?.raw ?? (response as ClosableResponse | undefined);
-    raw?.once?.('close', () => {
+    // A guard that runs after this one may still refuse the request; the handler then never runs
+    // and the slot would hold capacity for its whole ttl. Release it once the response is done.
+    whenClosed(response, () => {
       if (!slot.reached) void releaseSlot(this.expiringHash, slot, this.logger);
     });
+    return true;
   }
 }
 

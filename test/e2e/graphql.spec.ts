@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Module, type ExecutionContext, type INestApplication, type LoggerService, type Type } from '@nestjs/common';
-import { Field, GraphQLModule, Int, Mutation, ObjectType, Query, ResolveField, Resolver } from '@nestjs/graphql';
+import { Injectable, Module, UseGuards, type CanActivate, type ExecutionContext, type INestApplication, type LoggerService, type Type } from '@nestjs/common';
+import { Context, Field, GraphQLModule, Int, Mutation, ObjectType, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { jest } from '@jest/globals';
 import type { MercuriusDriverConfig } from '@nestjs/mercurius';
 import { createRequire } from 'node:module';
@@ -9,8 +9,18 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { Funnel, MaxPending, PendingSlot, RateLimit, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
+import {
+  ExpiringHashService,
+  Funnel,
+  MaxPending,
+  PendingSlot,
+  RateLimit,
+  RedisLimitModule,
+  SkipRateLimit,
+  type RedisLimitModuleOptions,
+} from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
+import { until } from '../harness/until.js';
 import { ErrorLog } from '../harness/logged-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 
@@ -30,6 +40,13 @@ const { MercuriusDriver } = await import('@nestjs/mercurius');
 let hits = 0;
 const internal = (ctx: ExecutionContext) =>
   (ctx.getArgByIndex<{ req?: { headers?: Record<string, string | undefined> } }>(2)?.req?.headers?.['x-internal'] ?? '') === 'yes';
+
+@Injectable()
+class DenyGuard implements CanActivate {
+  canActivate(): boolean {
+    return false;
+  }
+}
 
 @Resolver()
 class QuotesResolver {
@@ -86,6 +103,26 @@ class QuotesResolver {
   @MaxPending(1, { name: 'payments', ttlMs: 60_000 })
   pay(): string {
     throw new Error('payment declined');
+  }
+
+  @Mutation(() => String)
+  @MaxPending(20, { name: 'tickets', ttlMs: 60_000 })
+  ticket(@PendingSlot() slot: string): string {
+    return slot;
+  }
+
+  // MaxPending's guard runs first (decorators apply bottom-up), then DenyGuard refuses
+  @Mutation(() => String, { nullable: true })
+  @UseGuards(DenyGuard)
+  @MaxPending(3, { name: 'denied', ttlMs: 60_000, owner: () => 'u1' })
+  denied(): string {
+    return 'never';
+  }
+
+  // a mutation's fields run one after another: this one sees what the fields before it left
+  @Mutation(() => Int)
+  closeListeners(@Context() gql: { req?: { res?: NodeJS.EventEmitter }; reply?: { raw: NodeJS.EventEmitter } }): number {
+    return (gql.reply?.raw ?? gql.req!.res!).listenerCount('close');
   }
 }
 
@@ -241,6 +278,31 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
     expect(third!.body.errors![0]!.extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', statusCode: 429 });
     expect(third!.body.errors![0]!.extensions!['retryAfterMs']).toBeGreaterThan(0);
     expect([third!.headers['x-ratelimit-limit'], third!.headers['x-ratelimit-remaining']]).toEqual(['2', '0']);
+  });
+
+  it('@MaxPending puts one close listener on the response however many fields take a slot', async () => {
+    app = await boot(driver, redis);
+    const listenersAfter = async (slots: number) => {
+      const aliases = Array.from({ length: slots }, (_, i) => `t${i}: ticket`).join(' ');
+      const [response] = await send(app!, 1, `mutation { ${aliases} closeListeners }`);
+      expect(response!.body.errors).toBeUndefined();
+      return response!.body.data?.['closeListeners'];
+    };
+    // 12 aliases: past the 10 listeners after which Node warns of a leak
+    expect(await listenersAfter(12)).toBe(await listenersAfter(1));
+  });
+
+  it('@MaxPending releases the slot of every field a later guard refuses', async () => {
+    app = await boot(driver, redis);
+    const [response] = await send(app, 1, 'mutation { d0: denied d1: denied d2: denied }');
+    expect(response!.body.errors).toHaveLength(3);
+    expect(response!.headers['x-ratelimit-remaining']).toBe('0'); // all three were reserved
+    const hash = app.get(ExpiringHashService);
+    await until(
+      async () => (await hash.count('denied:u1')) === 0,
+      20_000,
+      async () => `${await hash.count('denied:u1')} slots still held`,
+    );
   });
 
   it('@MaxPending gives the slot back when the mutation throws', async () => {

@@ -1,0 +1,30 @@
+/** An HTTP response as Express gives it, or a Fastify reply (its `raw` is Node's response). */
+interface ClosableResponse {
+  once?: (event: 'close', listener: () => void) => unknown;
+  raw?: ClosableResponse;
+}
+
+// Per response, what its one 'close' listener runs.
+const tasks = new WeakMap<object, (() => void)[]>();
+
+/**
+ * Runs `task` once the HTTP response of `response` is done (Node's 'close'). One listener per
+ * response however many tasks it gets: a GraphQL operation takes a slot per field, and an
+ * eleventh listener would have Node warn of a leak. A response that is none (a subscription over
+ * WebSocket has no HTTP response) never runs it.
+ */
+export function whenClosed(response: unknown, task: () => void): void {
+  const raw = (response as ClosableResponse | undefined)?.raw ?? (response as ClosableResponse | undefined);
+  if (typeof raw?.once !== 'function') return;
+  const queued = tasks.get(raw);
+  if (queued !== undefined) {
+    queued.push(task);
+    return;
+  }
+  const first = [task];
+  tasks.set(raw, first);
+  raw.once('close', () => {
+    tasks.delete(raw);
+    for (const run of first) run();
+  });
+}
