@@ -18,22 +18,74 @@ const common = {
 // Suites about one server's own life (a database index, DEBUG SLEEP, the server's version, a
 // standalone restart) have no cluster form; the topology project covers a cluster's outages.
 const STANDALONE_ONLY = ['module.spec.ts', 'server-flavor.spec.ts', 'redis-outage.spec.ts'];
-// Suites about a command only Redis 8 has (HSETEX): they start Redis 8 servers of their own, so
-// they run once, in the Redis 8 project, and nowhere else rather than as skipped tests.
-const REDIS8_ONLY = ['expiring-hash-hsetex.spec.ts'];
+// Suites about a command only Redis 8 has (HSETEX), or a move between Redis 8 and the system's
+// Redis 7: they start servers of their own, so they run once, in the Redis 8 project, and nowhere
+// else rather than as skipped tests.
+const REDIS8_ONLY = ['expiring-hash-hsetex.spec.ts', 'expiring-hash-capability-change.spec.ts'];
 // Suites about Nest's wiring rather than the server (which guard reaches which transport, on
-// which set-up): they run on the system's Redis 7 only.
-const REDIS7_ONLY = ['every-setup.spec.ts'];
+// which set-up, what start-up refuses, what bad input meets before Redis is asked): they run on
+// the system's Redis 7 only.
+const REDIS7_ONLY = [
+  'every-setup.spec.ts',
+  'decorator-validation.spec.ts',
+  'guard-rules.spec.ts',
+  'discovery.spec.ts',
+  'default-limits.spec.ts',
+  'bad-input.spec.ts',
+  'user-function-failures.spec.ts',
+  'client-ip.spec.ts',
+  'proxy-warnings-express.spec.ts',
+  'proxy-warnings-fastify.spec.ts',
+];
+// Every integration suite runs on the system's Redis 7 (as a least-privilege ACL user) and, but for
+// the lists above, on the cluster. Redis 8 and Valkey 8 run the suites where the server shows
+// through: every script on random sequences against its model, script loading and errors, and each
+// script family's own suite; Redis 8 also runs what its native field expiry changes (the expiring
+// hash's modes, notifications, sweeps and @MaxPending). The rest would repeat themselves there,
+// while npm test must stay inside 15 minutes.
+const SCRIPT_SUITES = [
+  'server-flavor',
+  'scripts',
+  'algorithms',
+  'rate-limit-model',
+  'stacked',
+  'refund',
+  'outcomes',
+  'delay-queue-model',
+  'delay-queue',
+  'delay-queue-dead',
+  'expiring-hash-model',
+  'expiring-hash',
+];
+const INTEGRATION_BY_FLAVOR = {
+  redis8: [
+    ...SCRIPT_SUITES,
+    ...REDIS8_ONLY.map((file) => file.replace('.spec.ts', '')),
+    'expiring-hash-notify',
+    'expiring-hash-sweep',
+    'expiring-hash-idle',
+    'expiring-hash-kill',
+    'max-pending-guard',
+    'max-pending-options',
+  ],
+  valkey8: SCRIPT_SUITES,
+};
 const ignored = (files) => ['/node_modules/', ...files.map((file) => `/${file.replace(/\./g, '\\.')}$`)];
 
-// Every script runs on Redis 8 and Valkey 8 in the integration suites. Over HTTP, those servers add
-// only what differs there: their own outages and restarts, and on Redis 8 the native field expiry
-// behind @MaxPending and expiry notifications. The other e2e suites run on Redis 7 and the cluster
-// (npm test stays well inside its 15 minutes).
+// Over HTTP, Redis 8 and Valkey 8 add only what differs there: their own outages and restarts, and on
+// Redis 8 the native field expiry behind @MaxPending and expiry notifications. The cluster adds
+// what spreads one request's keys over its masters: stacked limits, outcome-aware refunds, app-wide
+// defaults, @MaxPending and the delay queue behind the sample's routes. Every e2e suite runs on
+// Redis 7.
 const E2E_BY_FLAVOR = {
   redis8: ['redis-outage', 'orders', 'orders-dead-letters', 'observability', 'graphql', 'microservices', 'ws-gateway'],
   valkey8: ['redis-outage', 'orders'],
+  cluster: ['quotes-limit', 'stacked-limits', 'count-if', 'sample-defaults', 'orders', 'orders-dead-letters', 'sms-outbox', 'sms-funnel'],
 };
+const BY_FLAVOR = { integration: INTEGRATION_BY_FLAVOR, e2e: E2E_BY_FLAVOR };
+/** The suites of `suite` that `flavor` runs (Redis 7 runs them all). */
+const testMatchOf = (suite, flavor) =>
+  flavor === 'redis7' ? [`<rootDir>/test/${suite}/**/*.spec.ts`] : BY_FLAVOR[suite][flavor].map((name) => `<rootDir>/test/${suite}/${name}.spec.ts`);
 
 function clusterProjects(suite) {
   if (process.env.REDIS_URL) return [];
@@ -41,7 +93,7 @@ function clusterProjects(suite) {
     {
       ...common,
       displayName: `${suite}:cluster`,
-      testMatch: [`<rootDir>/test/${suite}/**/*.spec.ts`],
+      testMatch: suite === 'e2e' ? testMatchOf(suite, 'cluster') : testMatchOf(suite, 'redis7'),
       testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...REDIS8_ONLY, ...REDIS7_ONLY]),
       globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
     },
@@ -53,17 +105,14 @@ export default {
   testTimeout: 60_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
-    // the integration suites run on the system's Redis 7, on Redis 8.0 and Valkey 8.1 (Debian
-    // trixie builds the harness unpacks) where those can be had, and on a 3-master Redis Cluster of
-    // the system's Redis 7; the e2e suites on Redis 7 and the cluster, and some on 8.0 and 8.1
+    // every integration and e2e suite runs on the system's Redis 7; those lists above pick what
+    // also runs on Redis 8.0 and Valkey 8.1 (Debian trixie builds the harness unpacks, where those
+    // can be had) and on a 3-master Redis Cluster of the system's Redis 7
     ...['integration', 'e2e'].flatMap((suite) => [
       ...['redis7', ...extraFlavors].map((flavor) => ({
         ...common,
         displayName: flavor === 'redis7' ? suite : `${suite}:${flavor}`,
-        testMatch:
-          suite === 'e2e' && flavor !== 'redis7'
-            ? E2E_BY_FLAVOR[flavor].map((name) => `<rootDir>/test/e2e/${name}.spec.ts`)
-            : [`<rootDir>/test/${suite}/**/*.spec.ts`],
+        testMatch: testMatchOf(suite, flavor),
         testPathIgnorePatterns: flavor === 'redis8' ? ['/node_modules/'] : ignored(REDIS8_ONLY),
         // on the system's Redis 7, modules connect as a least-privilege ACL user (see aclRules)
         globals: { __REDIS_FLAVOR__: flavor, __REDIS_ACL__: flavor === 'redis7' },
