@@ -1,5 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { RateLimiterService, RateLimit, RedisLimitEvents } from '../../lib/index.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { platformApp, type PlatformApp } from '../harness/platform-app.js';
 import { TestRedis } from '../harness/redis-server.js';
@@ -15,8 +16,9 @@ class OverriddenController {
     return { ok: true };
   }
 
+  // a day's fixed window (and a half-day's, overridden): none ends mid-test
   @Get('window')
-  @RateLimit({ name: 'window', limit: 2, windowMs: 60_000, algorithm: 'fixed-window' })
+  @RateLimit({ name: 'window', limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window' })
   window() {
     return { ok: true };
   }
@@ -92,14 +94,15 @@ describe('runtime overrides across two app instances', () => {
   });
 
   it('a changed windowMs starts a fresh counter', async () => {
+    await awayFromWindowEnd(DAY_MS / 2);
     for (let i = 0; i < 2; i++) expect((await b.http.get('/ov/window')).status).toBe(200);
     expect((await b.http.get('/ov/window')).status).toBe(429);
-    await limiter(a).setOverride('window', { limit: 2, windowMs: 30_000 });
+    await limiter(a).setOverride('window', { limit: 2, windowMs: DAY_MS / 2 });
     // the same limit, another window: the 2 used under the old one do not count
     await bSees('/ov/window', 2, 200);
-    expect((await b.http.get('/ov/window')).headers['ratelimit-policy']).toBe('"window";q=2;w=30');
+    expect((await b.http.get('/ov/window')).headers['ratelimit-policy']).toBe('"window";q=2;w=43200');
     expect((await b.http.get('/ov/window')).status).toBe(429);
-    expect(await limiter(b).overrides()).toEqual({ window: { limit: 2, windowMs: 30_000 } });
+    expect(await limiter(b).overrides()).toEqual({ window: { limit: 2, windowMs: DAY_MS / 2 } });
     await limiter(a).setOverride('window', null);
   });
 });

@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { awayFromWindowEnd } from '../harness/fixed-windows.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
 import type { RateLimitAlgorithm } from '../../lib/index.js';
@@ -19,7 +20,10 @@ describe('clock skew between app instances', () => {
     const realNow = Date.now.bind(Date);
     const skews = [0, 7 * 60_000, -5 * 60_000];
     try {
+      // a minute, shorter than the skews, so a caller's clock would put the calls in other windows;
+      // the 30 calls must all fall in one window of the server's clock: none may end mid-test
       const policy = { limit: 10, windowMs: 60_000, algorithm };
+      await awayFromWindowEnd(policy.windowMs);
       const decisions = [];
       for (let i = 0; i < 30; i++) {
         // each call sees a different local clock, minutes apart

@@ -1,11 +1,14 @@
 import { RedisScriptError, type RateLimitPolicy } from '../../lib/index.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
 // Decisions made in the same tick travel as one script call (per cluster slot); each must still
 // be decided as if alone, in call order, and fail alone.
 describe('decisions made together are sent together', () => {
   const ctx = withLimiterApp({ expiringHash: { sweepIntervalMs: 0 } });
-  const policy: RateLimitPolicy = { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' };
+  // on the server clock: a day's window, and none ends mid-test (a batch may take several calls)
+  const policy: RateLimitPolicy = { limit: 5, windowMs: DAY_MS, algorithm: 'fixed-window' };
+  beforeEach(() => awayFromWindowEnd(DAY_MS));
   let run = 0;
   const nextKey = () => `batch-${++run}`;
 
@@ -54,7 +57,7 @@ describe('decisions made together are sent together', () => {
   it("a key holding another type fails its own decision only, not the batch's others", async () => {
     const key = nextKey();
     const broken = nextKey();
-    await ctx.app.raw.set(`${ctx.app.prefix}fw.60000:{${broken}}`, 'not a hash');
+    await ctx.app.raw.set(`${ctx.app.prefix}fw.${DAY_MS}:{${broken}}`, 'not a hash');
     const outcomes = await Promise.allSettled([
       ctx.app.limiter.consume(key, policy),
       ctx.app.limiter.consume(broken, policy),
@@ -66,7 +69,7 @@ describe('decisions made together are sent together', () => {
     const error = (outcomes[1] as PromiseRejectedResult).reason as Error;
     expect(error).toBeInstanceOf(RedisScriptError);
     expect(error.message).toMatch(/WRONGTYPE/);
-    expect(await ctx.app.raw.get(`${ctx.app.prefix}fw.60000:{${broken}}`)).toBe('not a hash');
+    expect(await ctx.app.raw.get(`${ctx.app.prefix}fw.${DAY_MS}:{${broken}}`)).toBe('not a hash');
     // alone in its call, the same failure is the call's, typed the same way
     await expect(ctx.app.limiter.consume(broken, policy)).rejects.toThrow(RedisScriptError);
   });

@@ -1,4 +1,5 @@
 import type { RateLimitAlgorithm } from '../../lib/index.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { limiterModule, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
 
 // Grant ids handed to callers (and from them, to clients: the token-budget pattern) are
@@ -10,6 +11,9 @@ describe('grant ids are authenticated', () => {
   let keyNo = 0;
   const nextKey = () => `grant-${++keyNo}`;
   const ALGORITHMS: RateLimitAlgorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
+  // On the server clock, a refund gives back only within its grant's fixed window, and a bucket
+  // refills: the windows are a day long, and no fixed window ends mid-test.
+  beforeEach(() => awayFromWindowEnd(DAY_MS));
 
   /** The script's grant inside a signed id, and the id with that grant replaced (MAC kept). */
   const inner = (id: string) => id.slice(0, id.lastIndexOf('.'));
@@ -40,7 +44,7 @@ describe('grant ids are authenticated', () => {
   it.each(ALGORITHMS)('%s: no edited or made-up id gives anything back', async (algorithm) => {
     const { limiter } = ctx.app;
     const key = nextKey();
-    const policy = { limit: 100, windowMs: 3_600_000, algorithm };
+    const policy = { limit: 100, windowMs: DAY_MS, algorithm };
     const ids: string[] = [];
     for (let i = 0; i < 100; i++) ids.push((await limiter.consume(key, policy)).grantId!);
     expect(await limiter.peek(key, policy)).toMatchObject({ allowed: false, remaining: 0 });
@@ -57,13 +61,13 @@ describe('grant ids are authenticated', () => {
 
   it.each(ALGORITHMS)('%s: an id is good only for the key and counter it was issued for', async (algorithm) => {
     const { limiter } = ctx.app;
-    const policy = { limit: 5, windowMs: 60_000, algorithm };
+    const policy = { limit: 5, windowMs: DAY_MS, algorithm };
     const [a, b] = [nextKey(), nextKey()];
     const fromA = (await limiter.consume(a, policy, 5)).grantId!;
     await limiter.consume(b, policy, 5);
     expect(await limiter.refund(b, policy, fromA)).toBe(0);
     // another window is another counter
-    expect(await limiter.refund(a, { ...policy, windowMs: 30_000 }, fromA)).toBe(0);
+    expect(await limiter.refund(a, { ...policy, windowMs: DAY_MS / 2 }, fromA)).toBe(0);
     expect(await limiter.refundLimit({ key: a, scope: 'elsewhere', policy }, fromA)).toBe(0);
     expect(await limiter.peek(b, policy)).toMatchObject({ remaining: 0 });
     expect(await limiter.refund(a, policy, fromA)).toBe(5);
@@ -77,7 +81,7 @@ describe('grant ids are authenticated', () => {
       twin = await limiterModule(ctx.redis, { keyPrefix: prefix });
       stranger = await limiterModule(ctx.redis);
       const key = nextKey();
-      const policy = { limit: 3, windowMs: 60_000, algorithm: 'fixed-window' as const };
+      const policy = { limit: 3, windowMs: DAY_MS, algorithm: 'fixed-window' as const };
       const id = (await limiter.consume(key, policy, 3)).grantId!;
       expect(await stranger.limiter.refund(key, policy, id)).toBe(0);
       expect(await twin.limiter.refund(key, policy, id)).toBe(3);

@@ -18,6 +18,7 @@ import {
 import { redisHealth } from '../../lib/dashboard/redis-health.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { commandCalls, eventually, EXPIRY_MODES } from '../harness/expiring-hash.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { freePort, RedisNode } from '../harness/redis-server.js';
 
 const USER = 'limiter';
@@ -34,8 +35,10 @@ async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPr
   const moduleRef = await boot(redis, { keyPrefix, expiringHash: { mode: EXPIRY_MODES[0], sweepIntervalMs: 50 } });
   try {
     const limiter = moduleRef.get(RateLimiterService);
+    // a day's windows on the server clock: no fixed window ends between a grant and its refusal
+    await awayFromWindowEnd(DAY_MS);
     for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
-      const policy = { limit: 1, windowMs: 60_000, algorithm };
+      const policy = { limit: 1, windowMs: DAY_MS, algorithm };
       expect((await limiter.consume('u', policy)).allowed).toBe(true);
       expect((await limiter.consume('u', policy)).allowed).toBe(false);
       await limiter.reset('u', policy);

@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { RateLimiterService, RedisLimitModule, RedisTimeoutError, RedisUnavailableError, type RedisLimitFactoryOptions } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { RedisNode } from '../harness/redis-server.js';
 import { isLimitKey, uniquePrefix } from '../harness/limiter-app.js';
 
@@ -62,7 +63,9 @@ describe('RedisLimitModule', () => {
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: `${redis.url}/3`, keyPrefix })]);
     const limiter = moduleRef.get(RateLimiterService);
     const user = `user-${process.pid}-${Date.now()}`;
-    await limiter.consume(user, { limit: 1, windowMs: 60_000, algorithm: 'fixed-window' });
+    // a fixed window's key expires when its window ends: a day's, not about to end, outlives the test
+    await awayFromWindowEnd(DAY_MS);
+    await limiter.consume(user, { limit: 1, windowMs: DAY_MS, algorithm: 'fixed-window' });
     await limiter.funnel(user, { capacity: 1, leakingDurationMs: 60_000 });
     const db3 = new Redis(`${redis.url}/3`);
     const written = await db3.keys(`*${user}*`);

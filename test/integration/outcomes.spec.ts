@@ -2,6 +2,7 @@ import { RedisLimitEvents, type RateLimitPolicy, type RateLimiterService, type R
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Outcomes } from '../../lib/rate-limit/outcome.js';
 import { RouteLog } from '../../lib/rate-limit/route-log.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
@@ -17,6 +18,10 @@ describe('refund, penalize and block', () => {
 
   describe.each(ALGORITHMS)('%s', (algorithm) => {
     const policy = policyOf(algorithm);
+    // On the server clock: a refund gives back only in its grant's fixed window, and a bucket
+    // refills. A day's windows, none ending mid-test, keep every call of a test in one window.
+    const live: RateLimitPolicy = { ...policy, windowMs: DAY_MS };
+    beforeEach(() => awayFromWindowEnd(DAY_MS));
 
     it('refund gives a grant back once, in part then the rest, then 0', async () => {
       const { limiter } = ctx.app;
@@ -32,26 +37,26 @@ describe('refund, penalize and block', () => {
     it('refund on the Redis clock: the short form, twice', async () => {
       const { limiter } = ctx.app;
       const key = nextKey();
-      const grant = await limiter.consume(key, policy, 2);
+      const grant = await limiter.consume(key, live, 2);
       // (a token bucket refills a little meanwhile: nothing was charged since, so all comes back)
-      expect(await limiter.refund(key, policy, grant.grantId!)).toBe(2);
-      expect(await limiter.refund(key, policy, grant.grantId!)).toBe(0);
+      expect(await limiter.refund(key, live, grant.grantId!)).toBe(2);
+      expect(await limiter.refund(key, live, grant.grantId!)).toBe(0);
     });
 
     it('refusals and peeks carry no grantId; penalties charge past the limit', async () => {
       const { limiter } = ctx.app;
       const key = nextKey();
-      expect(await limiter.consume(key, policy, 4)).toMatchObject({ allowed: true, remaining: 1 });
-      expect((await limiter.consume(key, policy, 2)).grantId).toBeUndefined();
-      expect((await limiter.peek(key, policy)).grantId).toBeUndefined();
-      const penalty = await limiter.penalize(key, policy, 7);
+      expect(await limiter.consume(key, live, 4)).toMatchObject({ allowed: true, remaining: 1 });
+      expect((await limiter.consume(key, live, 2)).grantId).toBeUndefined();
+      expect((await limiter.peek(key, live)).grantId).toBeUndefined();
+      const penalty = await limiter.penalize(key, live, 7);
       expect(penalty).toMatchObject({ allowed: false, limit: 5, remaining: 0 });
       expect(penalty.grantId).toBeUndefined();
       expect(penalty.retryAfterMs).toBeGreaterThan(0);
       // more penalty, longer wait (a fixed window waits for its end whatever it holds)
-      const more = await limiter.penalize(key, policy, 7);
+      const more = await limiter.penalize(key, live, 7);
       expect(more.retryAfterMs).toBeGreaterThanOrEqual(algorithm === 'fixed-window' ? penalty.retryAfterMs - 1000 : penalty.retryAfterMs);
-      expect(await limiter.consume(key, policy)).toMatchObject({ allowed: false, remaining: 0 });
+      expect(await limiter.consume(key, live)).toMatchObject({ allowed: false, remaining: 0 });
     });
 
     it('block refuses for its duration, then the key counts as before', async () => {
@@ -148,7 +153,9 @@ describe('refund, penalize and block: each case', () => {
     const stop = events.on((event) => seen.push(event));
     const before = events.counters().outcomes;
     const key = nextKey();
-    const policy = { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' as const };
+    // on the server clock: a day's window, none ending mid-test, so the refund finds its window
+    await awayFromWindowEnd(DAY_MS);
+    const policy = { limit: 5, windowMs: DAY_MS, algorithm: 'fixed-window' as const };
     const { grantId } = await limiter.consume(key, policy, 2);
     await limiter.refund(key, policy, grantId!);
     await limiter.penalize(key, policy, 3);
@@ -165,9 +172,11 @@ describe('refund, penalize and block: each case', () => {
 
   it('a forged or foreign grant id gives nothing back', async () => {
     const { limiter } = ctx.app;
+    // on the server clock: a day's windows, none ending mid-test, so the key stays full
+    await awayFromWindowEnd(DAY_MS);
     for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
       const key = nextKey();
-      const policy = { limit: 5, windowMs: 60_000, algorithm };
+      const policy = { limit: 5, windowMs: DAY_MS, algorithm };
       await limiter.consume(key, policy, 5);
       for (const id of ['x', '1:2:3', 'a1', '1:a1:1', '1:1:1:1:1:1']) expect(await limiter.refund(key, policy, id)).toBe(0);
       const other = await limiter.consume(nextKey(), policy, 1);

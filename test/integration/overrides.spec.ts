@@ -1,6 +1,7 @@
 import { Controller, Get, type LoggerService } from '@nestjs/common';
 import { Funnel, RateLimiterService, RateLimit, RedisLimitEvents, type RedisLimitEvent } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { platformApp, type PlatformApp } from '../harness/platform-app.js';
 import { TestRedis } from '../harness/redis-server.js';
@@ -71,20 +72,21 @@ class TrustController {
     return {};
   }
 
+  // (a day's windows: see the changed-windowMs test)
   @Get('wide')
-  @RateLimit({ name: 'wide', limit: 2, windowMs: 60_000, algorithm: 'fixed-window' })
+  @RateLimit({ name: 'wide', limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window' })
   wide() {
     return {};
   }
 
   @Get('slide')
-  @RateLimit({ name: 'slide', limit: 2, windowMs: 60_000 })
+  @RateLimit({ name: 'slide', limit: 2, windowMs: DAY_MS })
   slide() {
     return {};
   }
 
   @Get('refill')
-  @RateLimit({ name: 'refill', limit: 2, windowMs: 60_000, algorithm: 'token-bucket' })
+  @RateLimit({ name: 'refill', limit: 2, windowMs: DAY_MS, algorithm: 'token-bucket' })
   refill() {
     return {};
   }
@@ -444,21 +446,25 @@ describe('runtime limit overrides', () => {
     ['sliding-window', 'slide', 'sw'],
     ['token-bucket', 'refill', 'tb'],
   ])('%s: a changed windowMs counts on a fresh counter, leaving the old one as it was (issue 26 #14)', async (_algorithm, name, kind) => {
+    // On the server clock: the old counter must stay as the refusal left it, and a fixed window's
+    // key expires when its window ends. Windows of a day and a half-day (which end together), none
+    // ending mid-test.
+    await awayFromWindowEnd(DAY_MS / 2);
     const path = `/ovt/${name}`;
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await app.http.get(path)).status);
     expect(statuses).toEqual([200, 200, 429]);
-    const [old, ...more] = await redis.keys(`${prefix}${kind}.60000:${name}:*`);
+    const [old, ...more] = await redis.keys(`${prefix}${kind}.${DAY_MS}:${name}:*`);
     expect([old, more]).toEqual([expect.any(String), []]);
     const raw = redis.client();
     try {
       const before = await raw.dumpBuffer(old!);
 
-      await limiter.setOverride(name, { limit: 2, windowMs: 30_000 });
+      await limiter.setOverride(name, { limit: 2, windowMs: DAY_MS / 2 });
       const fresh = await app.http.get(path);
       expect([fresh.status, fresh.headers['x-ratelimit-limit'], fresh.headers['x-ratelimit-remaining']]).toEqual([200, '2', '1']);
-      // the request was counted on the 30 s counter, and the 60 s one is as the refusal left it
-      expect(await redis.keys(`${prefix}${kind}.30000:${name}:*`)).toEqual([old!.replace(`${kind}.60000:`, `${kind}.30000:`)]);
+      // the request was counted on the half-day counter, and the day's is as the refusal left it
+      expect(await redis.keys(`${prefix}${kind}.${DAY_MS / 2}:${name}:*`)).toEqual([old!.replace(`${kind}.${DAY_MS}:`, `${kind}.${DAY_MS / 2}:`)]);
       expect((await raw.dumpBuffer(old!)).equals(before)).toBe(true);
     } finally {
       raw.disconnect();

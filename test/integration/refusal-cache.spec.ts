@@ -5,6 +5,7 @@ import { RedisLimitEvents, type RateLimitAlgorithm, type RateLimitPolicy } from 
 import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import type { Refusals } from '../../lib/rate-limit/refusals.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
@@ -85,7 +86,9 @@ describe('refusal cache', () => {
   // shared connection): a reset from another instance reaches Redis and this process's subscriber
   // before the refusal is read. It must not be remembered: Redis grants now.
   it('a reset heard while a refusal is in flight keeps that refusal out of the cache', async () => {
-    const policy: RateLimitPolicy = { limit: 1, windowMs: 60_000, algorithm: 'fixed-window' };
+    // on the server clock: a day's window, none ending mid-test, so only the reset frees the key
+    await awayFromWindowEnd(DAY_MS);
+    const policy: RateLimitPolicy = { limit: 1, windowMs: DAY_MS, algorithm: 'fixed-window' };
     const key = nextKey();
     const counter = counterOf(a, key, policy);
     expect((await b.limiter.consume(key, policy)).allowed).toBe(true);
@@ -119,7 +122,10 @@ describe('refusal cache', () => {
   });
 
   it('reset and refund from another instance reach this one', async () => {
-    const policy: RateLimitPolicy = { limit: 2, windowMs: 60_000, algorithm: 'fixed-window' };
+    // on the server clock: a day's window, none ending mid-test, so the refund finds its window
+    // and only the refund and the reset free the key
+    await awayFromWindowEnd(DAY_MS);
+    const policy: RateLimitPolicy = { limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window' };
     const key = nextKey();
     const grants = [await a.limiter.consume(key, policy), await a.limiter.consume(key, policy)];
     await refusedAndRemembered(b, key, policy);

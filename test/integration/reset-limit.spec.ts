@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Controller, Get, Post, type ExecutionContext } from '@nestjs/common';
 import { RateLimit, RateLimiterService } from '../../lib/index.js';
 import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
+import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
@@ -15,9 +16,10 @@ const isPro = (ctx: ExecutionContext) => ctx.switchToHttp().getRequest<{ headers
 
 @Controller('auth')
 class AuthController {
-  // two limits of one name on one route (two algorithms), a lockout on the first
+  // two limits of one name on one route (two algorithms), a lockout on the first; a day's fixed
+  // window, so none ends between the grants and the refusal a test expects
   @Post('login')
-  @RateLimit({ name: 'login', limit: 2, windowMs: 60_000, algorithm: 'fixed-window', blockMs: 600_000, key: account })
+  @RateLimit({ name: 'login', limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window', blockMs: 600_000, key: account })
   @RateLimit({ name: 'login', limit: 3, windowMs: 600_000, algorithm: 'token-bucket', key: account })
   login() {
     return 'ok';
@@ -59,11 +61,12 @@ describe('resetLimit(name, key)', () => {
   const otp = (app: ControllerApp, who: string, plan = 'free') => app.http.post('/auth/otp').set('x-account', who).set('x-plan', plan);
 
   it('lifts a lockout that reset(key, policy) does not reach, on every instance', async () => {
+    await awayFromWindowEnd(DAY_MS);
     expect(await statusesOf(() => login(a, 'ada'), 4)).toEqual([201, 201, 429, 429]);
     // b has remembered the refusal too
     expect(await statusesOf(() => login(b, 'ada'), 2)).toEqual([429, 429]);
     const limiter = a.app.get(RateLimiterService);
-    await limiter.reset('ada', { limit: 2, windowMs: 60_000, algorithm: 'fixed-window' });
+    await limiter.reset('ada', { limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window' });
     expect((await login(b, 'ada')).status).toBe(429);
 
     // both counters of the route: the fixed window (and its block) and the token bucket
