@@ -33,6 +33,7 @@ export type {
 } from './delay-queue/delay-queue.types.js';
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
+export { defaultTracker } from './transports/default-tracker.js';
 export { RateLimitException } from './rate-limit/rate-limit.exception.js';
 export { GraphQLLimitError } from './transports/graphql.adapter.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';

@@ -231,9 +231,9 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
   };
 }
 
-function assertIpv6Subnet(value: unknown): asserts value is number | false {
+export function assertIpv6Subnet(value: unknown, what = 'RedisLimitModule: ipv6Subnet'): asserts value is number | false {
   if (value === false || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 128)) return;
-  throw new (numberError(value))(`RedisLimitModule: ipv6Subnet must be an integer from 1 to 128 or false, got ${describeValue(value)}`);
+  throw new (numberError(value))(`${what} must be an integer from 1 to 128 or false, got ${describeValue(value)}`);
 }
 
 function resolveExpiringHash(options: ExpiringHashOptions = {}): Required<ExpiringHashOptions> {

@@ -24,7 +24,7 @@ export interface TransportAdapter {
   httpException?(error: HttpException): Error;
   /** The key of limits without a `key` when the module has no `tracker`; absent where the
    * transport has none (a limit there must name its key: checked at start-up). */
-  defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string | Promise<string>;
+  defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string;
 }
 
 // Context types without an adapter pass through unguarded.
@@ -45,12 +45,16 @@ export function requireTransport(ctx: ExecutionContext): TransportAdapter {
 /** The key of a limit (or @MaxPending owner) without its own: the module's `tracker`, else the
  * transport's default. */
 export function defaultKey(ctx: ExecutionContext, options: { tracker: KeyResolver | undefined; ipv6Subnet: number | false }): string | Promise<string> {
-  if (options.tracker !== undefined) return options.tracker(ctx);
+  return options.tracker !== undefined ? options.tracker(ctx) : transportTracker(ctx, options.ipv6Subnet);
+}
+
+/** The transport's default key of `ctx` (HTTP: the client IP), whatever the module's `tracker`. */
+export function transportTracker(ctx: ExecutionContext, ipv6Subnet: number | false): string {
   const transport = requireTransport(ctx);
   if (transport.defaultTracker === undefined) {
     throw new TypeError(`nest-redis-limit: '${ctx.getType()}' handlers have no default tracker; give the limit a key or the module a tracker`);
   }
-  return transport.defaultTracker(ctx, options.ipv6Subnet);
+  return transport.defaultTracker(ctx, ipv6Subnet);
 }
 
 /** A user function's failure as the guard throws it: an HttpException in the transport's words. */
