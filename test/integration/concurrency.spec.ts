@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { compileLib } from '../harness/compiled-lib.js';
+import { transpileLib } from '../harness/transpiled-lib.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
 import type { RateLimitAlgorithm } from '../../lib/index.js';
@@ -35,7 +35,7 @@ describe('exactness under concurrency', () => {
   describe('4 separate Node processes sharing one Redis', () => {
     let libDir: string;
     beforeAll(() => {
-      libDir = compileLib('concurrency');
+      libDir = transpileLib('concurrency');
     });
 
     it.each(ALGORITHMS)('%s: 4 × 250 calls with limit 100 grant exactly 100', async (algorithm) => {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type ConsumeOptions, type DelayedMessage } from '../../lib/index.js';
-import { compileLib } from '../harness/compiled-lib.js';
+import { transpileLib } from '../harness/transpiled-lib.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
@@ -53,7 +53,7 @@ describe('DelayQueueService across Node processes', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
 
   beforeAll(() => {
-    libDir = compileLib('delay-queue');
+    libDir = transpileLib('delay-queue');
   }, 180_000); // tsc alone takes 15-30 s on a busy 2-core machine
 
   afterEach(async () => {

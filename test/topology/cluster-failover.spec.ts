@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FailMode } from '../../lib/index.js';
-import { compileLib } from '../harness/compiled-lib.js';
+import { transpileLib } from '../harness/transpiled-lib.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { TestCluster } from '../harness/redis-cluster.js';
 
@@ -63,7 +63,7 @@ describe('Redis Cluster: a master killed under load', () => {
   });
 
   it('limiting continues once the replica takes over; the switch is answered per failMode', async () => {
-    const libDir = compileLib('failover');
+    const libDir = transpileLib('failover');
     const keyPrefix = uniquePrefix('failover');
     const victim = await cluster.masterOf('{hot}');
     const base = { libDir, redis: cluster.connection, keyPrefix, limit: LIMIT, windowMs: WINDOW_MS, inFlight: 4 };
