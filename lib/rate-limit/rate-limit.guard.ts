@@ -10,7 +10,7 @@ import { RouteLog } from './route-log.js';
 import { decideShadowed, reportShadowRefusal } from './shadow.js';
 import { resolveSkip } from './skip-if.js';
 import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
-import { defaultKey, requireTransport, userFailure } from '../transports/transport.adapter.js';
+import { defaultKey, requireTransport, transportOf, userFailure } from '../transports/transport.adapter.js';
 
 // Shared by every instance: the decorators' guards (one per module), the module's own, an
 // APP_GUARD and subclasses are all instances, and a request is decided once whichever meets it.
@@ -56,9 +56,19 @@ export class RateLimitGuard implements CanActivate {
    * @throws whatever throwTooManyRequests throws on a refusal (default RateLimitException, 429);
    * a 503 of the transport under failMode 'closed' when Redis fails; an HttpException a `key`,
    * `cost`, `limit`, `windowMs` or `skipIf` function threw; else a 500 for a resolver that threw
-   * or gave a bad value (logged at most once a minute per route).
+   * or gave a bad value (logged at most once a minute per route). A socket.io message's
+   * acknowledgement, if it has one, gets the refusal too.
    */
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    try {
+      return await this.decide(ctx);
+    } catch (error) {
+      transportOf(ctx)?.acknowledge?.(ctx, error);
+      throw error;
+    }
+  }
+
+  private async decide(ctx: ExecutionContext): Promise<boolean> {
     const opened = openRoute(ctx, this.plans, firstDecision, this.requestResponse);
     if (opened === undefined) return true;
     const { transport, req, res, plan } = opened;

@@ -22,6 +22,10 @@ export interface TransportAdapter {
   /** How an HttpException a user function threw (a `key` refusing with 400) is said here, where
    * the transport's own filter would answer it as an internal error; absent: as it is. */
   httpException?(error: HttpException): Error;
+  /** Answers, on a channel of the transport's own, a message the guard refused with `error`
+   * (socket.io: the acknowledgement callback the client is waiting on); absent where the
+   * refusal itself reaches the caller. */
+  acknowledge?(ctx: ExecutionContext, error: unknown): void;
   /** The key of limits without a `key` when the module has no `tracker`; absent where the
    * transport has none (a limit there must name its key: checked at start-up). */
   defaultTracker?(ctx: ExecutionContext, ipv6Subnet: number | false): string;

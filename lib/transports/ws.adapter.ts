@@ -33,6 +33,14 @@ export function remoteAddressOf(client: unknown): string | undefined {
   return handshake?.address || conn?.remoteAddress || _socket?.remoteAddress || undefined;
 }
 
+/** What Nest's WS exception filter emits for `error`: a WsException's error object, its message
+ * as `{ status: 'error', message }`, and for anything else the same with 'Internal server error'. */
+function exceptionData(error: unknown): unknown {
+  const WsException = wsException.get();
+  const data = WsException !== undefined && error instanceof WsException ? (error as Error & { getError(): unknown }).getError() : 'Internal server error';
+  return typeof data === 'object' && data !== null ? data : { status: 'error', message: data };
+}
+
 /**
  * @nestjs/websockets gateways (ws and socket.io): a message has no headers to set; a refusal and
  * an outage are WsExceptions, which Nest's filter emits to the client as an 'exception' event
@@ -50,6 +58,18 @@ export const wsAdapter: TransportAdapter = {
     // a WebSocket message has no headers
   },
   ...peerAnswers(wsException, httpExceptionBody),
+  /**
+   * socket.io: a message sent with an acknowledgement gets the refusal there too, as the data of
+   * the 'exception' event Nest's filter emits, else the client's callback would never be called.
+   * Nest passes a handler `[client, data, ack?, pattern?]`; a `ws` message has no callback.
+   */
+  acknowledge(ctx, error) {
+    const ack = ctx
+      .getArgs()
+      .slice(2)
+      .find((arg): arg is (reply: unknown) => void => typeof arg === 'function');
+    ack?.(exceptionData(error));
+  },
   defaultTracker(ctx, ipv6Subnet) {
     const client = ctx.switchToWs().getClient<unknown>();
     // one shared counter for every client would refuse them all together: say so instead

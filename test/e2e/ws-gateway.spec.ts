@@ -1,11 +1,14 @@
 import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
 import { BadRequestException, Injectable, type ExecutionContext, type Provider } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
+import { io } from 'socket.io-client';
 import { Funnel, MaxPending, RateLimit, RateLimitGuard, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { isLimitKey, uniquePrefix } from '../harness/limiter-app.js';
 import { ADAPTERS, gatewayApp as serve, type AdapterName, type Client, type GatewayApp, type Reply } from '../harness/gateway-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
+import { until } from '../harness/until.js';
 
 // Gateways on both of Nest's WebSocket adapters (test/harness/gateway-app.ts): real servers on an
 // ephemeral port, real clients.
@@ -76,6 +79,16 @@ class BadLimitGateway {
   @RateLimit({ limit: -5, windowMs: 60_000 })
   bad() {
     return { event: 'ok', data: 'bad' };
+  }
+}
+
+// Answers by acknowledgement on socket.io: a reply without `event` goes to the client's callback.
+@WebSocketGateway()
+class AckGateway {
+  @SubscribeMessage('ask')
+  @RateLimit({ limit: 1, windowMs: 60_000 })
+  ask(@MessageBody() body: unknown) {
+    return { answer: body };
   }
 }
 
@@ -214,6 +227,54 @@ describe.each(ADAPTERS)('a gateway on the %s adapter', (adapter) => {
     const client = await served.connect();
     expect((await sendAll(client, 'stacked', 4)).map((reply) => reply.event)).toEqual(['ok', 'ok', 'ok', 'exception']);
   });
+
+  // socket.io only: a `ws` message has no callback
+  if (adapter === 'socket.io') {
+    describe('a message sent with an acknowledgement', () => {
+      /** A socket.io client of `served`, and the 'exception' events it got. */
+      async function ioClient(app: GatewayApp) {
+        const { port } = app.app.getHttpServer().address() as AddressInfo;
+        const socket = io(`http://127.0.0.1:${port}`, { transports: ['websocket'], forceNew: true, reconnection: false });
+        await new Promise<void>((resolve, reject) => {
+          socket.once('connect', () => resolve());
+          socket.once('connect_error', reject);
+        });
+        const exceptions: unknown[] = [];
+        socket.on('exception', (data: unknown) => exceptions.push(data));
+        // generous: before the fix a refused message's callback was never called at all
+        const ask = (event: string, data: unknown): Promise<unknown> => socket.timeout(20_000).emitWithAck(event, data);
+        return { socket, exceptions, ask };
+      }
+
+      it('gets the refusal in its callback, and the exception event as before', async () => {
+        served = await gatewayApp('socket.io', redis.connection, {}, [AckGateway]);
+        const client = await ioClient(served);
+        try {
+          expect(await client.ask('ask', { n: 1 })).toEqual({ answer: { n: 1 } });
+          const refused = await client.ask('ask', { n: 2 });
+          expect(refused).toEqual(refusal.data);
+          await until(
+            () => client.exceptions.length === 1,
+            20_000,
+            () => `exception events: ${JSON.stringify(client.exceptions)}`,
+          );
+          expect(client.exceptions).toEqual([refused]);
+        } finally {
+          client.socket.close();
+        }
+      });
+
+      it("gets a key function's HttpException in its callback", async () => {
+        served = await gatewayApp('socket.io', redis.connection, {}, [KeyedGateway]);
+        const client = await ioClient(served);
+        try {
+          expect(await client.ask('keyed', {})).toEqual({ statusCode: 400, message: 'user is required', error: 'Bad Request' });
+        } finally {
+          client.socket.close();
+        }
+      });
+    });
+  }
 });
 
 describe.each(ADAPTERS)('a gateway on the %s adapter while Redis is down', (adapter) => {
