@@ -6,7 +6,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimit, RateLimiterService, RedisLimitModule } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
@@ -37,7 +37,7 @@ describe('countIf on a GraphQL resolver', () => {
     redis = await TestRedis.start();
     @Module({
       imports: [
-        RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('gql-outcome') }),
+        RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('gql-outcome'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
         GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
       ],
       providers: [VoucherResolver],

@@ -4,7 +4,7 @@ import { ClientProxyFactory, MessagePattern, RpcException, Transport, type Clien
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { RateLimit, RateLimiterService, RedisLimitModule } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { freePort, TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
@@ -29,7 +29,10 @@ describe('countIf on a microservice handler', () => {
   beforeAll(async () => {
     redis = await TestRedis.start();
     const options = { host: '127.0.0.1', port: await freePort() };
-    @Module({ imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('rpc-outcome') })], controllers: [PaymentsController] })
+    @Module({
+      imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('rpc-outcome'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS })],
+      controllers: [PaymentsController],
+    })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
     app = moduleRef.createNestMicroservice<MicroserviceOptions>({ transport: Transport.TCP, options, logger: false });

@@ -6,7 +6,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimit, RateLimitGuard, RedisLimitModule, SkipRateLimit, type StackDecision } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { inSequence, PLATFORMS, type Platform } from './sample-app.js';
 
@@ -59,6 +59,7 @@ async function boot(platform: Platform, redis: TestRedis, providers: Provider[] 
       RedisLimitModule.forRoot({
         redis: redis.connection,
         keyPrefix: uniquePrefix('defaults'),
+        commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS,
         defaultLimits: [{ limit: 3, windowMs: 60_000 }],
         skipIf: (ctx) => header(ctx, 'x-internal') === 'yes',
       }),

@@ -11,7 +11,7 @@ import { firstValueFrom } from 'rxjs';
 import { io, type Socket } from 'socket.io-client';
 import request from 'supertest';
 import { RateLimitGuard, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { freePort, TestRedis } from '../harness/redis-server.js';
 
 // defaultLimits on Nest 12 in every set-up: an HTTP route, an Apollo resolver, a socket.io gateway
@@ -78,7 +78,13 @@ const SETUPS: [string, Provider[], Answer][] = [
 
 function appModule(redis: TestRedis, options: RedisLimitModuleOptions, providers: Provider[], transports: 'all' | 'rpc'): DynamicModule {
   const imports = [
-    RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('setup'), defaultLimits: [{ limit: LIMIT, windowMs: 60_000 }], ...options }),
+    RedisLimitModule.forRoot({
+      redis: redis.connection,
+      keyPrefix: uniquePrefix('setup'),
+      commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS,
+      defaultLimits: [{ limit: LIMIT, windowMs: 60_000 }],
+      ...options,
+    }),
   ];
   class AppModule {}
   if (transports === 'rpc') return { module: AppModule, imports, controllers: [QuoteRpc], providers };

@@ -10,7 +10,7 @@ import { createClient, type Client, type FormattedExecutionResult } from 'graphq
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { RateLimit, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { ErrorLog } from '../harness/logged-app.js';
 import { MercuriusDriver } from '../harness/mercurius-driver.js';
 import { TestRedis } from '../harness/redis-server.js';
@@ -55,7 +55,10 @@ async function boot(driver: Driver, redis: TestRedis, options: RedisLimitModuleO
       ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, subscriptions: { 'graphql-ws': true }, context })
       : GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true, subscription: true });
   @Module({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('gql-sub'), ...options }), graphql],
+    imports: [
+      RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('gql-sub'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options }),
+      graphql,
+    ],
     providers: [TickerResolver],
   })
   class AppModule {}

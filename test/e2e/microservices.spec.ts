@@ -12,7 +12,7 @@ import {
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { Funnel, MaxPending, RateLimit, RedisLimitEvents, RedisLimitModule, SkipRateLimit, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { freePort, RedisNode, TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
@@ -147,7 +147,7 @@ describe.each<TransportName>(['tcp', 'redis'])('microservices over %s', (transpo
   async function boot(options: RedisLimitModuleOptions, controllers: Type[] = [QuotesController], limiter: TestRedis = limiterRedis) {
     const { server, client: clientOptions } = await endpoints(transport, transportRedis);
     @Module({
-      imports: [RedisLimitModule.forRoot({ redis: limiter.connection, keyPrefix: uniquePrefix('rpc'), ...options })],
+      imports: [RedisLimitModule.forRoot({ redis: limiter.connection, keyPrefix: uniquePrefix('rpc'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
       controllers,
     })
     class AppModule {}
@@ -278,7 +278,14 @@ describe.each<TransportName>(['tcp', 'redis'])('microservices over %s', (transpo
   it('a hybrid app with inheritAppConfig applies defaultLimits to its microservice handlers', async () => {
     const { server, client: clientOptions } = await endpoints(transport, transportRedis);
     @Module({
-      imports: [RedisLimitModule.forRoot({ redis: limiterRedis.connection, keyPrefix: uniquePrefix('rpc-hybrid'), ...MODULE_OPTIONS })],
+      imports: [
+        RedisLimitModule.forRoot({
+          redis: limiterRedis.connection,
+          keyPrefix: uniquePrefix('rpc-hybrid'),
+          commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS,
+          ...MODULE_OPTIONS,
+        }),
+      ],
       controllers: [QuotesController],
     })
     class AppModule {}

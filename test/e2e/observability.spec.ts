@@ -4,7 +4,7 @@ import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimit, RedisLimitEvents, RedisLimitModule, type RedisLimitEvent } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { RedisNode, TestRedis } from '../harness/redis-server.js';
 import { bootSample, withSampleApp } from './sample-app.js';
 import { until } from '../harness/until.js';
@@ -121,7 +121,10 @@ describe('observability', () => {
     }
 
     @Module({
-      imports: [EventEmitterModule.forRoot(), RedisLimitModule.forRoot({ redis: server.connection, keyPrefix: uniquePrefix('events') })],
+      imports: [
+        EventEmitterModule.forRoot(),
+        RedisLimitModule.forRoot({ redis: server.connection, keyPrefix: uniquePrefix('events'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
+      ],
       controllers: [PingController],
       providers: [Audit],
     })

@@ -5,7 +5,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimit, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from './limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from './limiter-app.js';
 import { LevelLog, type HttpPlatform } from './platform-app.js';
 import { TestRedis } from './redis-server.js';
 
@@ -45,7 +45,14 @@ export function proxyWarningsSuite(platform: HttpPlatform): void {
     async function start(trust: Trust, options: RedisLimitModuleOptions = {}) {
       const log = new LevelLog();
       const moduleRef = await Test.createTestingModule({
-        imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('proxy-warnings'), ...options })],
+        imports: [
+          RedisLimitModule.forRoot({
+            redis: redis.connection,
+            keyPrefix: uniquePrefix('proxy-warnings'),
+            commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS,
+            ...options,
+          }),
+        ],
         controllers: [ProxiedController],
       }).compile();
       let app: INestApplication;

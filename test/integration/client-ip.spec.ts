@@ -9,7 +9,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { RateLimit, RedisLimitModule, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
 // The default tracker behind a proxy: the app trusts the loopback proxy (Express `trust proxy`,
@@ -29,7 +29,9 @@ type Platform = 'express' | 'fastify';
 
 async function behindProxy(redis: TestRedis, platform: Platform, options: RedisLimitModuleOptions): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
-    imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('client-ip'), ...options })],
+    imports: [
+      RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('client-ip'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options }),
+    ],
     controllers: [ClientsController],
   }).compile();
   if (platform === 'express') {

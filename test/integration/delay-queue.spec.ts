@@ -3,7 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DelayQueueService, OnDelayed, RedisLimitModule, RedisTimeoutError, type DelayedMessage } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { limiterModule, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
+import { limiterModule, TEST_COMMAND_TIMEOUT_MS, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 
 /** Resolves once `count` messages have arrived (or rejects after `timeoutMs`). */
@@ -366,7 +366,7 @@ describe('@OnDelayed', () => {
     class RemindersModule {}
     const prefix = uniquePrefix('ondelayed');
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: ctx.redis.connection, keyPrefix: prefix }), RemindersModule],
+      imports: [RedisLimitModule.forRoot({ redis: ctx.redis.connection, keyPrefix: prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }), RemindersModule],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();

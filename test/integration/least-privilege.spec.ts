@@ -19,13 +19,17 @@ import { redisHealth } from '../../lib/dashboard/redis-health.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { commandCalls, eventually, EXPIRY_MODES } from '../harness/expiring-hash.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
+import { TEST_COMMAND_TIMEOUT_MS } from '../harness/limiter-app.js';
 import { freePort, RedisNode } from '../harness/redis-server.js';
 
 const USER = 'limiter';
 const PASSWORD = 'limiter-secret';
 
 async function boot(redis: RedisLimitModuleOptions['redis'], options: RedisLimitModuleOptions = {}) {
-  const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forRoot({ redis, ...options })] }).compile();
+  // the tests' generous deadline: what is under test is what the server allows, not how fast
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisLimitModule.forRoot({ redis, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
+  }).compile();
   await moduleRef.init();
   return moduleRef;
 }

@@ -6,7 +6,7 @@ import { RateLimiterService, RedisLimitModule, RedisTimeoutError, RedisUnavailab
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { RedisNode } from '../harness/redis-server.js';
-import { isLimitKey, uniquePrefix } from '../harness/limiter-app.js';
+import { isLimitKey, TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 
 describe('RedisLimitModule', () => {
   let redis: RedisNode;
@@ -38,7 +38,7 @@ describe('RedisLimitModule', () => {
       RedisLimitModule.forRootAsync({
         imports: [SettingsModule],
         inject: [Settings],
-        useFactory: (settings: Settings): RedisLimitFactoryOptions => ({ redis: settings.url, keyPrefix }),
+        useFactory: (settings: Settings): RedisLimitFactoryOptions => ({ redis: settings.url, keyPrefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
       }),
     ]);
     await moduleRef.get(RateLimiterService).consume('k', { limit: 1, windowMs: 60_000 });
@@ -60,7 +60,7 @@ describe('RedisLimitModule', () => {
 
   it('writes every key under keyPrefix, in the database the URL names', async () => {
     const keyPrefix = uniquePrefix('db');
-    const moduleRef = await boot([RedisLimitModule.forRoot({ redis: `${redis.url}/3`, keyPrefix })]);
+    const moduleRef = await boot([RedisLimitModule.forRoot({ redis: `${redis.url}/3`, keyPrefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS })]);
     const limiter = moduleRef.get(RateLimiterService);
     const user = `user-${process.pid}-${Date.now()}`;
     // a fixed window's key expires when its window ends: a day's, not about to end, outlives the test
