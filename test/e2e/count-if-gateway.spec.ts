@@ -36,7 +36,7 @@ describe.each(ADAPTERS)('countIf on a %s gateway', (adapter) => {
   const settled = (expected: number) =>
     until(
       async () => (await remaining()) === expected,
-      5_000,
+      20_000,
       async () => `${await remaining()} left, not ${expected}`,
     );
 

@@ -66,7 +66,7 @@ describe('countIf on a GraphQL resolver', () => {
       expect((await redeem('GIFT')).data).toEqual({ redeem: 10 });
       await until(
         async () => (await left()) === 3,
-        5_000,
+        20_000,
         async () => `${await left()} left`,
       );
     }

@@ -55,7 +55,7 @@ describe('countIf on a microservice handler', () => {
       expect(await charge(10)).toEqual({ charged: 10 });
       await until(
         async () => (await left()) === 2,
-        5_000,
+        20_000,
         async () => `${await left()} left`,
       );
     }

@@ -89,7 +89,7 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
   const settled = (name: string, key: string, expected: number, policy = LOGIN) =>
     until(
       async () => (await remaining(name, key, policy)) === expected,
-      5_000,
+      20_000,
       async () => `${name}:${key} has ${await remaining(name, key, policy)} left, not ${expected}`,
     );
   const login = (password: string, who = 'ada') => app.http.post('/login').send({ account: who, password });
@@ -129,7 +129,7 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
     expect(responses.map((r) => r.status)).toEqual([404, 404, 404, 404, 404]);
     await until(
       () => seen.length === 5,
-      5_000,
+      20_000,
       () => `${seen.length} outcomes seen`,
     );
     expect(seen[0]).toEqual({ statusCode: 404, error: expect.any(NotFoundException) });
@@ -141,7 +141,7 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 429]);
     await until(
       () => app.log.of('error').length > 0,
-      5_000,
+      20_000,
       () => 'nothing logged',
     );
     expect(app.log.of('error')).toEqual([
@@ -224,7 +224,7 @@ describe('outcome-aware options', () => {
         expect((await app.http.get('/plain')).status).toBe(401);
         await until(
           () => refunds === i,
-          5_000,
+          20_000,
           () => `${refunds} refunds`,
         );
       }

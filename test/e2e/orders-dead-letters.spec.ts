@@ -31,7 +31,7 @@ describe.each(PLATFORMS)('dead cancellations on %s', (platform) => {
     await malformed('n2');
     await until(
       async () => (await deadCount()) === 2,
-      5000,
+      20_000,
       async () => `dead ${await deadCount()}`,
     );
 
@@ -59,7 +59,7 @@ describe.each(PLATFORMS)('dead cancellations on %s', (platform) => {
     // still malformed: delivered twice more, it dies again, later
     await until(
       async () => ((await admin('')).body.messages as { id: string; diedAt: number }[]).some((m) => m.id === 'n2' && m.diedAt > diedAt),
-      5000,
+      20_000,
       () => 'n2 not dead again',
     );
 

@@ -55,7 +55,7 @@ describe('runtime overrides across two app instances', () => {
         const r = await b.http.get(path);
         return r.headers['x-ratelimit-limit'] === String(limit) && (status === undefined || r.status === status);
       },
-      5000,
+      20_000,
       () => `B applying limit ${limit} on ${path}`,
     );
 
@@ -67,7 +67,7 @@ describe('runtime overrides across two app instances', () => {
     const hits = () => b.app.get(RedisLimitEvents).counters().refusalCacheHits;
     await until(
       async () => (await b.http.get('/ov/raise')).status === 429 && hits() > 0,
-      5000,
+      20_000,
       () => 'a refusal remembered on B',
     );
 

@@ -19,7 +19,7 @@ describe.each(PLATFORMS)('login attempts on %s', (platform) => {
       // the success's permit comes back once its response is sent
       await until(
         async () => (await left('alice')) === 5,
-        5_000,
+        20_000,
         async () => `${await left('alice')} left`,
       );
     }

@@ -34,7 +34,7 @@ describe('the SMS outbox sends at most one SMS per phone per minute, whoever enq
     );
     await until(
       async () => (await queue.size(SMS_OUTBOX)).inFlight === 0,
-      5000,
+      20_000,
       () => 'in flight',
     );
     expect(await status(second)).toEqual({ id: second, status: 'queued' });

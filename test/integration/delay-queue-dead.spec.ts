@@ -42,7 +42,7 @@ describe('DelayQueue dead letters', () => {
     await queue().enqueue(q, { order: 7 }, { id: 'm1' });
     await until(
       async () => (await queue().size(q)).dead === 1,
-      5000,
+      20_000,
       () => `attempts ${attempts.join(',')}`,
     );
     const page = await queue().dead<{ order: number }>(q);
@@ -247,7 +247,7 @@ describe('DelayQueue dead letters', () => {
     const consumer = queue().consume('q-dead', broken, { maxAttempts: 1 });
     await until(
       async () => (await queue().size('q-dead')).dead === 1,
-      5000,
+      20_000,
       () => 'q-dead never died',
     );
     await consumer.stop();

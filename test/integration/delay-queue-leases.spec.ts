@@ -65,7 +65,7 @@ describe('DelayQueue leases', () => {
     await queue().enqueue(q, 'x', { id: 'x' });
     await until(
       () => attempts.length === 1,
-      5000,
+      20_000,
       () => 'not delivered',
     );
     // another consumer, a minute later on its clock, finds the lease run out and takes the message
@@ -100,7 +100,7 @@ describe('DelayQueue leases', () => {
     await queue().enqueue(q, 'x', { id: 'x' });
     await until(
       () => starts.length === 1,
-      5000,
+      20_000,
       () => 'not delivered',
     );
     // its lease runs out as if a renewal came late (the event loop blocked): the consumer's next
@@ -109,7 +109,7 @@ describe('DelayQueue leases', () => {
     await queue().enqueue(q, 'y', { id: 'y' });
     await until(
       async () => starts.includes('y:1') && (await queue().size(q)).inFlight === 1,
-      5000,
+      20_000,
       async () => `starts ${starts.join(', ')}`,
     );
     expect(await ctx.app.raw.hget(key('dqm', q), 'a:x')).toBe('2');
@@ -117,7 +117,7 @@ describe('DelayQueue leases', () => {
     release();
     await until(
       async () => (await queue().size(q)).inFlight === 0,
-      5000,
+      20_000,
       async () => `size ${JSON.stringify(await queue().size(q))}`,
     );
     await consumer.stop();

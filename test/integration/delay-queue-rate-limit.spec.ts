@@ -33,7 +33,7 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     );
     await until(
       async () => (await queues().size(q)).inFlight === 0,
-      5000,
+      20_000,
       () => 'in flight',
     );
     await sleep(200); // any start beyond the limit would show now
@@ -94,7 +94,7 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     );
     await until(
       async () => (await queues().size(q)).inFlight === 0,
-      5000,
+      20_000,
       () => 'in flight',
     );
     await consumer.stop();
@@ -203,7 +203,7 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
       await queues().enqueue(q, null, { id: 'long' });
       await until(
         () => starts.length === 1,
-        5000,
+        20_000,
         () => 'not started',
       );
       // the first consumer takes nothing more; the other finds the queue full with 'next' due

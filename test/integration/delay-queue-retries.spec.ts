@@ -62,7 +62,7 @@ describe('DelayQueue retries', () => {
     const failed = async () => Promise.all(cases.map(async ([q]) => (await ctx.app.raw.hget(key('dqm', q), 'e:x')) !== null));
     await until(
       async () => (await failed()).every(Boolean),
-      5000,
+      20_000,
       async () => `failed ${(await failed()).join(', ')}`,
     );
     const after = await serverNow();
@@ -87,7 +87,7 @@ describe('DelayQueue dead set, bounded by count (maxDead)', () => {
       await queue().enqueue(q, `payload ${i}`, { id: `d${i}` });
       await until(
         async () => (await ctx.app.raw.zscore(`${ctx.app.prefix}dqd:{${q}}`, `d${i}`)) !== null,
-        5000,
+        20_000,
         () => `d${i} not dead`,
       );
     }
@@ -111,14 +111,14 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     await queue().enqueue(q, 'old', { id: 'old' });
     await until(
       async () => (await dead()).length === 1,
-      5000,
+      20_000,
       () => 'old not dead',
     );
     await sleep(600); // twice the retention
     await queue().enqueue(q, 'new', { id: 'new' });
     await until(
       async () => (await dead()).includes('new'),
-      5000,
+      20_000,
       () => 'new not dead',
     );
     await consumer.stop();
@@ -133,7 +133,7 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     await queue().enqueue(q, 'old', { id: 'old' });
     await until(
       async () => (await dead()).length === 1,
-      5000,
+      20_000,
       () => 'old not dead',
     );
     await first.stop();
@@ -142,7 +142,7 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     const second = queue().consume(q, failing, { maxAttempts: 1 });
     await until(
       async () => (await dead()).length === 0,
-      5000,
+      20_000,
       async () => `dead: ${(await dead()).join(', ')}`,
     );
     await second.stop();

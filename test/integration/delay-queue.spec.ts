@@ -5,6 +5,7 @@ import { DelayQueueService, OnDelayed, RedisLimitModule, RedisTimeoutError, type
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, TEST_COMMAND_TIMEOUT_MS, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
+import { until } from '../harness/until.js';
 
 /** Resolves once `count` messages have arrived (or rejects after `timeoutMs`). */
 function collector<T = unknown>(count: number, timeoutMs = 10_000) {
@@ -137,13 +138,19 @@ describe('DelayQueueService', () => {
 
   it('stop() waits for handlers in flight and claims nothing more', async () => {
     const q = fresh();
-    let finished = 0;
+    let [started, finished] = [0, 0];
     const consumer = queue().consume(q, async () => {
+      started += 1;
       await sleep(200);
       finished += 1;
     });
     await queue().enqueue(q, 'slow');
-    await sleep(80);
+    // stop while the handler runs: once it has started (a fixed 80 ms was too short under load)
+    await until(
+      () => started === 1,
+      20_000,
+      () => 'the handler never started',
+    );
     await consumer.stop();
     expect(finished).toBe(1);
     await queue().enqueue(q, 'after');
@@ -331,8 +338,9 @@ describe('DelayQueueService acknowledgements across a Redis restart', () => {
       await sleep(700);
       await redis.resume();
 
-      // without a retry the message would sit in flight until its 20 s lease ran out, then come back
-      const deadline = Date.now() + 8000;
+      // without a retry the message would sit in flight until its 20 s lease ran out, then come back:
+      // a deadline well inside the lease, and long enough for a loaded machine's reconnect
+      const deadline = Date.now() + 15_000;
       let size = { scheduled: -1, inFlight: -1, dead: -1 };
       while (Date.now() < deadline) {
         size = await queue.size('restart-ack').catch(() => size);
@@ -371,7 +379,7 @@ describe('@OnDelayed', () => {
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     await app.get(DelayQueueService).enqueue('reminders', 'hello', { delayMs: 20 });
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 20_000;
     while (seen.length === 0 && Date.now() < deadline) await sleep(10);
     expect(seen).toEqual(['reminders:hello']);
     await app.close();

@@ -14,23 +14,36 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   const queues = () => ctx.app.moduleRef.get(DelayQueueService);
   let n = 0;
 
-  /** Everything delivered on a fresh queue while `act` runs and for `waitMs` after it. */
-  async function deliveries(act: (queue: string) => Promise<void>, waitMs: number) {
+  /** Everything delivered on a fresh queue while `act` runs, until `expected` have come (however
+   * long a loaded machine takes), and for `quietMs` after: time for a duplicate to show. */
+  async function deliveries(act: (queue: string) => Promise<void>, expected: number, quietMs: number) {
     const queue = `expired-${mode}-${(n += 1)}`;
     const got: { message: ExpiredField; at: number }[] = [];
     const consumer = queues().consume<ExpiredField>(queue, ({ payload }) => {
       got.push({ message: payload, at: Date.now() });
     });
-    await act(queue);
-    await sleep(waitMs);
-    await consumer.stop();
+    try {
+      await act(queue);
+      await until(
+        () => got.length >= expected,
+        30_000,
+        () => `${got.length} of ${expected} delivered: ${JSON.stringify(got.map((g) => g.message))}`,
+      );
+      await sleep(quietMs);
+    } finally {
+      await consumer.stop();
+    }
     return got;
   }
 
   it('sends exactly one { key, field, value } per expired field', async () => {
-    const got = await deliveries(async (queue) => {
-      await Promise.all(Array.from({ length: 20 }, (_, i) => hash().set(`owner-${i % 3}`, `f${i}`, `value ${i}`, 100 + i * 10, { notify: queue })));
-    }, 1500);
+    const got = await deliveries(
+      async (queue) => {
+        await Promise.all(Array.from({ length: 20 }, (_, i) => hash().set(`owner-${i % 3}`, `f${i}`, `value ${i}`, 100 + i * 10, { notify: queue })));
+      },
+      20,
+      500,
+    );
     expect(got.map((g) => g.message).sort((a, b) => a.field.localeCompare(b.field))).toEqual(
       Array.from({ length: 20 }, (_, i) => ({ key: `owner-${i % 3}`, field: `f${i}`, value: `value ${i}` })).sort((a, b) => a.field.localeCompare(b.field)),
     );
@@ -40,19 +53,23 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     // ttls a loaded machine cannot outrun between the writes (150 ms ones expired mid-sequence)
     const TTL = 1_000;
     const started = Date.now();
-    const got = await deliveries(async (queue) => {
-      const key = `orders-${n}`;
-      await hash().set(key, 'paid', 'p', TTL, { notify: queue });
-      await hash().set(key, 'reset', 'r', TTL, { notify: queue });
-      await hash().set(key, 'moved', 'm', TTL, { notify: queue });
-      await hash().set(key, 'edited', 'old', TTL, { notify: queue });
-      await hash().set(key, 'renewed', 'first', TTL, { notify: queue });
-      await hash().delete(key, 'paid');
-      await hash().set(key, 'reset', 'r2', TTL); // re-set without notify disarms
-      expect(await hash().expire(key, 'moved', 2.5 * TTL)).toBe(true);
-      expect(await hash().update(key, 'edited', 'new')).toBe(true);
-      await hash().set(key, 'renewed', 'second', 1.5 * TTL, { notify: queue }); // re-armed once, for the new expiry
-    }, 3.5 * TTL);
+    const got = await deliveries(
+      async (queue) => {
+        const key = `orders-${n}`;
+        await hash().set(key, 'paid', 'p', TTL, { notify: queue });
+        await hash().set(key, 'reset', 'r', TTL, { notify: queue });
+        await hash().set(key, 'moved', 'm', TTL, { notify: queue });
+        await hash().set(key, 'edited', 'old', TTL, { notify: queue });
+        await hash().set(key, 'renewed', 'first', TTL, { notify: queue });
+        await hash().delete(key, 'paid');
+        await hash().set(key, 'reset', 'r2', TTL); // re-set without notify disarms
+        expect(await hash().expire(key, 'moved', 2.5 * TTL)).toBe(true);
+        expect(await hash().update(key, 'edited', 'new')).toBe(true);
+        await hash().set(key, 'renewed', 'second', 1.5 * TTL, { notify: queue }); // re-armed once, for the new expiry
+      },
+      3,
+      TTL,
+    ); // (the wrong ones would have come at TTL, before 'moved' at 2.5 TTL)
     const byField = new Map(got.map((g) => [g.message.field, g]));
     expect(got.map((g) => g.message.field).sort()).toEqual(['edited', 'moved', 'renewed']);
     expect(byField.get('edited')!.message.value).toBe('new');
@@ -61,12 +78,16 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   });
 
   it('a field read after it expired still gets its one notification', async () => {
-    const got = await deliveries(async (queue) => {
-      await hash().set('reader', 'f', 'v', 50, { notify: queue });
-      await sleep(60);
-      expect(await hash().get('reader', 'f')).toBeNull();
-      expect(await hash().count('reader')).toBe(0);
-    }, 800);
+    const got = await deliveries(
+      async (queue) => {
+        await hash().set('reader', 'f', 'v', 50, { notify: queue });
+        await sleep(60);
+        expect(await hash().get('reader', 'f')).toBeNull();
+        expect(await hash().count('reader')).toBe(0);
+      },
+      1,
+      500,
+    );
     expect(got.map((g) => g.message)).toEqual([{ key: 'reader', field: 'f', value: 'v' }]);
   });
 
@@ -109,10 +130,14 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       return Promise.reject(new Error('the sweeping process died here'));
     };
     try {
-      const got = await deliveries(async (queue) => {
-        await hash().set(`undisarmed-${mode}`, 'order-1', 'unpaid', 50, { notify: queue });
-        await eventually(async () => disarms.length > 0);
-      }, 5000); // past the handover lease (3 s) and the sweeps after it
+      const got = await deliveries(
+        async (queue) => {
+          await hash().set(`undisarmed-${mode}`, 'order-1', 'unpaid', 50, { notify: queue });
+          await eventually(async () => disarms.length > 0);
+        },
+        1,
+        5000,
+      ); // past the handover lease (3 s) and the sweeps after it
       expect(got.map((g) => g.message)).toEqual([{ key: `undisarmed-${mode}`, field: 'order-1', value: 'unpaid' }]);
       const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
       expect(await ctx.app.raw.hlen(keys.hash(`undisarmed-${mode}`)[2])).toBe(0);
@@ -211,7 +236,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     const handled = new Map<string, number>();
     const consumer = queues().consume(queue, ({ id }) => void handled.set(id, Date.now()), { concurrency: 1 });
     try {
-      await eventually(async () => handled.size === 2, 5000);
+      await eventually(async () => handled.size === 2, 20_000);
       expect(await ctx.app.raw.hlen(outbox)).toBe(0); // settled
       const { inFlight } = await queues().size(queue);
       expect(inFlight).toBe(1); // the notification, held

@@ -164,7 +164,7 @@ describe('runtime limit overrides', () => {
     raw.disconnect();
     await until(
       async () => Object.keys(await limiter.overrides()).length === 0,
-      5000,
+      20_000,
       () => 'overrides removed',
     );
   });
@@ -284,7 +284,7 @@ describe('runtime limit overrides', () => {
       await raw.hset(hash(), 'shared', JSON.stringify({ limit: 3 }));
       await until(
         async () => (await app.http.get('/ovi/long')).headers['x-ratelimit-limit'] === '3',
-        5000,
+        20_000,
         () => 'read again on resubscribing',
       );
 
@@ -295,7 +295,7 @@ describe('runtime limit overrides', () => {
       await raw.hset(hash(), 'shared', JSON.stringify({ limit: 4 }));
       await until(
         async () => (await app.http.get('/ovi/long')).headers['x-ratelimit-limit'] === '4',
-        5000,
+        20_000,
         () => 'read again while unsubscribed',
       );
     } finally {
@@ -333,7 +333,7 @@ describe('runtime limit overrides', () => {
       await raw.publish(channel(), 'costly');
       await until(
         async () => (await app.http.get('/ovi/short')).headers['x-ratelimit-limit'] === '1',
-        5000,
+        20_000,
         () => 'the announced overrides read',
       );
 
@@ -373,7 +373,7 @@ describe('runtime limit overrides', () => {
       await raw.publish(channel(), 'costly');
       await until(
         async () => ignored('costly').length === 2 * instances,
-        5000,
+        20_000,
         () => `a second warning for 'costly': ${ignored('costly').join(' | ')}`,
       );
       await limiter.overrides();
@@ -423,7 +423,7 @@ describe('runtime limit overrides', () => {
     expect(await adminLimiter.overrides()).toEqual({ login: { limit: 1, windowMs: 0 } });
     await until(
       async () => ignored('login').length === declaring,
-      5000,
+      20_000,
       () => `each app ignoring a login override below its cost: ${ignored('login').join(' | ')}`,
     );
     const declared = await app.http.get('/ovt/login');
@@ -434,7 +434,7 @@ describe('runtime limit overrides', () => {
     expect(ignored('login')).toHaveLength(declaring);
     await until(
       async () => (await app.http.get('/ovt/login')).headers['x-ratelimit-limit'] === '4',
-      5000,
+      20_000,
       () => 'the admin override in force in the app',
     );
     // where the name is declared, its rules still refuse at once

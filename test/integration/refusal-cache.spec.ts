@@ -58,7 +58,7 @@ describe('refusal cache', () => {
         expect((await app.limiter.consume(key, policy)).allowed).toBe(false);
         return refusalsOf(app).cache!.holds(counter);
       },
-      5000,
+      20_000,
       () => `a refusal of ${key} remembered`,
     );
   }
@@ -132,7 +132,7 @@ describe('refusal cache', () => {
     expect(await a.limiter.refund(key, policy, grants[0]!.grantId!)).toBe(1);
     await until(
       async () => (await b.limiter.consume(key, policy)).allowed,
-      5000,
+      20_000,
       () => 'b granted after the refund',
     );
 
@@ -140,7 +140,7 @@ describe('refusal cache', () => {
     await a.limiter.reset(key, policy);
     await until(
       async () => (await b.limiter.consume(key, policy)).allowed,
-      5000,
+      20_000,
       () => 'b granted after the reset',
     );
   });
@@ -213,7 +213,7 @@ describe('refusal cache', () => {
             // the other instance hears of it over pub/sub: the property holds once it has
             await until(
               () => apps().every((other) => !refusalsOf(other).cache!.holds(counter)),
-              5000,
+              20_000,
               () => `${counter} invalidated everywhere`,
             );
           }
