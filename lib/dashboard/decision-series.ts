@@ -28,7 +28,12 @@ export interface DecisionSeriesPage {
   routes: RouteSeries[];
 }
 
-type Counts = Map<string, { allowed: number; refused: number; shadowRefused: number }>;
+interface Count {
+  allowed: number;
+  refused: number;
+  shadowRefused: number;
+}
+type Counts = Map<string, Count>;
 /** Each count's field prefix in a minute's hash. */
 const FIELDS = { allowed: 'a:', refused: 'r:', shadowRefused: 's:' } as const;
 const SERIES = Object.fromEntries(Object.entries(FIELDS).map(([series, prefix]) => [prefix, series])) as Record<string, keyof typeof FIELDS>;
@@ -67,16 +72,27 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
     await this.flush();
   }
 
+  /** Counts a rate-limit decision, or a `@MaxPending` refusal: a refusal of its route, and no
+   * longer the grant its rate limits counted, so each request is counted once. */
   record(event: RedisLimitEvent, now = Date.now()): void {
-    if (event.type !== 'redis-limit.decision') return;
+    if (event.type === 'redis-limit.decision') {
+      this.count(now, event.route ?? scopeLabel(event.limits), event.shadowRefused ? 'shadowRefused' : event.allowed ? 'allowed' : 'refused');
+    } else if (event.type === 'redis-limit.max-pending.refused') {
+      const count = this.count(now, event.route, 'refused');
+      // below 0 when the grant was counted the minute before: lastHour shows no minute below 0
+      if (event.counted !== undefined) count[event.counted === 'shadow-refused' ? 'shadowRefused' : 'allowed'] -= 1;
+    }
+  }
+
+  private count(now: number, route: string, series: keyof typeof FIELDS): Count {
     const minute = now - (now % MINUTE_MS);
     let counts = this.pending.get(minute);
     if (counts === undefined) this.pending.set(minute, (counts = new Map() as Counts));
-    let label = event.route ?? scopeLabel(event.limits);
-    if (!counts.has(label) && counts.size >= MAX_LABELS) label = OTHER;
+    const label = !counts.has(route) && counts.size >= MAX_LABELS ? OTHER : route;
     let count = counts.get(label);
     if (count === undefined) counts.set(label, (count = { allowed: 0, refused: 0, shadowRefused: 0 }));
-    count[event.shadowRefused ? 'shadowRefused' : event.allowed ? 'allowed' : 'refused'] += 1;
+    count[series] += 1;
+    return count;
   }
 
   /** Writes what was counted since the last flush (a failed write is dropped, logged once: the
@@ -95,7 +111,7 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
       const key = this.key(minute);
       for (const [label, count] of counts) {
         for (const series of ['allowed', 'refused', 'shadowRefused'] as const) {
-          if (count[series] > 0) pipeline.hincrby(key, `${FIELDS[series]}${label}`, count[series]);
+          if (count[series] !== 0) pipeline.hincrby(key, `${FIELDS[series]}${label}`, count[series]);
         }
       }
       pipeline.pexpire(key, KEY_TTL_MS);
@@ -129,6 +145,8 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
         series[SERIES[field.slice(0, 2)] ?? 'allowed'][i]! += Number(value);
       }
     });
+    // a @MaxPending refusal takes its grant back in its own minute, which need not be the grant's
+    for (const series of routes.values()) [series.allowed, series.shadowRefused].forEach(noneBelowZero);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const total = (s: RouteSeries) => sum(s.allowed) + sum(s.refused) + sum(s.shadowRefused);
     return { minutes, routes: [...routes.values()].sort((a, b) => total(b) - total(a) || a.route.localeCompare(b.route)) };
@@ -137,6 +155,10 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
   private key(minute: number): string {
     return this.redis.keys.build('dashboard-decisions', 'dashboard', String(minute));
   }
+}
+
+function noneBelowZero(counts: number[]): void {
+  counts.forEach((n, i) => (counts[i] = Math.max(0, n)));
 }
 
 /**

@@ -55,7 +55,15 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.redis-down'; error: Error }
   | { type: 'redis-limit.redis-up' }
   /** A `@MaxPending` owner was at its cap: the request got a 429. */
-  | { type: 'redis-limit.max-pending.refused'; route: string; owner: string; max: number }
+  | {
+      type: 'redis-limit.max-pending.refused';
+      route: string;
+      owner: string;
+      max: number;
+      /** how the route's rate limits, deciding before @MaxPending, counted this request in
+       * `decisions` (it is a refusal now); absent when no rate limit decided it */
+      counted?: 'allowed' | 'shadow-refused';
+    }
   /** setOverride changed the limits named `name` in every instance (from this one); `override`
    * is what now applies, null when removed. */
   | { type: 'redis-limit.override'; name: string; override: { limit: number; windowMs: number } | null }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import type { CountedOutcome } from './counted-requests.js';
 import type { RedisLimitCounters, RedisLimitEvent, RedisLimitListener, ShadowVerdict } from './events.js';
 import { assertMetricPrefix, PROMETHEUS_PREFIX, prometheusText } from './prometheus.js';
 import { describeValue } from '../validation.js';
@@ -142,9 +143,9 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     this.emit({ type: 'redis-limit.redis-up' });
   }
 
-  maxPendingRefused(route: string, owner: string, max: number): void {
+  maxPendingRefused(route: string, owner: string, max: number, counted: CountedOutcome | undefined): void {
     this.counts.maxPendingRefused += 1;
-    if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max });
+    if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max, ...(counted === undefined ? {} : { counted }) });
   }
 
   override(name: string, override: { limit: number; windowMs: number } | null): void {

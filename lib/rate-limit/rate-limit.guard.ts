@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { countRequest } from '../observability/counted-requests.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { KeyResolver } from '../redis-limit.options.js';
 import { applyFailMode } from '../transports/responses.js';
@@ -87,6 +88,7 @@ export class RateLimitGuard implements CanActivate {
       const route = plan.route;
       result = await decideShadowed({ decide: (stack, options) => this.limiter.decide(stack, { ...options, route }) }, limits.stack, plan.limits);
       this.redis.reportSuccess();
+      if (result.allowed) countRequest(req, result.shadowRefused.length > 0 ? 'shadow-refused' : 'allowed');
     } catch (error) {
       if (applyFailMode(error, plan.failMode, this.redis, plan.route, () => transport.unavailable()) === 'open') return true;
       // 'local': this process decides, shadows still never refuse, and refusals answer as Redis's do

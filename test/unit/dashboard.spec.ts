@@ -63,14 +63,40 @@ describe('DecisionSeries labels', () => {
     expect(scopeLabel([{ key: 'k', kind: 'sliding-window', limit: 5, allowed: true, remaining: 4 }])).toBe('(direct calls)');
   });
 
-  it('counts at most 200 labels a minute; the rest go under (other)', async () => {
+  /** A DecisionSeries whose flushes land in `written`, as [key, field, increment]. */
+  function recordingSeries(): { series: DecisionSeries; written: [string, string, number][] } {
     const written: [string, string, number][] = [];
     const pipeline = { hincrby: (key: string, field: string, n: number) => written.push([key, field, n]), pexpire: () => undefined, exec: async () => [] };
     const redis = {
       client: { pipeline: () => pipeline },
       keys: { build: (kind: string, key: string, scope: string) => `${kind}:${scope}:{${key}}` },
     } as unknown as RedisConnection;
-    const series = new DecisionSeries(redis, {} as RedisLimitEvents);
+    return { series: new DecisionSeries(redis, {} as RedisLimitEvents), written };
+  }
+
+  it('counts a @MaxPending refusal as a refusal, in place of the grant or shadow refusal the rate limits counted', async () => {
+    const { series, written } = recordingSeries();
+    const at = 60_000 * 1000 + 5;
+    const decision = (route: string, shadowRefused?: true) =>
+      series.record({ type: 'redis-limit.decision', allowed: true, retryAfterMs: 0, limits: [], route, ...(shadowRefused ? { shadowRefused } : {}) }, at);
+    const refusal = (route: string, counted?: 'allowed' | 'shadow-refused') =>
+      series.record({ type: 'redis-limit.max-pending.refused', route, owner: 'o', max: 1, ...(counted ? { counted } : {}) }, at);
+    for (let i = 0; i < 10; i++) decision('Orders.create');
+    for (let i = 0; i < 3; i++) refusal('Orders.create', 'allowed');
+    decision('Orders.shadowed', true);
+    refusal('Orders.shadowed', 'shadow-refused');
+    refusal('Carts.add'); // no rate limit decided it
+    await series.flush();
+    expect(written.map(([, field, n]) => [field, n])).toEqual([
+      ['a:Orders.create', 7],
+      ['r:Orders.create', 3],
+      ['r:Orders.shadowed', 1],
+      ['r:Carts.add', 1],
+    ]);
+  });
+
+  it('counts at most 200 labels a minute; the rest go under (other)', async () => {
+    const { series, written } = recordingSeries();
     const at = 60_000 * 1000 + 5;
     for (let i = 0; i < 205; i++) series.record({ type: 'redis-limit.decision', allowed: i % 2 === 0, retryAfterMs: 0, limits: [], route: `R.r${i}` }, at);
     await series.flush();
