@@ -19,5 +19,16 @@ export const CONTENT_SECURITY_POLICY =
 /** The page with its base URL: the files and JSON endpoints it asks for sit under `base`. */
 export function pageWithBase(html: string, base: string): string {
   const escaped = base.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  return html.replace('<base href="./">', `<base href="${escaped}">`);
+  // a replacer function, not a string: a string's `$&`, `` $` ``, `$'` would splice the page into itself
+  return html.replace('<base href="./">', () => `<base href="${escaped}">`);
+}
+
+/**
+ * The base URL of the page requested at `url`: its path with a trailing slash. The path ends at
+ * `?`, and at `;` too: Fastify's `useSemicolonDelimiter` routes `/redis-limit;x` to the page, whose
+ * files are not under `/redis-limit;x/`.
+ */
+export function pageBase(url: string): string {
+  const path = /^[^?;#]*/.exec(url)![0];
+  return path.endsWith('/') ? path : `${path}/`;
 }

@@ -5,7 +5,7 @@ import { SkipRateLimit } from '../rate-limit/rate-limit.decorator.js';
 import { RateLimiterService } from '../rate-limit/rate-limiter.service.js';
 import { DashboardGuard } from './dashboard.guard.js';
 import { DashboardOverviewReader, type DashboardOverview } from './dashboard-overview.js';
-import { CONTENT_SECURITY_POLICY, PAGE_FILES, PAGE_SOURCES, pageWithBase, type PageFile } from './dashboard-files.js';
+import { CONTENT_SECURITY_POLICY, PAGE_FILES, PAGE_SOURCES, pageBase, pageWithBase, type PageFile } from './dashboard-files.js';
 import { DecisionSeries, type DecisionSeriesPage } from './decision-series.js';
 
 /** Never cached, never sniffed as another type: every answer is about now, and some are payloads. */
@@ -41,8 +41,7 @@ export function dashboardController(path: string): Type {
     @Get()
     @Served('index.html')
     page(@Req() req: { originalUrl?: string; url: string }): string {
-      const pathname = (req.originalUrl ?? req.url).split('?')[0]!;
-      return pageWithBase(PAGE_SOURCES['index.html'], pathname.endsWith('/') ? pathname : `${pathname}/`);
+      return pageWithBase(PAGE_SOURCES['index.html'], pageBase(req.originalUrl ?? req.url));
     }
 
     @Get('dashboard.css')

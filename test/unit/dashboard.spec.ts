@@ -1,5 +1,5 @@
 import { resolveDashboardOptions } from '../../lib/dashboard/dashboard.options.js';
-import { pageWithBase } from '../../lib/dashboard/dashboard-files.js';
+import { pageBase, pageWithBase } from '../../lib/dashboard/dashboard-files.js';
 import { DecisionSeries, scopeLabel } from '../../lib/dashboard/decision-series.js';
 import { isJson, isSameOrigin } from '../../lib/dashboard/same-origin.js';
 import type { RedisConnection } from '../../lib/redis/redis-connection.js';
@@ -54,6 +54,19 @@ describe('resolveDashboardOptions', () => {
 describe('the page', () => {
   it('gets its base URL escaped', () => {
     expect(pageWithBase('<base href="./">', '/a"b<c>/')).toBe('<base href="/a&#34;b&#60;c&#62;/">');
+  });
+
+  it.each(['$&', '$`', "$'", '$$'])('puts %s in the base URL as it is, never as a replacement pattern', (dollar) => {
+    const html = '<head><base href="./"></head><body>tail</body>';
+    expect(pageWithBase(html, `/redis-limit;${dollar}x/`)).toBe(
+      `<head><base href="/redis-limit;${dollar.replace('&', '&#38;').replace("'", '&#39;')}x/"></head><body>tail</body>`,
+    );
+  });
+
+  it('bases the page on the path it was asked at, up to ? or ; (Fastify useSemicolonDelimiter)', () => {
+    expect(pageBase('/redis-limit')).toBe('/redis-limit/');
+    expect(pageBase('/ops/redis-limit/?x=1')).toBe('/ops/redis-limit/');
+    expect(pageBase('/redis-limit;$`x/')).toBe('/redis-limit/');
   });
 });
 
