@@ -7,24 +7,16 @@ import type { Reply, ScriptName } from '../redis/scripts.js';
 import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
-import { detectExpiryMode, detectHsetex } from './expiry-mode.js';
 import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
+import { WritePaths } from './write-path.js';
 import { assertPositiveInteger } from '../validation.js';
 
 /** A registration ahead of a write lists the hash this much after the field's expiry as the
  * registry's clock reads it: the write's own clock reads a little later, and a sweep that came
  * before the expiry would only have to come again. */
 const AHEAD_SLACK_MS = 20;
-
-/** How this process writes, as the write scripts take it (see writePath). */
-interface WritePath {
-  /** The mode of hashes it creates: 'n' native, 'i' index. */
-  mode: 'n' | 'i';
-  /** '1': native field expiry is written with the value in one HSETEX; '0': HSET then HPEXPIREAT. */
-  hsetex: '1' | '0';
-}
 
 /**
  * A hash whose every field has its own ttl. Each method is one atomic script on the hash's slot;
@@ -54,8 +46,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   private readonly keys: ExpiringHashKeys;
   private readonly sweeper: ExpiringHashSweeper;
   private readonly legacyTimers: LegacyTimers | undefined;
-  private knownMode: ExpiryMode | undefined;
-  private knownPath: Promise<WritePath> | undefined;
+  private readonly paths: WritePaths;
 
   constructor(
     @Inject(RedisConnection) private readonly redis: RedisConnection,
@@ -63,6 +54,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   ) {
     const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
+    this.paths = new WritePaths(redis, this.keys.hash('hsetex-probe')[0]);
     const notifier = new ExpiryNotifier(redis, this.keys, queues);
     queues.settleWith((message) => notifier.settle(message));
     this.sweeper = new ExpiringHashSweeper(redis, this.keys, notifier, sweepIntervalMs);
@@ -228,8 +220,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     assertField(field);
     assertValue(value);
-    const { hsetex } = await this.writePath();
-    return (await this.run('hashUpdate', key, [field, value, hsetex])) === HashReply.CHANGED;
+    const reply = await this.paths.write('hashUpdate', ({ hsetex }) => this.run('hashUpdate', key, [field, value, hsetex]));
+    return reply === HashReply.CHANGED;
   }
 
   /**
@@ -270,38 +262,12 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   }
 
   /** The mode this process gives new hashes (existing hashes keep the one they were made with):
-   * the module option `expiringHash.mode`, with 'auto' resolved by asking the server once.
+   * the module option `expiringHash.mode`, with 'auto' resolved by asking the server once, and again
+   * when a write finds the server has lost native field expiry (a failover, a downgrade).
    * @throws RedisUnavailableError or RedisTimeoutError (a RedisLimitError) while the server cannot
    * be asked; asked again on the next call. */
-  async mode(): Promise<ExpiryMode> {
-    // until known, asked again on each call: hasCommand keeps the answer, not a failure
-    this.knownMode ??= await this.redis.scripts.bounded(
-      detectExpiryMode((command) => this.redis.hasCommand(command), this.redis.options.expiringHash.mode),
-      'COMMAND INFO',
-    );
-    return this.knownMode;
-  }
-
-  /**
-   * How this process writes: the mode it gives new hashes, and whether native field expiry goes
-   * with the value in one HSETEX. Both asked before the first write (concurrent first writes share
-   * the question), so no write script meets a command the server lacks or the ACL refuses.
-   */
-  private writePath(): Promise<WritePath> {
-    return (this.knownPath ??= this.askWritePath());
-  }
-
-  /** Forgets its answer when it failed, or when a cluster listed no master yet: asked again then. */
-  private async askWritePath(): Promise<WritePath> {
-    try {
-      const native = (await this.mode()) === 'native';
-      const hsetex = native && (await detectHsetex(() => this.redis.askEveryMaster('hashHsetexProbe', [this.keys.hash('hsetex-probe')[0]])));
-      if (hsetex === undefined) this.knownPath = undefined;
-      return { mode: native ? 'n' : 'i', hsetex: hsetex ? '1' : '0' };
-    } catch (error) {
-      this.knownPath = undefined;
-      throw error;
-    }
+  mode(): Promise<ExpiryMode> {
+    return this.paths.mode();
   }
 
   /** Before the connection closes: a sweep pass in flight finishes first. */
@@ -310,12 +276,13 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   }
 
   private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
-    const path = await this.writePath();
     // the notification is armed by the write script itself, in the hash's slot; the sweep registry
     // (another slot) learns of the hash first, so a write that succeeded is always swept and
     // notified, whatever process dies when
     if (notify !== '') await this.registerAhead(key, ttlMs);
-    const reply = (await this.run('hashSet', key, [path.mode, field, value, ttlMs, max, notify, path.hsetex])) as number[];
+    const reply = (await this.paths.write('hashSet', (path) =>
+      this.run('hashSet', key, [path.mode, field, value, ttlMs, max, notify, path.hsetex]),
+    )) as number[];
     if (reply[0] === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
     this.register(key, reply[4]!);
     return reply;

@@ -128,6 +128,12 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     return known;
   }
 
+  /** Forgets what hasCommand learnt of `command`, to ask again: the server behind the connection
+   * may have changed since (a failover to an older one, a rolling downgrade). */
+  forgetCommand(command: string): void {
+    this.commands.delete(command);
+  }
+
   /**
    * Runs a keyless script on every master (the one server outside a cluster), each answering for
    * itself: for what a cluster's nodes need not agree on while it is upgraded node by node, such as

@@ -52,6 +52,10 @@ export const HashReply = {
   NOT_LIVE: 0,
   /** set.lua, expire.lua: now + ttl passes MAX_EXPIRY_MS by the server's clock; nothing was written. */
   OUT_OF_RANGE: -1,
+  /** set.lua, update.lua: the server lacks (or refuses this user) a command of the write path the
+   * call named: native field expiry or HSETEX (the server changed since it was asked); nothing was
+   * written. */
+  PATH_REFUSED: -2,
   /** set.lua, as its count: no cap was asked. */
   NO_CAP: -1,
   /** get.lua, entries.lua, as ms left: the field has no ttl (set.lua takes it as its ttl too). */

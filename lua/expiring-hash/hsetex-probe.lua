@@ -1,11 +1,11 @@
 -- Whether native-mode writes may set a field and its expiry with one HSETEX on this server: it
 -- has the command (Redis >= 8.0) and the caller's ACL lets it run on the library's keys. Asked on
 -- every master before the first write, so no write script meets an unknown or refused HSETEX
--- halfway through its work (scripts are not rolled back).
+-- halfway through its work (scripts are not rolled back; write-path.lua checks again each time).
 -- KEYS[1..n]  none: keyless, so any node runs it (the caller asks each master in turn)
 -- ARGV[1]  a hash key under the key prefix: its name is checked against the ACL, nothing is written
 -- Returns  HSETEX_ALLOWED if HSETEX may run, else HSETEX_REFUSED (codes: replies.lua)
 --- @include "replies.lua"
+--- @include "write-path.lua"
 
-local known, allowed = pcall(redis.acl_check_cmd, 'hsetex', ARGV[1], 'PXAT', '1', 'FIELDS', '1', 'f', 'v')
-return (known and allowed) and HSETEX_ALLOWED or HSETEX_REFUSED
+return runs_path(ARGV[1], false, true) and HSETEX_ALLOWED or HSETEX_REFUSED

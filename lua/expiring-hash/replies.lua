@@ -6,6 +6,9 @@ local ACCEPTED, FULL = 1, 0
 local CHANGED, NOT_LIVE = 1, 0
 -- set.lua, expire.lua: now + ttl passes MAX_EXPIRY; nothing written
 local OUT_OF_RANGE = -1
+-- set.lua, update.lua: the server lacks (or refuses the caller) a command of the write path the
+-- call named (write-path.lua); nothing written
+local PATH_REFUSED = -2
 -- set.lua's count: no cap asked
 local NO_CAP = -1
 -- ms left (get.lua, entries.lua; set.lua's ttl): no ttl; absent or expired (get.lua)

@@ -12,7 +12,8 @@
 -- ARGV[7]  a queue to notify when the field expires, or ''
 -- ARGV[8]  '1': native writes use HSETEX (this server has it and lets the caller run it);
 --          else (or absent) HSET then HPEXPIREAT
--- Returns  { ACCEPTED or FULL (OUT_OF_RANGE when now + ttl passes MAX_EXPIRY: nothing written),
+-- Returns  { ACCEPTED or FULL (OUT_OF_RANGE when now + ttl passes MAX_EXPIRY, PATH_REFUSED when the
+--          server cannot take the path ARGV[2] and ARGV[8] name: nothing written),
 --          live fields after the call (NO_CAP when no cap was asked),
 --          ms until the oldest live field expires, ms until the latest does,
 --          the time the sweep registry must learn for this hash (ms), or NOTHING_DUE,
@@ -27,6 +28,7 @@
 --- @include "account.lua"
 --- @include "arm.lua"
 --- @include "expand.lua"
+--- @include "write-path.lua"
 
 local rcall = redis.call
 local H, B, N = KEYS[1], KEYS[2], KEYS[3]
@@ -36,6 +38,10 @@ local hsetex = ARGV[8] == '1'
 local expiry = ttl >= 0 and now + ttl or -1
 if expiry > MAX_EXPIRY then return { OUT_OF_RANGE, NO_CAP, 0, 0, NOTHING_DUE, NOTHING_DUE } end
 local h = open_hash(H, B, now)
+-- before any write; the native commands also for an existing native hash, whatever mode was named
+if not runs_path(H, ARGV[2] == 'n' or (h and h.native), hsetex) then
+  return { PATH_REFUSED, NO_CAP, 0, 0, NOTHING_DUE, NOTHING_DUE }
+end
 local notify_at = NOTHING_DUE
 
 -- the write that leaves H compact: a new H of one field with a ttl, or the one field again

@@ -6,18 +6,21 @@
 -- ARGV[2]  field
 -- ARGV[3]  value
 -- ARGV[4]  '1': native writes use HSETEX (see set.lua); else (or absent) HSET then HPEXPIREAT
--- Returns  CHANGED if the field was live and now holds the value, else NOT_LIVE (codes:
---          replies.lua)
+-- Returns  CHANGED if the field was live and now holds the value, else NOT_LIVE; PATH_REFUSED when
+--          the server cannot take the path ARGV[4] names (or native field expiry for a native
+--          hash): nothing written (codes: replies.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"
 --- @include "fields.lua"
 --- @include "write-field.lua"
 --- @include "arm.lua"
+--- @include "write-path.lua"
 
 local field, value, N = ARGV[2], ARGV[3], KEYS[3]
 local h = open_hash(KEYS[1], KEYS[2], now_ms(ARGV[1]))
 if not h then return NOT_LIVE end
+if not runs_path(KEYS[1], h.native, ARGV[4] == '1') then return PATH_REFUSED end
 local expiry = read_field(h, field)
 if expiry == nil then return NOT_LIVE end
 write_field(h, field, value, expiry, ARGV[4] == '1')
