@@ -15,6 +15,9 @@ describe('DelayQueue leases', () => {
   const key = (kind: 'dqs' | 'dqf' | 'dqd' | 'dqm', q: string) => `${ctx.app.prefix}${kind}:{${q}}`;
 
   it('a handler slower than visibilityTimeoutMs runs alone, once, and its success acknowledges it', async () => {
+    // renewed every third of it: long enough that a loaded machine's event-loop stalls (seen at
+    // over 100 ms with a 300 ms lease) do not make a renewal late, which hands the message on
+    const LEASE_MS = 1_200;
     const q = 'slow-handler';
     const starts: { attempt: number; consumer: number }[] = [];
     let running = 0;
@@ -28,20 +31,20 @@ describe('DelayQueue leases', () => {
           starts.push({ attempt: message.attempt, consumer: c });
           running += 1;
           peak = Math.max(peak, running);
-          await sleep(1000); // more than three leases
+          await sleep(4 * LEASE_MS); // more than three leases
           running -= 1;
           handled += 1;
         },
-        { visibilityTimeoutMs: 300, backoffMs: 10 },
+        { visibilityTimeoutMs: LEASE_MS, backoffMs: 10 },
       ),
     );
     await queue().enqueue(q, 'slow', { id: 'slow' });
     await until(
       async () => handled > 0 && running === 0 && (await queue().size(q)).inFlight === 0,
-      10_000,
+      20_000,
       async () => `size ${JSON.stringify(await queue().size(q))}, starts ${JSON.stringify(starts)}`,
     );
-    await sleep(400); // a lease not renewed would have run out and come back by now
+    await sleep(LEASE_MS + 300); // a lease not renewed would have run out and come back by now
     await Promise.all(consumers.map((c) => c.stop()));
     expect({ starts: starts.map((s) => s.attempt), peak }).toEqual({ starts: [1], peak: 1 });
     expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
