@@ -1,5 +1,7 @@
 // The dashboard page: reads the JSON endpoints beside it and draws with DOM nodes only. Every
-// string from Redis (payloads, errors, names) goes in as text, never as markup.
+// string from Redis (payloads, errors, names) goes in as text, never as markup. Each section is
+// drawn from what could be read: with Redis down, the page still shows this instance's counters
+// and marks what it could not read.
 'use strict';
 
 const REFRESH_MS = 5000;
@@ -7,6 +9,8 @@ const SVG = 'http://www.w3.org/2000/svg';
 const $ = (id) => document.getElementById(id);
 let readOnly = true;
 let openQueue = null;
+/** Dead counts by queue, as last read: what "Purge all" asks about. */
+let deadCounts = new Map();
 
 /** An element with attributes and children (strings become text nodes). */
 function el(tag, attrs = {}, ...children) {
@@ -16,6 +20,13 @@ function el(tag, attrs = {}, ...children) {
     else node.setAttribute(name, value);
   }
   for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+/** An SVG element with attributes. */
+function svgEl(tag, attrs = {}) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
   return node;
 }
 
@@ -37,30 +48,51 @@ function say(text, failed = false) {
   $('message').className = failed ? 'failed' : '';
 }
 
-/** Runs an action, says how it went, and redraws. */
-async function act(what, call) {
+/** Marks a section as read (why = undefined) or not, saying why in its notice. */
+function markUnread(section, why) {
+  const notice = $(section).querySelector('.unread');
+  notice.hidden = why === undefined;
+  notice.textContent = why === undefined ? '' : `Could not read this from Redis: ${why}`;
+  $(section).classList.toggle('unreadable', why !== undefined);
+}
+
+/** Runs an action, says how it went in `resultId` (beside the buttons that took it), and redraws. */
+async function act(resultId, call, describe) {
+  const result = $(resultId);
   try {
-    const answer = await call();
-    say(`${what}: ${JSON.stringify(answer)}`);
+    result.textContent = describe(await call());
+    result.className = 'result';
   } catch (error) {
-    say(`${what} failed: ${error.message}`, true);
+    result.textContent = `Failed: ${error.message}`;
+    result.className = 'result failed';
   }
+  result.hidden = false;
+  result.scrollIntoView({ block: 'nearest' });
   await refresh();
 }
 
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const ago = (ms) =>
   ms < 60_000 ? `${Math.round(ms / 1000)} s ago` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min ago` : `${(ms / 3_600_000).toFixed(1)} h ago`;
 const policy = (p) => (p.limit === undefined ? 'per request' : `${p.limit} / ${p.windowMs === undefined ? '?' : `${p.windowMs} ms`}`);
+const clock = (ms) => {
+  const at = new Date(ms);
+  return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
+};
 
 function showHealth({ redis, readOnly: ro }) {
   const figures = [redis.version === undefined ? 'Redis' : `${redis.server} ${redis.version}`, redis.mode];
+  if (!redis.up) figures[0] = 'Redis down';
   if (redis.pingMs !== undefined) figures.push(`PING ${redis.pingMs} ms`);
   if (redis.error !== undefined) figures.push(redis.error);
   $('redis-health').textContent = figures.join(', ');
+  $('redis-health').className = redis.up ? 'up' : 'down';
   $('mode-note').textContent = ro ? 'read-only' : '';
 }
 
-function showQueues(queues) {
+function showQueues(queues, unread) {
+  markUnread('queues-section', unread);
+  deadCounts = new Map(queues.map((q) => [q.queue, q.dead]));
   const body = $('queues').tBodies[0];
   body.replaceChildren(
     ...queues.map((q) =>
@@ -75,21 +107,30 @@ function showQueues(queues) {
       ),
     ),
   );
-  $('no-queues').hidden = queues.length > 0;
+  $('no-queues').hidden = queues.length > 0 || unread !== undefined;
 }
 
 async function openDead(queue) {
+  if (queue !== openQueue) $('dead-result').hidden = true;
   openQueue = queue;
+  $('purge-confirm').hidden = true;
   await showDead();
 }
 
 async function showDead(cursor) {
   if (openQueue === null) return;
   const queue = openQueue;
-  const page = await getJson(`api/dead?queue=${encodeURIComponent(queue)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
   $('dead-section').hidden = false;
   $('dead-queue').textContent = queue;
   $('dead-actions').hidden = readOnly;
+  let page;
+  try {
+    page = await getJson(`api/dead?queue=${encodeURIComponent(queue)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+  } catch (error) {
+    markUnread('dead-section', error.message);
+    return;
+  }
+  markUnread('dead-section', undefined);
   const now = Date.now();
   const rows = page.messages.map((m) =>
     el(
@@ -108,13 +149,31 @@ async function showDead(cursor) {
           : [
               el(
                 'button',
-                { type: 'button', class: 'retry', onclick: () => act(`retry ${m.id}`, () => post('api/dead/retry', { queue, ids: [m.id] })) },
+                {
+                  type: 'button',
+                  class: 'retry',
+                  onclick: () =>
+                    act(
+                      'dead-result',
+                      () => post('api/dead/retry', { queue, ids: [m.id] }),
+                      (a) => `Retried ${m.id}: ${plural(a.retried, 'message')} back to scheduled.`,
+                    ),
+                },
                 'Retry',
               ),
               ' ',
               el(
                 'button',
-                { type: 'button', class: 'purge danger', onclick: () => act(`purge ${m.id}`, () => post('api/dead/purge', { queue, ids: [m.id] })) },
+                {
+                  type: 'button',
+                  class: 'purge danger',
+                  onclick: () =>
+                    act(
+                      'dead-result',
+                      () => post('api/dead/purge', { queue, ids: [m.id] }),
+                      (a) => `Purged ${m.id}: ${plural(a.purged, 'message')} deleted.`,
+                    ),
+                },
                 'Purge',
               ),
             ]),
@@ -130,53 +189,66 @@ async function showDead(cursor) {
   more.onclick = () => showDead(page.cursor);
 }
 
-/** One route's hour as bars: allowed below, shadow-refused (let through) then refused stacked on
- * top, one bar per minute. */
-function routeChart(series, max) {
+/**
+ * One route's hour as bars on its own scale (a quiet route's refusals stay visible beside a busy
+ * one): allowed below, shadow-refused (let through) then refused stacked on top, one bar per
+ * minute. Any count above zero is at least MIN_BAR tall. Each minute's column carries a tooltip.
+ */
+function routeChart(series, minutes, peak) {
   const width = 600;
   const height = 40;
+  const room = height - 1;
+  const MIN_BAR = 2;
   const bar = width / series.allowed.length;
-  const svg = document.createElementNS(SVG, 'svg');
-  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
-  svg.setAttribute('preserveAspectRatio', 'none');
-  const rect = (cls, x, y, w, h) => {
-    const r = document.createElementNS(SVG, 'rect');
-    for (const [k, v] of Object.entries({ class: cls, x, y, width: w, height: h })) r.setAttribute(k, v);
-    svg.append(r);
-    return r;
-  };
-  rect('axis', 0, height - 1, width, 1);
+  const svg = svgEl('svg', { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'none' });
+  svg.append(svgEl('rect', { class: 'axis', x: 0, y: room, width, height: 1 }));
+  const tall = (n) => (n > 0 ? Math.max(MIN_BAR, (n / peak) * room) : 0);
   series.allowed.forEach((allowed, i) => {
     const refused = series.refused[i];
     const shadow = series.shadowRefused?.[i] ?? 0;
-    const a = (allowed / max) * (height - 2);
-    const s = (shadow / max) * (height - 2);
-    const r = (refused / max) * (height - 2);
-    if (allowed > 0) rect('allowed', i * bar + 0.5, height - 1 - a, bar - 1, a);
-    if (shadow > 0) rect('shadow-refused', i * bar + 0.5, height - 1 - a - s, bar - 1, s);
-    if (refused > 0) rect('refused', i * bar + 0.5, height - 1 - a - s - r, bar - 1, r);
+    const r = tall(refused);
+    const s = tall(shadow);
+    // the minimums may not fit beside a full bar: the allowed part gives way
+    const a = Math.min(tall(allowed), room - r - s);
+    const minute = svgEl('g', { 'data-minute': String(minutes[i]) });
+    const title = svgEl('title');
+    title.textContent = `${clock(minutes[i])}: ${allowed} allowed, ${refused} refused${shadow > 0 ? `, ${shadow} shadow-refused` : ''}`;
+    minute.append(title, svgEl('rect', { class: 'minute', x: i * bar, y: 0, width: bar, height: room }));
+    const x = i * bar + 0.5;
+    if (allowed > 0) minute.append(svgEl('rect', { class: 'allowed', x, y: room - a, width: bar - 1, height: a }));
+    if (shadow > 0) minute.append(svgEl('rect', { class: 'shadow-refused', x, y: room - a - s, width: bar - 1, height: s }));
+    if (refused > 0) minute.append(svgEl('rect', { class: 'refused', x, y: room - a - s - r, width: bar - 1, height: r }));
+    svg.append(minute);
   });
   return svg;
 }
 
-function showDecisions({ routes }) {
+function showDecisions({ minutes, routes, unread }) {
+  markUnread('chart-section', unread);
   const sum = (xs) => xs.reduce((a, b) => a + b, 0);
-  const max = Math.max(1, ...routes.flatMap((s) => s.allowed.map((a, i) => a + s.refused[i] + (s.shadowRefused?.[i] ?? 0))));
   $('charts').replaceChildren(
-    ...routes.map((s) =>
-      el(
+    ...routes.map((s) => {
+      const peak = Math.max(1, ...s.allowed.map((a, i) => a + s.refused[i] + (s.shadowRefused?.[i] ?? 0)));
+      return el(
         'div',
         { class: 'route', 'data-route': s.route },
-        el('span', { class: 'route-name' }, s.route),
-        routeChart(s, max),
-        el('span', { class: 'route-totals' }, `${sum(s.allowed)} / `, el('b', { class: 'refused-total' }, sum(s.refused))),
-      ),
-    ),
+        el('span', { class: 'route-name' }, s.route, el('span', { class: 'route-peak' }, `scale: ${peak} / min`)),
+        routeChart(s, minutes, peak),
+        el(
+          'span',
+          { class: 'route-totals', title: 'allowed / refused in the hour' },
+          `${sum(s.allowed)} / `,
+          el('b', { class: 'refused-total' }, sum(s.refused)),
+        ),
+      );
+    }),
   );
-  $('no-decisions').hidden = routes.length > 0;
+  $('no-decisions').hidden = routes.length > 0 || unread !== undefined;
 }
 
-function showLimits(limits) {
+function showLimits(limits, unread) {
+  markUnread('limits-section', unread === undefined ? undefined : `the overrides (${unread}); declared limits shown`);
+  const done = (name, verb) => () => `Override of ${name} ${verb}; every instance applies it.`;
   $('limits').tBodies[0].replaceChildren(
     ...limits.map((l) => {
       const limitInput = el('input', { type: 'number', min: '1', step: '1', placeholder: 'limit', 'aria-label': `limit of ${l.name}` });
@@ -186,14 +258,14 @@ function showLimits(limits) {
         if (windowInput.value !== '') override.windowMs = Number(windowInput.value);
         const sent = post('api/overrides', { name: l.name, policy: override });
         limitInput.value = windowInput.value = '';
-        return act(`override ${l.name}`, () => sent);
+        return act('limits-result', () => sent, done(l.name, `set to ${policy(override)}`));
       };
       return el(
         'tr',
         { 'data-name': l.name },
         el('td', {}, l.name),
         el('td', {}, ...l.declared.map((d) => el('div', { title: d.at }, `${d.algorithm} ${policy(d)}`))),
-        el('td', { class: 'override' }, l.override ? policy(l.override) : '—'),
+        el('td', { class: 'override' }, unread !== undefined ? '?' : l.override ? policy(l.override) : '—'),
         el(
           'td',
           {},
@@ -213,7 +285,7 @@ function showLimits(limits) {
                         {
                           type: 'button',
                           class: 'remove-override',
-                          onclick: () => act(`remove override ${l.name}`, () => post('api/overrides', { name: l.name, policy: null })),
+                          onclick: () => act('limits-result', () => post('api/overrides', { name: l.name, policy: null }), done(l.name, 'removed')),
                         },
                         'Remove',
                       ),
@@ -229,40 +301,70 @@ function showLimits(limits) {
 
 function showCounters(c) {
   const rows = [
+    ['Redis up now', c.redisUp === 1 ? 'yes' : 'no'],
+    ['Outages', c.outages],
+    ['Redis down: let through (open)', c.failMode.open],
+    ['Redis down: 503 (closed)', c.failMode.closed],
+    ['Redis down: decided locally', c.failMode.local],
+    ['Local fallback: allowed', c.localDecisions.allowed],
+    ['Local fallback: refused', c.localDecisions.refused],
     ['Decisions allowed', c.decisions.allowed],
     ['Decisions refused', c.decisions.refused],
     ['Decisions shadow-refused (let through)', c.decisions.shadowRefused],
     ['Refused from the refusal cache (no Redis call)', c.refusalCacheHits],
-    ['Local fallback: allowed', c.localDecisions.allowed],
-    ['Local fallback: refused', c.localDecisions.refused],
-    ['Redis down: let through (open)', c.failMode.open],
-    ['Redis down: 503 (closed)', c.failMode.closed],
-    ['Redis down: decided locally', c.failMode.local],
-    ['Outages', c.outages],
-    ['Redis up now', c.redisUp === 1 ? 'yes' : 'no'],
+    ['@MaxPending refused', c.maxPendingRefused],
   ];
   $('counters').replaceChildren(...rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)]));
 }
 
+function showOverview(overview) {
+  readOnly = overview.readOnly;
+  showHealth(overview);
+  showCounters(overview.counters);
+  showQueues(overview.queues, overview.unread.queues);
+  // not while an operator is typing an override: the redraw would wipe it
+  if (![...$('limits').querySelectorAll('input')].some((input) => input.value !== '')) showLimits(overview.limits, overview.unread.overrides);
+}
+
 async function refresh() {
-  try {
-    const [overview, decisions] = await Promise.all([getJson('api/overview'), getJson('api/decisions')]);
-    readOnly = overview.readOnly;
-    showHealth(overview);
-    showQueues(overview.queues);
-    // not while an operator is typing an override: the redraw would wipe it
-    if (![...$('limits').querySelectorAll('input')].some((input) => input.value !== '')) showLimits(overview.limits);
-    showCounters(overview.counters);
-    showDecisions(decisions);
-    await showDead();
-    document.body.dataset.loaded = String(Date.now());
-  } catch (error) {
-    say(`could not load: ${error.message}`, true);
-  }
+  // each answer draws its own sections: one that fails leaves the others on the page
+  const [overview, decisions] = await Promise.allSettled([getJson('api/overview'), getJson('api/decisions')]);
+  if (overview.status === 'fulfilled') showOverview(overview.value);
+  if (decisions.status === 'fulfilled') showDecisions(decisions.value);
+  const failed = [overview, decisions].filter((answer) => answer.status === 'rejected');
+  say(failed.length === 0 ? '' : `could not load: ${failed.map((answer) => answer.reason.message).join('; ')}`, failed.length > 0);
+  await showDead();
+  document.body.dataset.loaded = String(Date.now());
 }
 
 $('refresh').addEventListener('click', () => refresh());
-$('retry-all').addEventListener('click', () => act(`retry all of ${openQueue}`, () => post('api/dead/retry', { queue: openQueue })));
-$('purge-all').addEventListener('click', () => act(`purge all of ${openQueue}`, () => post('api/dead/purge', { queue: openQueue })));
+$('retry-all').addEventListener('click', () => {
+  const queue = openQueue;
+  act(
+    'dead-result',
+    () => post('api/dead/retry', { queue }),
+    (a) => `Retried all of ${queue}: ${plural(a.retried, 'message')} back to scheduled.`,
+  );
+});
+// purging all deletes every dead message and its payload for good: the page asks first
+$('purge-all').addEventListener('click', () => {
+  const count = deadCounts.get(openQueue);
+  $('purge-question').textContent =
+    `Delete ${count === undefined ? 'every' : `all ${count}`} dead message${count === 1 ? '' : 's'} of ${openQueue} with their payloads? This cannot be undone.`;
+  $('purge-confirm').hidden = false;
+  $('purge-all-cancel').focus();
+});
+$('purge-all-cancel').addEventListener('click', () => {
+  $('purge-confirm').hidden = true;
+});
+$('purge-all-confirm').addEventListener('click', () => {
+  const queue = openQueue;
+  $('purge-confirm').hidden = true;
+  act(
+    'dead-result',
+    () => post('api/dead/purge', { queue }),
+    (a) => `Purged all of ${queue}: ${plural(a.purged, 'message')} deleted.`,
+  );
+});
 refresh();
 setInterval(refresh, REFRESH_MS);

@@ -1,5 +1,6 @@
 // `node scripts/dashboard-screenshots.mjs`: the sample app on an embedded redis-server, seeded
-// with traffic, dead messages and an override, photographed by headless Chromium into docs/.
+// with traffic, dead messages and an override, photographed by headless Chromium into docs/:
+// the whole page, the page 420 px wide, and the page once the redis-server is stopped.
 // Needs Debian's chromium (or CHROMIUM_PATH). The chart's earlier minutes are recorded with
 // past timestamps: an hour of traffic would take an hour.
 import 'reflect-metadata';
@@ -40,6 +41,14 @@ try {
     });
   }
   await fetch(`${base}/quotes?symbols=ACME,GLOBEX`);
+  // a user with more unpaid orders than @MaxPending allows: the last ones are refused
+  for (let i = 0; i < 5; i++) {
+    await fetch(`${base}/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-user-id': 'carol' },
+      body: JSON.stringify({ item: 'espresso' }),
+    });
+  }
   const series = app.get(DecisionSeries);
   const now = Date.now();
   for (let minute = 1; minute < 45; minute++) {
@@ -64,13 +73,26 @@ try {
   await page.waitForSelector('body[data-loaded]');
   await page.click(`#queues tr[data-queue="${UNPAID_ORDER_EXPIRED}"] button`);
   await page.waitForSelector('#dead tr[data-id="o-1042"]');
-  // the whole page in one frame (fullPage sometimes stops at the first screen's height)
-  // eslint-disable-next-line no-undef -- page.evaluate runs this in the page, where document is
-  await page.setViewport({ width: 1180, height: await page.evaluate(() => document.documentElement.scrollHeight), deviceScaleFactor: 1 });
-  await page.screenshot({ path: 'docs/dashboard.png' });
-  console.log('wrote docs/dashboard.png');
+  await shoot(page, 1180, 'docs/dashboard.png');
+  await shoot(page, 420, 'docs/dashboard-narrow.png');
+
+  await redis.stop();
+  await page.setViewport({ width: 1180, height: 900, deviceScaleFactor: 1 });
+  await page.click('#refresh');
+  // the last section a redraw reads: every other one has learnt it by then
+  await page.waitForSelector('#dead-section .unread:not([hidden])');
+  await shoot(page, 1180, 'docs/dashboard-redis-down.png');
 } finally {
   await browser.close();
   await app.close();
   await redis.stop();
+}
+
+/** The whole page at `width` in one frame (fullPage sometimes stops at the first screen's height). */
+async function shoot(page, width, path) {
+  await page.setViewport({ width, height: 900, deviceScaleFactor: 1 });
+  // eslint-disable-next-line no-undef -- page.evaluate runs this in the page, where document is
+  await page.setViewport({ width, height: await page.evaluate(() => document.documentElement.scrollHeight), deviceScaleFactor: 1 });
+  await page.screenshot({ path });
+  console.log(`wrote ${path}`);
 }

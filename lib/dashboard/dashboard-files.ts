@@ -5,6 +5,8 @@ export const PAGE_FILES = {
   'index.html': 'text/html; charset=utf-8',
   'dashboard.css': 'text/css; charset=utf-8',
   'dashboard.js': 'text/javascript; charset=utf-8',
+  // linked by the page, so a browser does not ask the app for /favicon.ico (a 404 on every load)
+  'favicon.svg': 'image/svg+xml',
 } as const;
 
 export type PageFile = keyof typeof PAGE_FILES;

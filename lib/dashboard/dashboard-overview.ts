@@ -18,14 +18,19 @@ export interface NamedLimitView {
   override: AppliedOverride | null;
 }
 
-/** What the dashboard page shows besides dead messages and the chart: one JSON answer. */
+/** What the dashboard page shows besides dead messages and the chart: one JSON answer, whole
+ * even while Redis is down (what could not be read is empty and named in `unread`). */
 export interface DashboardOverview {
   readOnly: boolean;
   redis: RedisHealth;
   queues: (QueueSize & { queue: string })[];
   /** This app instance's counters since it started (every instance keeps its own). */
-  counters: Pick<RedisLimitCounters, 'decisions' | 'refusalCacheHits' | 'failMode' | 'localDecisions' | 'outages' | 'redisUp'>;
+  counters: Pick<RedisLimitCounters, 'decisions' | 'refusalCacheHits' | 'failMode' | 'localDecisions' | 'outages' | 'redisUp' | 'maxPendingRefused'>;
+  /** Declared in this app; overrides as stored in Redis. */
   limits: NamedLimitView[];
+  /** Why a part read from Redis is missing: the queues, or the overrides (limits then show their
+   * declarations only). */
+  unread: { queues?: string; overrides?: string };
 }
 
 @Injectable()
@@ -39,22 +44,34 @@ export class DashboardOverviewReader {
   ) {}
 
   async read(): Promise<DashboardOverview> {
-    const [redis, queues, overrides] = await Promise.all([redisHealth(this.redis), this.queues(), this.limiter.overrides()]);
-    const { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp } = this.events.counters();
+    // each part on its own: an operator opens this in an incident, when Redis may be the incident
+    const [redis, queues, overrides] = await Promise.all([redisHealth(this.redis), settle(this.queues()), settle(this.limiter.overrides())]);
+    const { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused } = this.events.counters();
     const declared = this.limiter.namedLimits();
+    const stored = overrides.value ?? {};
     // an override stored by another app on this Redis is shown too: it is in Redis, if not in force here
-    const names = [...new Set([...Object.keys(declared), ...Object.keys(overrides)])];
+    const names = [...new Set([...Object.keys(declared), ...Object.keys(stored)])];
     return {
       readOnly: this.options.readOnly,
       redis,
-      queues,
-      counters: { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp },
-      limits: names.map((name) => ({ name, declared: declared[name] ?? [], override: overrides[name] ?? null })),
+      queues: queues.value ?? [],
+      counters: { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused },
+      limits: names.map((name) => ({ name, declared: declared[name] ?? [], override: stored[name] ?? null })),
+      unread: { ...(queues.error === undefined ? {} : { queues: queues.error }), ...(overrides.error === undefined ? {} : { overrides: overrides.error }) },
     };
   }
 
   private async queues(): Promise<DashboardOverview['queues']> {
     const names = (await this.queue.queues()).sort();
     return Promise.all(names.map(async (queue) => ({ queue, ...(await this.queue.size(queue)) })));
+  }
+}
+
+/** A read's value, or why it failed. */
+async function settle<T>(read: Promise<T>): Promise<{ value?: T; error?: string }> {
+  try {
+    return { value: await read };
+  } catch (error) {
+    return { error: (error as Error).message };
   }
 }

@@ -1,4 +1,20 @@
-import { applyDecorators, BadRequestException, Body, Controller, Get, Header, HttpCode, Inject, Post, Query, Req, UseGuards, type Type } from '@nestjs/common';
+import {
+  applyDecorators,
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  Header,
+  HttpCode,
+  Inject,
+  Post,
+  Query,
+  Req,
+  ServiceUnavailableException,
+  UseGuards,
+  type Type,
+} from '@nestjs/common';
+import { RedisLimitError } from '../errors.js';
 import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import type { DeadPage } from '../delay-queue/delay-queue.types.js';
 import { SkipRateLimit } from '../rate-limit/rate-limit.decorator.js';
@@ -23,7 +39,7 @@ interface QueueAction {
 }
 
 /**
- * The dashboard's routes under `path`: the page and its two files, JSON reads, and the actions
+ * The dashboard's routes under `path`: the page and its files, JSON reads, and the actions
  * (POST). The app's own limits never apply here: an operator must not be locked out mid-incident.
  */
 export function dashboardController(path: string): Type {
@@ -56,6 +72,12 @@ export function dashboardController(path: string): Type {
       return PAGE_SOURCES['dashboard.js'];
     }
 
+    @Get('favicon.svg')
+    @Served('favicon.svg')
+    favicon(): string {
+      return PAGE_SOURCES['favicon.svg'];
+    }
+
     @Get('api/overview')
     @Fresh()
     readOverview(): Promise<DashboardOverview> {
@@ -72,7 +94,7 @@ export function dashboardController(path: string): Type {
     @Get('api/dead')
     @Fresh()
     dead(@Query('queue') queue: unknown, @Query('cursor') cursor: unknown): Promise<DeadPage> {
-      return badInputIs400(() => this.queue.dead(queue as string, { limit: DEAD_PAGE_SIZE, cursor: (cursor || undefined) as string | undefined }));
+      return answered(() => this.queue.dead(queue as string, { limit: DEAD_PAGE_SIZE, cursor: (cursor || undefined) as string | undefined }));
     }
 
     /** `{ queue, ids? }`: those dead messages back to scheduled, due now; all when ids is absent. */
@@ -80,7 +102,7 @@ export function dashboardController(path: string): Type {
     @Fresh()
     @HttpCode(200)
     async retry(@Body() body: QueueAction = {}): Promise<{ retried: number }> {
-      return { retried: await badInputIs400(() => this.queue.retryDead(body.queue as string, body.ids as string[] | undefined)) };
+      return { retried: await answered(() => this.queue.retryDead(body.queue as string, body.ids as string[] | undefined)) };
     }
 
     /** `{ queue, ids? }`: those dead messages deleted; all when ids is absent. */
@@ -88,7 +110,7 @@ export function dashboardController(path: string): Type {
     @Fresh()
     @HttpCode(200)
     async purge(@Body() body: QueueAction = {}): Promise<{ purged: number }> {
-      return { purged: await badInputIs400(() => this.queue.purgeDead(body.queue as string, body.ids as string[] | undefined)) };
+      return { purged: await answered(() => this.queue.purgeDead(body.queue as string, body.ids as string[] | undefined)) };
     }
 
     /** `{ name, policy: { limit, windowMs? } | null }`: RateLimiterService.setOverride. */
@@ -96,19 +118,21 @@ export function dashboardController(path: string): Type {
     @Fresh()
     @HttpCode(200)
     async override(@Body() body: { name?: unknown; policy?: unknown } = {}): Promise<{ name: unknown }> {
-      await badInputIs400(() => this.limiter.setOverride(body.name as string, body.policy as null));
+      await answered(() => this.limiter.setOverride(body.name as string, body.policy as null));
       return { name: body.name };
     }
   }
   return RedisLimitDashboardController;
 }
 
-/** The library names a bad argument in a TypeError or RangeError: the caller's mistake, 400. */
-async function badInputIs400<T>(call: () => Promise<T>): Promise<T> {
+/** The library names a bad argument in a TypeError or RangeError: the caller's mistake, 400.
+ * Redis down or failing is the library's RedisLimitError: 503, the page says why. */
+async function answered<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
     if (error instanceof TypeError || error instanceof RangeError) throw new BadRequestException(error.message);
+    if (error instanceof RedisLimitError) throw new ServiceUnavailableException(error.message);
     throw error;
   }
 }

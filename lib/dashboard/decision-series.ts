@@ -26,6 +26,8 @@ export interface DecisionSeriesPage {
   /** The start (ms since the epoch) of each minute of the last hour, oldest first. */
   minutes: number[];
   routes: RouteSeries[];
+  /** Why the hour could not be read from Redis (`routes` is then empty). */
+  unread?: string;
 }
 
 interface Count {
@@ -127,17 +129,25 @@ export class DecisionSeries implements OnModuleInit, BeforeApplicationShutdown {
     }
   }
 
-  /** The last hour, every instance's decisions together, routes by most decisions first. */
+  /** The last hour, every instance's decisions together, routes by most decisions first; no
+   * routes and `unread` when Redis cannot be read. */
   async lastHour(now = Date.now()): Promise<DecisionSeriesPage> {
     const current = now - (now % MINUTE_MS);
     const minutes = Array.from({ length: SERIES_MINUTES }, (_, i) => current - (SERIES_MINUTES - 1 - i) * MINUTE_MS);
     const pipeline = this.redis.client.pipeline();
     for (const minute of minutes) pipeline.hgetall(this.key(minute));
-    const results = (await pipeline.exec()) ?? [];
+    let hashes: Record<string, string>[];
+    try {
+      hashes = ((await pipeline.exec()) ?? []).map(([error, hash]) => {
+        if (error) throw error;
+        return hash as Record<string, string>;
+      });
+    } catch (error) {
+      return { minutes, routes: [], unread: (error as Error).message };
+    }
     const routes = new Map<string, RouteSeries>();
-    results.forEach(([error, hash], i) => {
-      if (error) throw error;
-      for (const [field, value] of Object.entries(hash as Record<string, string>)) {
+    hashes.forEach((hash, i) => {
+      for (const [field, value] of Object.entries(hash)) {
         const route = field.slice(2);
         let series = routes.get(route);
         const minutes = () => new Array<number>(SERIES_MINUTES).fill(0);

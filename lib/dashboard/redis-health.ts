@@ -3,6 +3,8 @@ import type { RedisConnection } from '../redis/redis-connection.js';
 
 export interface RedisHealth {
   mode: 'standalone' | 'cluster' | 'sentinel';
+  /** Redis answered this app instance's PING just now (an error reply counts: it answered). */
+  up: boolean;
   /** 'redis' or 'valkey', and its version, from INFO server (of one master on a cluster). */
   server?: string;
   version?: string;
@@ -17,9 +19,12 @@ export async function redisHealth(redis: RedisConnection): Promise<RedisHealth> 
   const client = redis.client;
   const mode = redis.cluster ? 'cluster' : (client as Redis).options.sentinels ? 'sentinel' : 'standalone';
   const [ping, info] = await Promise.allSettled([pingMs(client), serverInfo(redis)]);
-  const errors = [ping, info].flatMap((result) => (result.status === 'rejected' ? [(result.reason as Error).message] : []));
+  // once: a connection that is down fails both alike
+  const errors = [...new Set([ping, info].flatMap((result) => (result.status === 'rejected' ? [(result.reason as Error).message] : [])))];
   return {
     mode,
+    // an error reply (an ACL without `ping`) is a server that answers
+    up: ping.status === 'fulfilled' || (ping.reason as Error).name === 'ReplyError',
     ...(info.status === 'fulfilled' ? info.value : {}),
     ...(ping.status === 'fulfilled' ? { pingMs: ping.value } : {}),
     ...(errors.length === 0 ? {} : { error: errors.join('; ') }),

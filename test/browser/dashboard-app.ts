@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
-import { Controller, Get, Injectable, Module, type DynamicModule, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { Controller, Get, HttpCode, Injectable, Module, Post, type DynamicModule, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { FastifyAdapter, type FastifyAdapter as Fastify } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { DelayQueueService, OnDelayed, RateLimit, RedisLimitDashboardModule, RedisLimitModule, type DelayedMessage } from '../../lib/index.js';
+import { DelayQueueService, MaxPending, OnDelayed, RateLimit, RedisLimitDashboardModule, RedisLimitModule, type DelayedMessage } from '../../lib/index.js';
 import { DecisionSeries } from '../../lib/dashboard/decision-series.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import type { HttpPlatform } from '../harness/platform-app.js';
@@ -33,6 +33,23 @@ export class HelloController {
   hello() {
     return { hello: 'world' };
   }
+
+  /** Rate limits first (the guard nearest the method runs first), then 7 live orders per client. */
+  @Post('orders')
+  @HttpCode(201)
+  @MaxPending(7, { name: 'browser-orders', ttlMs: 600_000 })
+  @RateLimit({ limit: 1000, windowMs: 60_000 })
+  order() {
+    return { ordered: true };
+  }
+
+  /** @MaxPending alone: no rate limit decides these requests. */
+  @Post('carts')
+  @HttpCode(201)
+  @MaxPending(2, { name: 'browser-carts', ttlMs: 600_000 })
+  cart() {
+    return { carted: true };
+  }
 }
 
 @Module({ controllers: [HelloController], providers: [Jobs] })
@@ -56,13 +73,17 @@ export interface DashboardApp {
 export async function dashboardApp(
   platform: HttpPlatform,
   redis: TestRedis,
-  { readOnly = false, keyPrefix = uniquePrefix(`dash-${platform}`) } = {},
+  {
+    readOnly = false,
+    keyPrefix = uniquePrefix(`dash-${platform}`),
+    fastify = {},
+  }: { readOnly?: boolean; keyPrefix?: string; fastify?: ConstructorParameters<typeof Fastify>[0] } = {},
 ): Promise<DashboardApp> {
   const dashboard: DynamicModule = RedisLimitDashboardModule.register({ canActivate: adminOnly, readOnly });
   const moduleRef = await Test.createTestingModule({
     imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix }), HelloModule, dashboard],
   }).compile();
-  const app = moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+  const app = moduleRef.createNestApplication(platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(fastify), {
     logger: false,
     // Chromium keeps idle connections open: close() must not wait for them
     forceCloseConnections: true,
