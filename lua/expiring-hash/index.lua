@@ -2,11 +2,13 @@
 -- SMALL: a hash of more fields is indexed; a smaller one is scanned whole (walk.lua)
 -- index_add(h, field, expiry, old) -> nothing; lists `field` under the bucket of `expiry` (ms) in
 --   an indexed h, unless its previous expiry `old` (nil: none) is in that bucket
--- index_if_large(h) -> true when it indexed h now (called after a write grew h past SMALL)
+-- index_if_large(h) -> true when it indexed h now (called after a write grew h past SMALL): its
+--   live fields listed, its expired ones removed (the walk meets only fields the index lists)
 --- @include "../includes/server-time.lua"
 --- @include "names.lua"
 --- @include "buckets.lua"
 --- @include "fields.lua"
+--- @include "delete-fields.lua"
 
 local SMALL = 128
 
@@ -30,13 +32,18 @@ end
 local function index_if_large(h)
   if h.meta.indexed or redis.call('HLEN', h.key) <= SMALL + 1 then return false end
   h.meta.indexed = true
-  local all = redis.call('HGETALL', h.key)
+  local all, due = redis.call('HGETALL', h.key), {}
   for i = 1, #all, 2 do
     local field = all[i]
     if field ~= '' then
       local expiry = expiry_of(h, field)
-      if expiry and expiry > h.now then index_add(h, field, expiry, nil) end
+      if expiry and expiry > h.now then
+        index_add(h, field, expiry, nil)
+      elseif expiry and expiry >= 0 then
+        due[#due + 1] = field
+      end
     end
   end
+  delete_fields(h.key, due)
   return true
 end

@@ -219,7 +219,9 @@ describe('a sweep call', () => {
     const [, more] = (await connection.scripts.run('hashSweep', keys, ['', 1000, 3000])) as number[];
     expect(more).toBe(HashReply.BUDGET_SPENT);
     const left = await app.raw.hlen(keys[0]!);
-    // the budget is checked per chunk of names, so one call may overshoot by one chunk
+    // the budget is checked per chunk of names, so one call may overshoot by one chunk (~170 names);
+    // on a loaded machine the write that indexed the hash also removed the fields of the first 128
+    // that had expired by then (none of which the index lists)
     expect(5002 - left).toBeGreaterThan(0);
     expect(5002 - left).toBeLessThanOrEqual(1000 + 400);
     expect(await hash.count('huge')).toBe(1);

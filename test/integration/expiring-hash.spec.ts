@@ -116,6 +116,26 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
     }
   });
 
+  it('count stays exact when fields expired before the write that indexes the hash', async () => {
+    // explicit times, a day ahead of the server clock (the server reclaims no native field itself);
+    // a loaded machine does the same to the 100 ms fields the sweep test writes in batches of 500
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = new ExpiringHashKeys(connection.keys, 16).hash(fresh());
+    const code = mode === 'native' ? 'n' : 'i';
+    const start = Date.now() + 86_400_000;
+    const set = (at: number, field: string, ttl: number) => connection.scripts.run('hashSet', keys, [at, code, field, 'v', ttl, 0, '', hsetex ? '1' : '0']);
+    await set(start, 'keeper', HashReply.NO_TTL);
+    // 127 fields and the keeper: small, scanned whole; nothing reads it while they expire
+    for (let i = 0; i < 127; i++) await set(start, `f${i}`, 100);
+    expect(await ctx.app.raw.exists(keys[1])).toBe(0);
+    // the 128th grows it past the 128 fields where the bucket index takes over
+    await set(start + 200, 'last', 100);
+    expect(await ctx.app.raw.exists(keys[1])).toBe(1);
+    expect(await connection.scripts.run('hashCount', keys, [start + 200])).toBe(2);
+    expect(await connection.scripts.run('hashCount', keys, [start + 400])).toBe(1);
+    expect(await ctx.app.raw.hlen(keys[0])).toBe(2); // the keeper and the meta field
+  });
+
   it('the hash key expires with its latest field, and not while a field has no ttl', async () => {
     const key = fresh();
     const hashKey = `${ctx.app.prefix}eh:{${key}}`;
