@@ -8,13 +8,14 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 // Each mode against a plain model, at explicit times (the scripts' test hook): random sets,
 // deletes, expires, capped sets, sweeps, reads and clock steps, on a pool of fields large enough to
 // push a hash past the 128 fields where the bucket index takes over, with steps that cross 10 s
-// buckets. Reads are steps of their own, not a check after every clock step: a read removes what
-// has expired, and capped sets must also meet hashes that still hold expired fields. Native mode
-// runs every step on two hashes, one written with HSETEX and one with HSET + HPEXPIREAT: their
-// replies, and at the end what Redis holds, must be the same. Field names hold NUL and multi-byte
-// characters (a compact hash is a string that carries its field's length), and a step rewrites a
-// compact hash as earlier versions stored it (a hash of one field), which every script must still
-// read.
+// buckets. A fill step sets a run of fields with nothing reading between them, so a hash also
+// crosses 128 fields while it holds fields that expired unread. Reads are steps of their own, not a
+// check after every clock step: a read removes what has expired, and capped sets must also meet
+// hashes that still hold expired fields. Native mode runs every step on two hashes, one written
+// with HSETEX and one with HSET + HPEXPIREAT: their replies, and at the end what Redis holds, must
+// be the same. Field names hold NUL and multi-byte characters (a compact hash is a string that
+// carries its field's length), and a step rewrites a compact hash as earlier versions stored it (a
+// hash of one field), which every script must still read.
 
 interface Field {
   value: string;
@@ -23,6 +24,7 @@ interface Field {
 
 type Op =
   | { kind: 'set'; field: number; ttl: number | null; cap: number }
+  | { kind: 'fill'; from: number; count: number; ttl: number | null }
   | { kind: 'delete'; fields: number[] }
   | { kind: 'expire'; field: number; ttl: number }
   | { kind: 'update'; field: number }
@@ -38,6 +40,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 12,
     arbitrary: fc.record({ kind: fc.constant('set' as const), field, ttl: fc.option(ttl, { freq: 6 }), cap: fc.constantFrom(0, 0, 0, 1, 2, 3, 5, 150) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('fill' as const), from: field, count: fc.integer({ min: 1, max: 140 }), ttl: fc.option(ttl, { freq: 6 }) }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), fields: fc.array(field, { minLength: 1, maxLength: 3 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire' as const), field, ttl }) },
@@ -95,6 +101,12 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
             expect(accepted).toBe(expectAccepted ? HashReply.ACCEPTED : HashReply.FULL);
             if (expectAccepted) model.set(f, { value, expiry: op.ttl === null ? -1 : now + op.ttl });
             if (op.cap > 0) expect(count).toBe(live().length);
+          } else if (op.kind === 'fill') {
+            const fields = [...new Set(Array.from({ length: op.count }, (_, j) => name((op.from + j) % POOL)))];
+            const value = `v${now}`;
+            const replies = await Promise.all(fields.map((f) => step('hashSet', [now, code, f, value, op.ttl ?? HashReply.NO_TTL, 0, ''])));
+            for (const [accepted] of replies as number[][]) expect(accepted).toBe(HashReply.ACCEPTED);
+            for (const f of fields) model.set(f, { value, expiry: op.ttl === null ? -1 : now + op.ttl });
           } else if (op.kind === 'delete') {
             const fields = op.fields.map(name);
             const removed = await step('hashDelete', [now, ...fields]);
