@@ -96,7 +96,7 @@ describe("failMode 'local' hands over to Redis when it answers again", () => {
         logger: log,
         // no refusal cache: every request asks Redis (a cluster's instances notice their lost
         // subscriptions, which empty it, only after a while)
-        options: { keyPrefix, failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 300, refusalCache: false },
+        options: { keyPrefix, failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 3000, refusalCache: false },
       });
       app.app.get(RedisLimitEvents).on((event) => {
         if (event.type === 'redis-limit.redis-up') ups[i]! += 1;
