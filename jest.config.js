@@ -16,8 +16,13 @@ const common = {
 };
 
 // Suites about one server's own life (a database index, DEBUG SLEEP, the server's version, a
-// standalone restart) have no cluster form; the topology project covers a cluster's outages.
-const STANDALONE_ONLY = ['module.spec.ts', 'server-flavor.spec.ts', 'redis-outage.spec.ts'];
+// standalone restart, one server's ACL users) have no cluster form; the topology project covers a
+// cluster's outages.
+const STANDALONE_ONLY = ['module.spec.ts', 'server-flavor.spec.ts', 'redis-outage.spec.ts', 'least-privilege.spec.ts'];
+// Suites about what an app process does when it dies or falls back to local limits: Node's side of
+// it does not depend on where keys live, and the scripts they call run on the cluster in their
+// families' own suites (expiring-hash-notify; outcomes, for the penalty a hand-over charges).
+const PROCESS_LIFE = ['expiring-hash-kill.spec.ts', 'local-hand-over.spec.ts'];
 // Suites about a command only Redis 8 has (HSETEX), or a move between Redis 8 and the system's
 // Redis 7: they start servers of their own, so they run once, in the Redis 8 project, and nowhere
 // else rather than as skipped tests.
@@ -95,7 +100,7 @@ function clusterProjects(suite) {
       ...common,
       displayName: `${suite}:cluster`,
       testMatch: suite === 'e2e' ? testMatchOf(suite, 'cluster') : testMatchOf(suite, 'redis7'),
-      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...REDIS8_ONLY, ...REDIS7_ONLY]),
+      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...REDIS8_ONLY, ...REDIS7_ONLY]),
       globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
     },
   ];
