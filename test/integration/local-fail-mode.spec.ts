@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, Get, Post } from '@nestjs/common';
 import { Funnel, MaxPending, RateLimit, RedisLimitEvents, type RedisLimitEvent } from '../../lib/index.js';
 import { controllerApp, startupError, statusesOf, type ControllerApp } from '../harness/controller-app.js';
+import { TEST_COMMAND_TIMEOUT_MS } from '../harness/limiter-app.js';
 import { ErrorLog } from '../harness/logged-app.js';
 import { RedisNode } from '../harness/redis-server.js';
 
@@ -98,7 +99,11 @@ describe("failMode 'local' while Redis is down", () => {
     ctx = await controllerApp(redis, {
       controllers: [LocalController],
       logger: log,
-      options: { failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: 300 },
+      // a generous deadline: while the server is stopped every command is refused at once (the
+      // client queues nothing), and after its restart a decision or hand-over charge that outlived
+      // a short one is charged in Redis all the same (and the charge sent again): a permit more
+      // than the test counts
+      options: { failMode: 'local', localDivisor: DIVISOR, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS },
     });
     events = [];
     ctx.app.get(RedisLimitEvents).on((event) => events.push(event));
