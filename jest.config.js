@@ -107,8 +107,10 @@ function clusterProjects(suite) {
 }
 
 export default {
-  // per-project testTimeout is ignored by jest: it belongs here
-  testTimeout: 60_000,
+  // per-project testTimeout is ignored by jest: it belongs here. It only ends a hung test, so it is
+  // generous: a busy machine (CI beside other work) takes two or three times a quiet one's time, and
+  // a test that waits for something polls against deadlines of its own
+  testTimeout: 120_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     // every integration and e2e suite runs on the system's Redis 7; those lists above pick what

@@ -98,7 +98,7 @@ describe('observability', () => {
       await sample.close();
       await redis.stop();
     }
-  }, 60_000);
+  });
 
   it("forwards every event to @nestjs/event-emitter's EventEmitter2 when the app has one", async () => {
     const received: RedisLimitEvent[] = [];

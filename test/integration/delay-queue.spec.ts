@@ -354,7 +354,7 @@ describe('DelayQueueService acknowledgements across a Redis restart', () => {
       await app.close();
       await redis.stop();
     }
-  }, 30_000);
+  });
 });
 
 describe('@OnDelayed', () => {

@@ -182,7 +182,7 @@ describe("failMode 'local' while Redis is down", () => {
     expect(left).toBe(LIMIT - LOCAL - 1);
     expect(await statusesOf(() => get('sliding'), left + 1)).toEqual([...Array(left).fill(200), 429]);
     expect(events.filter((e) => e.type === 'redis-limit.redis-up')).toHaveLength(1);
-  }, 30_000);
+  });
 });
 
 describe("failMode 'local': options", () => {

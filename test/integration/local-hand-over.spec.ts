@@ -162,5 +162,5 @@ describe("failMode 'local' hands over to Redis when it answers again", () => {
     expect(charged()).toEqual(
       Array(APPS).fill(`Charged Redis with ${4 * LOCAL + WIDE_GRANTED} permits granted locally (failMode 'local') in windows still open`),
     );
-  }, 60_000);
+  });
 });

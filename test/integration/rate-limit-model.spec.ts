@@ -393,5 +393,5 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
     await probe();
     advanceTo(byIndex[N - 2]!.at + WINDOW_MS - 1);
     await probe();
-  }, 60_000);
+  });
 });

@@ -192,5 +192,5 @@ describe('Sentinel: a planned failover (SENTINEL FAILOVER)', () => {
     } finally {
       await moduleRef.close();
     }
-  }, 60_000);
+  });
 });
