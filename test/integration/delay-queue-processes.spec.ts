@@ -126,7 +126,9 @@ describe('DelayQueueService across Node processes', () => {
     const listening = (queue: string, count: number) =>
       until(
         async () => (await redis.subscribers(`${app.prefix}dqw:{${queue}}`)) >= count,
-        10_000,
+        // after a cluster's restart, a subscription ioredis lost is found by a probe that waits
+        // 5 s for its echo (WakeUps), then made again
+        30_000,
         () => `fewer than ${count} consumers subscribed to ${queue}`,
       );
     return { app, queues, deliveries, listening };
