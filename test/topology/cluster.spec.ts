@@ -102,10 +102,10 @@ describe('on a 3-master Redis Cluster', () => {
     const hostile = ['{victim}', 'x}{victim', '}{victim}{', 'victim}', '{victim', '{}victim', '%7Bvictim%7D', 'a:{victim}:b'];
     for (const key of hostile) {
       // three features for one user key: each script call would fail with CROSSSLOT if any two
-      // of its keys were in different slots
+      // of its keys were in different slots (hour-long windows: the keys must outlive the scan)
       await limiter.decide([
-        { key, scope: 'x', policy: { limit: 5, windowMs: 1000 } },
-        { key, scope: '{victim}', funnel: { capacity: 5, leakingDurationMs: 1000 } },
+        { key, scope: 'x', policy: { limit: 5, windowMs: 3_600_000 } },
+        { key, scope: '{victim}', funnel: { capacity: 5, leakingDurationMs: 3_600_000 } },
       ]);
       await hash.set(key, 'f', 'v', 60_000);
       const written = await cluster.keys(`*{${escapeKeyPart(key)}}`);
