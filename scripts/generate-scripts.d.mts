@@ -11,7 +11,7 @@ export interface FreshScript {
   header: ScriptHeader;
 }
 
-export const OUTPUTS: { scripts: string; page: string };
+export const OUTPUTS: { scripts: string; bindings: string; page: string };
 /** What to do when the generated modules lag behind lua/ or dashboard-page/. */
 export const REGENERATE: string;
 export function compileScripts(): FreshScript[];

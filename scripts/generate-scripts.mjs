@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renderBindings } from './script-bindings.mjs';
 import { areaCodes, parseHeader } from './script-headers.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -16,6 +17,7 @@ const PAGE = `${ROOT}dashboard-page/`;
 /** Where each generated module is written, from the package root. */
 export const OUTPUTS = {
   scripts: 'lib/redis/scripts.generated.ts',
+  bindings: 'lib/redis/script-bindings.generated.ts',
   page: 'lib/dashboard/dashboard-page.generated.ts',
 };
 
@@ -113,7 +115,12 @@ function renderPage(files) {
 
 /** Each generated module's text, by its path from the package root. */
 export function generate() {
-  return { [OUTPUTS.scripts]: renderScripts(compileScripts()), [OUTPUTS.page]: renderPage(readPage()) };
+  const scripts = compileScripts();
+  return {
+    [OUTPUTS.scripts]: renderScripts(scripts),
+    [OUTPUTS.bindings]: [...banner('the headers of lua/'), ...renderBindings(scripts)].join('\n'),
+    [OUTPUTS.page]: renderPage(readPage()),
+  };
 }
 
 /** Writes the modules whose text changed; returns their paths. */

@@ -10,7 +10,7 @@
 -- ARGV[4..]  ids[]: string  the ids to purge (those not dead are skipped); none: the oldest, as
 --            above
 -- Returns    a flat array:
---              - deleted: int
+--              - done: int  how many were deleted
 --              - remaining: int  how many dead remain
 --              - now: ms
 --- @include "../includes/server-time.lua"

@@ -13,7 +13,7 @@
 -- ARGV[6..]  ids[]: string  the ids to retry (those not dead are skipped); none: the oldest, as
 --            above
 -- Returns    a flat array:
---              - moved: int
+--              - done: int  how many moved
 --              - remaining: int  how many dead remain
 --              - now: ms
 --- @include "../includes/server-time.lua"
