@@ -268,7 +268,11 @@ function renderScript({ file, header, numberOfKeys }, summary) {
         lines.push(`${inner}  ${target}.push({ ${[lead.name === first ? first : `${lead.name}: ${first}`, ...row.members].join(', ')} });`);
         lines.push(...advance(row, `${inner}  `));
       });
-      lines.push(`${inner}} else {`, `${inner}  throw new TypeError(\`lua/${file} replied \${${first}}, a code its header does not name\`);`, `${inner}}`);
+      lines.push(
+        `${inner}} else {`,
+        `${inner}  throw new RedisScriptError('lua/${file}', \`the code \${${first}}, which its header does not name\`);`,
+        `${inner}}`,
+      );
     } else {
       const row = rowCode(group.items, inner, path, rowArgs);
       lines.push(...row.lines, `${inner}${target}.push({ ${row.members.join(', ')} });`, ...advance(row, inner));
@@ -340,6 +344,7 @@ function summaryOf(source) {
 /** The generated module's lines after its banner. */
 export function renderBindings(scripts) {
   return [
+    "import { RedisScriptError } from '../errors.js';",
     "import type { Reply } from './scripts.js';",
     '',
     '/** What the client sends after the command: the key count when the call gives it, the keys, then ARGV. */',
@@ -354,7 +359,7 @@ export function renderBindings(scripts) {
     '',
     '/** A reply that is an array, as its header says. */',
     'function list(reply: Reply, file: string): readonly Reply[] {',
-    '  if (!Array.isArray(reply)) throw new TypeError(`lua/${file} replied ${typeof reply}, where its header says an array`);',
+    '  if (!Array.isArray(reply)) throw new RedisScriptError(`lua/${file}`, `a reply of type ${typeof reply}, where its header says an array`);',
     '  return reply;',
     '}',
     '',

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
+import { RedisLimitError, RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
 import { isCluster } from './client.js';
 import { SCRIPT_BINDINGS, type Argv, type ScriptSignatures } from './script-bindings.generated.js';
 import { COMPILED_SCRIPTS, type CompiledScript } from './scripts.generated.js';
@@ -171,7 +171,8 @@ export class ScriptRunner {
 }
 
 function classify(error: unknown, what: string): Error {
-  if (error instanceof RedisTimeoutError) return error;
+  // typed already: a timeout, or a reply its script's header does not describe
+  if (error instanceof RedisLimitError) return error;
   const isReply = error instanceof Error && error.name === 'ReplyError';
   if (isReply) return replyFailure(what, error);
   return new RedisUnavailableError(what, error);
