@@ -23,13 +23,14 @@
 // position. After it comes a declaration, then two spaces, then prose (continued on lines indented
 // past the entry's own). A declaration is `name` for a key, `name: type` for an argument or reply
 // value; `name?: type` may be left out (only at the end of its layout: it is then not sent);
-// `name: type = 'x'` may be left out and is sent as 'x' (one more value of its type); `name[]` is a group of rows, each row the
-// bullets below it (`- ...`, nested by indentation), or `name[]: type` a list of single values;
-// `name[#]` is a group sent after its row count. `Returns` declares one value (the reply is that
-// value), or a group, or, with prose only, a flat array of the bullets below it. A reply group
-// nested in a row, and named as an ARGV group at the same place, has as many rows as it (decide.lua:
-// five values per limit of each stack). A bullet without a declaration, holding bullets, is one
-// variant of its row: the first value of each variant has codes no other variant has.
+// `name: type = 'x'` may be left out and is then sent as 'x' (one more value of its type).
+// `name[]` is a group of rows, each row the bullets below it (`- ...`, nested by indentation);
+// `name[]: type` is a list of single values; `name[#]` is a group sent after its row count.
+// `Returns` declares one value (the reply is that value), or a group, or, with prose only, a flat
+// array of the bullets below it. A reply group named as an ARGV group at the same place has as
+// many rows as it (decide.lua: five values per limit of each stack); any other runs to the end of
+// the reply. A bullet without a declaration, holding bullets, is one variant of its row: the first
+// value of each variant has codes no other variant has.
 //
 // Types: int and ms (integers; ms says the unit), string, json (a string of JSON), nil (a reply's
 // Lua false), 'literal', or a reply code of the script's area (lua/<area>/replies.lua), joined by |.
