@@ -65,10 +65,18 @@ describe.each(PLATFORMS)('Redis outages on %s', (platform) => {
       await boot('closed');
       await firstQuotePasses();
       const raw = new Redis(redis.url);
+      const probe = new Redis(redis.url);
       try {
+        await Promise.all([raw.ping(), probe.ping()]);
         // the server blocks longer than the bound: the connection is up, replies just do not come
         const hang = raw.call('DEBUG', 'SLEEP', String(ANSWER_WITHIN_MS / 1000 + 1)).catch(() => undefined);
-        await sleep(50);
+        // the quote goes once the server has stopped answering (a fixed 50 ms, beside a CPU hog,
+        // let it in before DEBUG SLEEP had begun: 200)
+        await until(
+          async () => (await Promise.race([probe.ping(), sleep(200, 'hung')])) === 'hung',
+          5_000,
+          () => 'the server never hung',
+        );
         const { response, ms } = await timed(quote);
         expect(response.status).toBe(503);
         expect(ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 50);
@@ -76,6 +84,7 @@ describe.each(PLATFORMS)('Redis outages on %s', (platform) => {
         await hang;
       } finally {
         raw.disconnect();
+        probe.disconnect();
       }
     },
     TEST_TIMEOUT_MS,

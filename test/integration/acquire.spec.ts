@@ -6,12 +6,14 @@ describe('acquire()', () => {
 
   it('waits for the permit, then succeeds', async () => {
     const policy = { limit: 1, windowMs: 300 };
-    await limiter().consume('wait', policy);
+    // timed from before the grant, which frees 300 ms after it is made: a loaded machine's slow
+    // reply to consume() no longer counts against the wait (beside a CPU hog it ate 190 ms)
     const started = performance.now();
+    await limiter().consume('wait', policy);
     await expect(limiter().acquire('wait', policy)).resolves.toBe(true);
     const waited = performance.now() - started;
-    expect(waited).toBeGreaterThanOrEqual(200);
-    expect(waited).toBeLessThan(3000);
+    expect(waited).toBeGreaterThanOrEqual(290);
+    expect(waited).toBeLessThan(5000);
   });
 
   it('returns false without waiting past the timeout', async () => {
