@@ -1,5 +1,5 @@
 import type { LimitOverride } from './overrides-policy.js';
-import { KIND_NAMES, type LimitSpec, type RateLimitAlgorithm } from './policy.js';
+import { countsScaled, KIND_NAMES, type LimitSpec, type RateLimitAlgorithm } from './policy.js';
 import { describeValue } from '../validation.js';
 
 /** A declared limit of a name, as `RateLimiterService.namedLimits()` lists it. */
@@ -52,7 +52,7 @@ export function overrideRefusal(name: string, limit: OverrideTarget, override: L
     );
   }
   const windowMs = override.windowMs ?? limit.windowMs;
-  if ((limit.kind === 'tb' || limit.kind === 'fn') && windowMs !== undefined && override.limit * windowMs > Number.MAX_SAFE_INTEGER) {
+  if ((limit.kind === 'fn' || countsScaled(limit.kind)) && windowMs !== undefined && override.limit * windowMs > Number.MAX_SAFE_INTEGER) {
     return new RangeError(`policy: limit × window (${override.limit} × ${windowMs}) of ${limit.at} is above 2^53 and cannot be exact`);
   }
   return undefined;

@@ -2,10 +2,13 @@ import { assertPositiveInteger, describeValue, numberError } from '../validation
 
 /**
  * 'sliding-window': exact, no more than `limit` grants in any `windowMs` span; 'fixed-window':
- * windows aligned to multiples of `windowMs` since the epoch (Redis clock); 'token-bucket':
- * `limit` tokens refilled continuously at `limit / windowMs`, exact fractions.
+ * windows aligned to multiples of `windowMs` since the epoch (Redis clock);
+ * 'sliding-window-counter': approximate, O(1): the fixed window's count plus the previous
+ * window's, weighted by the part of it a span of `windowMs` ending now still covers (no fixed
+ * window above `limit`, no span of `windowMs` above 2 × limit - 1); 'token-bucket': `limit`
+ * tokens refilled continuously at `limit / windowMs`, exact fractions.
  */
-export type RateLimitAlgorithm = 'fixed-window' | 'sliding-window' | 'token-bucket';
+export type RateLimitAlgorithm = 'fixed-window' | 'sliding-window' | 'sliding-window-counter' | 'token-bucket';
 
 /**
  * A rate limit as RateLimiterService takes it: `limit` permits per `windowMs` ms. Extra
@@ -52,20 +55,38 @@ export interface RateLimitDecision {
   grantId?: string;
 }
 
-/** A counter kind's name, as events, errors and listings say it. */
-export const KIND_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket', fn: 'funnel' } as const;
+/**
+ * The one table of counter kinds: the code scripts, keys and plans use, and the name events,
+ * errors and listings say (each algorithm's, and the funnel's).
+ */
+export const KIND_NAMES = {
+  fw: 'fixed-window',
+  sw: 'sliding-window',
+  sc: 'sliding-window-counter',
+  tb: 'token-bucket',
+  fn: 'funnel',
+} as const satisfies Record<string, RateLimitAlgorithm | 'funnel'>;
 
 /** What kind of limit a counter belongs to: its algorithm, or a funnel. */
 export type LimitKind = (typeof KIND_NAMES)[keyof typeof KIND_NAMES];
 
+/** The code of an algorithm a script runs (a funnel runs the token bucket). */
+export type AlgorithmCode = Exclude<keyof typeof KIND_NAMES, 'fn'>;
+
 /** What a script needs to know about one limit, already checked. */
 export interface LimitSpec {
   /** Key namespace: one per algorithm, and funnels apart from token buckets. */
-  kind: 'fw' | 'sw' | 'tb' | 'fn';
+  kind: AlgorithmCode | 'fn';
   /** The algorithm the script runs. */
-  algorithm: 'fw' | 'sw' | 'tb';
+  algorithm: AlgorithmCode;
   limit: number;
   windowMs: number;
+}
+
+/** Algorithms that count in 1/windowMs-permit units (the buckets, the weighted window): exact
+ * while limit × windowMs, and a penalty's (permits + limit) × windowMs, stay below 2^53. */
+export function countsScaled(algorithm: AlgorithmCode): boolean {
+  return algorithm === 'tb' || algorithm === 'sc';
 }
 
 /**
@@ -76,11 +97,11 @@ export function counterKind(spec: LimitSpec): string {
   return `${spec.kind}.${spec.windowMs}`;
 }
 
-const ALGORITHMS: Record<RateLimitAlgorithm, LimitSpec['algorithm']> = {
-  'fixed-window': 'fw',
-  'sliding-window': 'sw',
-  'token-bucket': 'tb',
-};
+const ALGORITHMS = Object.fromEntries(
+  Object.entries(KIND_NAMES)
+    .filter(([code]) => code !== 'fn')
+    .map(([code, name]) => [name, code]),
+) as Record<RateLimitAlgorithm, AlgorithmCode>;
 
 /** Checks a policy at the edge; `argument` names it in the error (e.g. 'policy'). */
 export function rateLimitSpec(policy: RateLimitPolicy, argument = 'policy'): LimitSpec {
@@ -95,7 +116,7 @@ export function rateLimitSpec(policy: RateLimitPolicy, argument = 'policy'): Lim
   }
   assertPositiveInteger(limit, `${argument}.limit`);
   assertPositiveInteger(windowMs, `${argument}.windowMs`);
-  if (code === 'tb') assertExactBucket(limit, windowMs, argument);
+  if (countsScaled(code)) assertExactBucket(limit, windowMs, argument);
   return { kind: code, algorithm: code, limit, windowMs };
 }
 
@@ -117,7 +138,7 @@ export function assertPermits(permits: unknown, limit: number, argument = 'permi
   }
 }
 
-// The bucket scripts count in 1/windowMs-token units; limit * windowMs must stay exact in a double.
+// The scaled scripts count in 1/windowMs-permit units; limit * windowMs must stay exact in a double.
 function assertExactBucket(limit: number, windowMs: number, argument: string): void {
   if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
     throw new RangeError(`${argument}: limit × window (${limit} × ${windowMs}) is above 2^53 and cannot be exact`);
@@ -188,12 +209,14 @@ export function assertGrantId(grantId: unknown): asserts grantId is string {
 
 /**
  * A penalty: a positive integer of permits, which may exceed the limit; a bucket (token bucket,
- * funnel) counts it in 1/windowMs-token units, which must stay exact.
+ * funnel) and the weighted window count it in 1/windowMs-permit units, which must stay exact.
  */
 export function assertPenalty(permits: unknown, spec: LimitSpec, argument = 'permits'): asserts permits is number {
   assertPositiveInteger(permits, argument);
-  if (spec.algorithm === 'tb' && (permits + spec.limit) * spec.windowMs > Number.MAX_SAFE_INTEGER) {
-    throw new RangeError(`${argument} (${permits}) is too large for this bucket: (permits + limit) × window must stay below 2^53`);
+  if (countsScaled(spec.algorithm) && (permits + spec.limit) * spec.windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(
+      `${argument} (${permits}) is too large for this ${spec.algorithm === 'tb' ? 'bucket' : 'limit'}: (permits + limit) × window must stay below 2^53`,
+    );
   }
 }
 

@@ -201,10 +201,8 @@ function headerPolicies(plan: RoutePlan, resolved: readonly { limit: PlannedLimi
 function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: number): StackedLimit {
   return limit.isFunnel
     ? { key, scope: limit.scope, permits, funnel: { capacity: spec.limit, leakingDurationMs: spec.windowMs } }
-    : { key, scope: limit.scope, permits, policy: { limit: spec.limit, windowMs: spec.windowMs, algorithm: ALGORITHM_NAMES[spec.algorithm] } };
+    : { key, scope: limit.scope, permits, policy: { limit: spec.limit, windowMs: spec.windowMs, algorithm: KIND_NAMES[spec.algorithm] } };
 }
-
-const ALGORITHM_NAMES = { fw: 'fixed-window', sw: 'sliding-window', tb: 'token-bucket' } as const;
 
 function compile(
   { controller, handler, route, scope }: RouteRef,

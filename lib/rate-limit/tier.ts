@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from './policy.js';
+import { countsScaled, KIND_NAMES, rateLimitSpec, type LimitSpec, type RateLimitPolicy } from './policy.js';
 import { resolvePositiveInteger, UserFunctionError } from './user-functions.js';
 import { describeValue } from '../validation.js';
 
@@ -48,8 +48,10 @@ export async function resolveSpec(spec: TieredSpec, at: string, ctx: ExecutionCo
   if (isFixed(spec)) return spec;
   const limit = typeof spec.limit === 'number' ? spec.limit : await resolvePositiveInteger(`${at}.limit`, spec.limit, ctx);
   const windowMs = typeof spec.windowMs === 'number' ? spec.windowMs : await resolvePositiveInteger(`${at}.windowMs`, spec.windowMs, ctx);
-  if (spec.algorithm === 'tb' && limit * windowMs > Number.MAX_SAFE_INTEGER) {
-    throw new UserFunctionError(`${at}: limit × windowMs resolved to ${limit} × ${windowMs}, above 2^53: a token bucket cannot count it exactly`);
+  if (countsScaled(spec.algorithm) && limit * windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new UserFunctionError(
+      `${at}: limit × windowMs resolved to ${limit} × ${windowMs}, above 2^53: a ${KIND_NAMES[spec.algorithm]} cannot count it exactly`,
+    );
   }
   return { kind: spec.kind, algorithm: spec.algorithm, limit, windowMs };
 }

@@ -6,7 +6,7 @@
 --             the counter of its rate key and that key's pace (hash { d = the due time last given
 --             to one of its refused messages }), all in the queue's hash slot (a key may repeat)
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..4]  algorithm ('fw' | 'sw' | 'tb'), limit (starts per window), windowMs (ms)
+-- ARGV[2..4]  algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (starts per window), windowMs (ms)
 -- ARGV[5..]   pairs, in KEYS order: an id, then the lease token of the claim that took it
 -- Returns     per message: ADMITTED; LEASE_LOST when that claim no longer holds it (nothing
 --             charged); else the time it is due again (ms) (codes: replies.lua). A deferral
@@ -23,11 +23,12 @@
 --- @include "free-slot.lua"
 --- @include "../rate-limit/life.lua"
 --- @include "../rate-limit/fixed-window.lua"
+--- @include "../rate-limit/sliding-window-counter.lua"
 --- @include "../rate-limit/sliding-window.lua"
 --- @include "../rate-limit/token-bucket.lua"
 
 local rcall = redis.call
-local alg = ({ fw = fixed_window, sw = sliding_window, tb = token_bucket })[ARGV[2]]
+local alg = ({ fw = fixed_window, sw = sliding_window, sc = sliding_window_counter, tb = token_bucket })[ARGV[2]]
 local limit, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms(ARGV[1])
 local pace = windowMs / limit

@@ -4,7 +4,7 @@
 -- KEYS[1..n]  one state key per limit, stacks in ARGV order; on a cluster all in one hash slot
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
 -- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
---             limits m, then four per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits),
+--             limits m, then four per limit: algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits),
 --             windowMs (ms), permits to charge
 -- Returns     per stack: GRANTED or REFUSED (codes: replies.lua), then five per limit: GRANTED,
 --             REFUSED or BLOCKED (refused while a block is in force), remaining (permits), retryAfterMs (ms, 0 if allowed), resetMs (ms
@@ -17,10 +17,11 @@
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"
+--- @include "sliding-window-counter.lua"
 --- @include "sliding-window.lua"
 --- @include "token-bucket.lua"
 
-local algorithms = { fw = fixed_window, sw = sliding_window, tb = token_bucket }
+local algorithms = { fw = fixed_window, sw = sliding_window, sc = sliding_window_counter, tb = token_bucket }
 local now = now_ms(ARGV[1])
 local reply, n = {}, 0
 

@@ -11,7 +11,7 @@
 --   untilMs (nil: none): refused, nothing left, waits the longer of the block and its own wait;
 --   sets `blocked_refusal` while a block is in force (decide.lua says so in its reply: such a
 --   refusal is the lockout's, and must never start or lengthen one)
--- hash_block(key, now, untilMs) -> a hash counter (fixed window, token bucket) refuses until
+-- hash_block(key, now, untilMs) -> a hash counter (fixed windows, token bucket) refuses until
 --   untilMs: field `b`, read by each check with the counter's own fields. A longer block stays.
 local function life_id()
   local t = redis.call('TIME')

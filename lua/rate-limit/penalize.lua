@@ -3,7 +3,7 @@
 -- before it is granted again. Nothing to refund: no grant id.
 -- KEYS[1]     the limit's state key
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..5]  algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms), permits to charge
+-- ARGV[2..5]  algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits), windowMs (ms), permits to charge
 -- Returns     the verdict on one permit right after the charge: GRANTED or REFUSED (codes:
 --             replies.lua), remaining (permits, < 0 when past the limit), retryAfterMs (ms until
 --             one permit fits), resetMs (ms until the limit is full again)
@@ -11,10 +11,11 @@
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"
+--- @include "sliding-window-counter.lua"
 --- @include "sliding-window.lua"
 --- @include "token-bucket.lua"
 
-local alg = ({ fw = fixed_window, sw = sliding_window, tb = token_bucket })[ARGV[2]]
+local alg = ({ fw = fixed_window, sw = sliding_window, sc = sliding_window_counter, tb = token_bucket })[ARGV[2]]
 local now = now_ms(ARGV[1])
 local key, limit, windowMs, permits = KEYS[1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local _, _, _, _, state = alg.check(key, limit, windowMs, permits, now)

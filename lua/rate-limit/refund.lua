@@ -4,7 +4,7 @@
 -- refused after some of its slots were charged.
 -- KEYS[1..n]  one state key per limit (on a cluster, all in one hash slot)
 -- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..]   five per limit: algorithm ('fw' | 'sw' | 'tb'), limit (permits), windowMs (ms),
+-- ARGV[2..]   five per limit: algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits), windowMs (ms),
 --             permits to give back (at most), grant id (from decide.lua's reply)
 -- ARGV[last]  optional, after the limits: a pub/sub channel told each key, so that every process's
 --             refusal cache forgets its refusals (in the same call, not a command of its own)
@@ -13,10 +13,11 @@
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"
+--- @include "sliding-window-counter.lua"
 --- @include "sliding-window.lua"
 --- @include "token-bucket.lua"
 
-local algorithms = { fw = fixed_window, sw = sliding_window, tb = token_bucket }
+local algorithms = { fw = fixed_window, sw = sliding_window, sc = sliding_window_counter, tb = token_bucket }
 local now = now_ms(ARGV[1])
 local reply = {}
 for i = 1, #KEYS do

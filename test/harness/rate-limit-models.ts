@@ -284,6 +284,118 @@ export class TokenBucketModel implements LimitModel {
   }
 }
 
+/**
+ * The fixed window's counter plus the previous window's, weighted by the part of the previous
+ * window that a span of windowMs ending now still covers: p permits of the previous window weigh
+ * p × (windowMs - elapsed) / windowMs. Whole permits fit when the weighted count leaves room.
+ */
+export class SlidingWindowCounterModel implements LimitModel {
+  private window: number;
+  private current = 0;
+  private previous = 0;
+  private life = 0;
+  private until = 0;
+  lastGrant: ModelGrant | undefined;
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private now: number,
+  ) {
+    this.window = Math.floor(now / windowMs);
+  }
+
+  advance(ms: number): void {
+    this.now += ms;
+    const window = Math.floor(this.now / this.windowMs);
+    if (window === this.window) return;
+    this.previous = window === this.window + 1 ? this.current : 0;
+    this.current = 0;
+    this.window = window;
+  }
+
+  private get elapsed(): number {
+    return this.now - this.window * this.windowMs;
+  }
+
+  /** Whole permits that fit now (< 0 past the limit). */
+  private fits(): number {
+    const { limit, windowMs, elapsed } = this;
+    return Math.floor((limit * windowMs - this.previous * (windowMs - elapsed) - this.current * windowMs) / windowMs);
+  }
+
+  private resetMs(): number {
+    const endsIn = this.windowMs - this.elapsed;
+    return this.current > 0 ? endsIn + this.windowMs : this.previous > 0 ? endsIn : 0;
+  }
+
+  /** The earliest ms from now at which `permits` fit, found by stepping the clock (the model
+   * computes nothing the script computes in closed form). */
+  private wait(permits: number): number {
+    const { current, previous, windowMs, elapsed } = this;
+    const fitsAt = (t: number): boolean => {
+      const e = elapsed + t;
+      const [c, p] = e < windowMs ? [current, previous] : e < 2 * windowMs ? [0, current] : [0, 0];
+      const weighted = p * (windowMs - (e % windowMs));
+      return this.limit * windowMs - weighted - c * windowMs >= permits * windowMs;
+    };
+    // binary search: once it fits in a window it fits for the rest of it, and a later window
+    // weighs less
+    let [lo, hi] = [0, 2 * windowMs - elapsed];
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (fitsAt(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  decide(permits: number, charge: boolean): Verdict {
+    const fits = permits <= this.fits();
+    const retryAfterMs = fits ? 0 : this.wait(permits);
+    if (fits && charge && this.until <= this.now) {
+      this.charge(permits);
+      this.lastGrant = { left: permits, life: this.life, at: this.now };
+    }
+    return blocked({ allowed: fits, remaining: Math.max(0, this.fits()), retryAfterMs, resetMs: this.resetMs() }, this.until, this.now);
+  }
+
+  /** A window's first charge starts a life: grants of another window or life give nothing back. */
+  private charge(permits: number): void {
+    if (this.lastCharged !== this.window) this.life += 1;
+    this.lastCharged = this.window;
+    this.current += permits;
+  }
+
+  private lastCharged: number | undefined;
+
+  reset(): void {
+    this.current = 0;
+    this.previous = 0;
+    this.life += 1;
+    this.lastCharged = undefined;
+    this.until = 0;
+  }
+
+  refund(grant: ModelGrant, permits: number): number {
+    if (grant.life !== this.life || Math.floor(grant.at / this.windowMs) !== this.window) return 0;
+    const back = Math.min(permits, grant.left, this.current);
+    if (back <= 0) return 0;
+    grant.left -= back;
+    this.current -= back;
+    return back;
+  }
+
+  penalize(permits: number): Verdict {
+    this.charge(permits);
+    return this.decide(1, false);
+  }
+
+  block(ms: number): void {
+    this.until = Math.max(this.until, this.now + ms);
+  }
+}
+
 export type Kind = RateLimitAlgorithm | 'funnel';
 
 /** One limit: a policy, or a funnel (limit = capacity, windowMs = leakingDurationMs). */
@@ -297,5 +409,6 @@ export interface LimitConfig {
 export function modelOf({ kind, limit, windowMs }: LimitConfig, now: number): LimitModel {
   if (kind === 'fixed-window') return new FixedWindowModel(limit, windowMs, now);
   if (kind === 'sliding-window') return new SlidingWindowModel(limit, windowMs, now);
+  if (kind === 'sliding-window-counter') return new SlidingWindowCounterModel(limit, windowMs, now);
   return new TokenBucketModel(limit, windowMs, now);
 }

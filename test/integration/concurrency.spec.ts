@@ -7,7 +7,7 @@ import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
 import type { RateLimitAlgorithm } from '../../lib/index.js';
 
 const run = promisify(execFile);
-const ALGORITHMS: RateLimitAlgorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
+const ALGORITHMS: RateLimitAlgorithm[] = ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket'];
 // Windows long enough that nothing ages out or refills during the test (a fixed window
 // boundary falls inside a run with odds of about 1 in 10^7).
 const WINDOW_MS = 10_000_000_000;

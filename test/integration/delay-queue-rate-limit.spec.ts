@@ -54,7 +54,7 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     const q = 'patient';
     const ids = Array.from({ length: 8 }, (_, i) => `p-${i}`);
     const started: DelayedMessage[] = [];
-    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+    for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket'] as const) {
       started.length = 0;
       const qa = `${q}-${algorithm}`;
       for (const id of ids) await queues().enqueue(qa, { tenant: 't' }, { id });

@@ -10,7 +10,7 @@ describe('grant ids are authenticated', () => {
   const ctx = withLimiterApp();
   let keyNo = 0;
   const nextKey = () => `grant-${++keyNo}`;
-  const ALGORITHMS: RateLimitAlgorithm[] = ['fixed-window', 'sliding-window', 'token-bucket'];
+  const ALGORITHMS: RateLimitAlgorithm[] = ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket'];
   // On the server clock, a refund gives back only within its grant's fixed window, and a bucket
   // refills: the windows are a day long, and no fixed window ends mid-test.
   beforeEach(() => awayFromWindowEnd(DAY_MS));

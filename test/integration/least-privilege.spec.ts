@@ -41,7 +41,7 @@ async function exerciseEverything(redis: RedisLimitModuleOptions['redis'], keyPr
     const limiter = moduleRef.get(RateLimiterService);
     // a day's windows on the server clock: no fixed window ends between a grant and its refusal
     await awayFromWindowEnd(DAY_MS);
-    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+    for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket'] as const) {
       const policy = { limit: 1, windowMs: DAY_MS, algorithm };
       expect((await limiter.consume('u', policy)).allowed).toBe(true);
       expect((await limiter.consume('u', policy)).allowed).toBe(false);

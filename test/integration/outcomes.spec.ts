@@ -13,7 +13,7 @@ describe('refund, penalize and block', () => {
   const T0 = 2_000_000_000_000; // a multiple of 60_000
   let keyNo = 0;
   const nextKey = () => `o-${++keyNo}`;
-  const ALGORITHMS = ['fixed-window', 'sliding-window', 'token-bucket'] as const;
+  const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket'] as const;
   const policyOf = (algorithm: (typeof ALGORITHMS)[number]): RateLimitPolicy => ({ limit: 5, windowMs: 60_000, algorithm });
 
   describe.each(ALGORITHMS)('%s', (algorithm) => {
@@ -174,7 +174,7 @@ describe('refund, penalize and block: each case', () => {
     const { limiter } = ctx.app;
     // on the server clock: a day's windows, none ending mid-test, so the key stays full
     await awayFromWindowEnd(DAY_MS);
-    for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket'] as const) {
+    for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket'] as const) {
       const key = nextKey();
       const policy = { limit: 5, windowMs: DAY_MS, algorithm };
       await limiter.consume(key, policy, 5);

@@ -96,7 +96,7 @@ const limitOf = (kind: Kind) =>
     limit: fc.oneof(fc.constant(1), fc.integer({ min: 2, max: 5 }), fc.integer({ min: 6, max: 50 })),
     windowMs: fc.oneof(fc.constantFrom(5_000, 7_919, 59_999, 60_000), fc.integer({ min: 5_000, max: 60_000 })),
   });
-const KINDS: Kind[] = ['fixed-window', 'sliding-window', 'token-bucket', 'funnel'];
+const KINDS: Kind[] = ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket', 'funnel'];
 /** Where a run starts, after T0: anywhere within a window. */
 const start = fc.integer({ min: 0, max: 60_000 });
 /** A round number, far from the server clock (only `now` matters, see PERSIST below). */
@@ -105,8 +105,9 @@ const T0 = 2_000_000_000_000;
 /**
  * What a limit promises, checked on the grants Redis made (net of what refunds gave back; a
  * reset starts afresh): a fixed window's window, and any sliding window's span of windowMs,
- * holds at most `limit` permits; a bucket grants at most `limit` plus what refills meanwhile
- * between any two grants.
+ * holds at most `limit` permits; a sliding window counter's aligned window at most `limit` and
+ * its span of windowMs at most 2 × limit - 1; a bucket grants at most `limit` plus what refills
+ * meanwhile between any two grants.
  */
 function expectWithinLimit({ kind, limit, windowMs }: LimitConfig, grants: { at: number; permits: number; refunded: number; segment: number }[]): void {
   const net = (from: number, to: number, segment: number) =>
@@ -115,10 +116,15 @@ function expectWithinLimit({ kind, limit, windowMs }: LimitConfig, grants: { at:
   for (const first of grants) {
     for (const later of grants) {
       // (a window's or a span's first grant is enough; a bucket takes every pair)
-      if (later.segment !== first.segment || later.at < first.at || (kind.endsWith('window') && later !== first)) continue;
+      if (later.segment !== first.segment || later.at < first.at || (kind !== 'token-bucket' && kind !== 'funnel' && later !== first)) continue;
       let allowed: number;
       let held: number;
-      if (kind === 'fixed-window') {
+      if (kind === 'sliding-window-counter') {
+        const start = Math.floor(first.at / windowMs) * windowMs;
+        const aligned = net(start, start + windowMs - 1, first.segment);
+        if (aligned > limit) over.push(`${aligned} > ${limit} in the window from ${start}`);
+        [allowed, held] = [2 * limit - 1, net(first.at, first.at + windowMs - 1, first.segment)];
+      } else if (kind === 'fixed-window') {
         const start = Math.floor(first.at / windowMs) * windowMs;
         [allowed, held] = [limit, net(start, start + windowMs - 1, first.segment)];
       } else if (kind === 'sliding-window') {

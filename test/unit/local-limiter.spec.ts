@@ -8,7 +8,7 @@ import { modelOf, type Kind, type LimitConfig, type LimitModel, type Verdict } f
 // Random consumes of stacks of one or two limits and clock steps (onto window ends and onto the
 // retryAfterMs or resetMs just promised); every field of every decision must agree exactly.
 
-const KINDS: Kind[] = ['fixed-window', 'sliding-window', 'token-bucket', 'funnel'];
+const KINDS: Kind[] = ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket', 'funnel'];
 const T0 = 2_000_000_000_000;
 
 const limitArb = fc.record({

@@ -4,6 +4,7 @@ import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
 import type { LocalAlgorithm, LocalVerdict } from './local-algorithm.js';
 import { localFixedWindow } from './local-fixed-window.js';
 import { localSlidingWindow } from './local-sliding-window.js';
+import { localSlidingWindowCounter } from './local-sliding-window-counter.js';
 import { localTokenBucket } from './local-token-bucket.js';
 import { OwedGrants } from './local-owed.js';
 
@@ -18,6 +19,7 @@ export const LOCAL_MAX_KEYS = 10_000;
 const ALGORITHMS: Record<LimitSpec['algorithm'], LocalAlgorithm<unknown>> = {
   fw: localFixedWindow,
   sw: localSlidingWindow,
+  sc: localSlidingWindowCounter,
   tb: localTokenBucket,
 };
 
