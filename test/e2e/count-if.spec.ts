@@ -12,6 +12,10 @@ import { inSequence, PLATFORMS } from './sample-app.js';
 const account = (ctx: ExecutionContext) => ctx.switchToHttp().getRequest<{ body?: { account?: string } }>().body?.account ?? 'nobody';
 const LOGIN = { limit: 5, windowMs: 60_000 };
 const seen: RequestOutcome[] = [];
+// The lockout routes' window: the requests a test expects inside it must stay there however long a
+// busy machine stalls between them, so a few seconds, not a few hundred ms. Under 10 s, so a
+// refusal's wait (at most the window) still tells a window's refusal from a lockout's.
+const LOCKOUT_WINDOW_MS = 4_000;
 
 @Controller()
 class OutcomeController {
@@ -53,15 +57,16 @@ class OutcomeController {
     return { ok: true };
   }
 
-  // 2 per 200 ms, then locked out for a minute
+  // 2 per window, then locked out for a minute
   @Post('pin')
-  @RateLimit({ name: 'pin', limit: 2, windowMs: 200, key: () => 'card', blockMs: 60_000 })
+  @RateLimit({ name: 'pin', limit: 2, windowMs: LOCKOUT_WINDOW_MS, key: () => 'card', blockMs: 60_000 })
   pin() {
     return { ok: true };
   }
 
+  // 1 per window; the lockout outlasts the window, so the knock it lets in is granted
   @Post('short-lockout')
-  @RateLimit({ name: 'short', limit: 1, windowMs: 100, key: () => 'card', blockMs: 300 })
+  @RateLimit({ name: 'short', limit: 1, windowMs: LOCKOUT_WINDOW_MS, key: () => 'card', blockMs: LOCKOUT_WINDOW_MS + 1_000 })
   shortLockout() {
     return { ok: true };
   }
@@ -152,8 +157,8 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
   it('lock a key out for blockMs after a refusal, even once the window would allow again', async () => {
     const first = await inSequence(3, () => app.http.post('/pin'));
     expect(first.map((r) => r.status)).toEqual([201, 201, 429]);
-    // the 200 ms window has long passed: only the lockout refuses now
-    await sleep(400);
+    // the window has passed since the last grant: only the lockout refuses now
+    await sleep(LOCKOUT_WINDOW_MS + 100);
     const locked = await app.http.post('/pin');
     expect(locked.status).toBe(429);
     expect(locked.body.retryAfterMs).toBeGreaterThan(10_000);
@@ -164,11 +169,11 @@ describe.each(PLATFORMS)('outcome-aware limits on %s', (platform) => {
     let blocks = 0;
     app.app.get(RedisLimitEvents).on((event) => void (event.type === 'redis-limit.block' && blocks++));
     expect((await inSequence(2, () => app.http.post('/short-lockout'))).map((r) => r.status)).toEqual([201, 429]);
-    // knocking all through the 300 ms lockout neither extends it nor blocks again
+    // knocking all through the lockout neither extends it nor blocks again
     let status = 0;
     await until(
       async () => (status = (await app.http.post('/short-lockout')).status) === 201,
-      10_000,
+      30_000,
       () => `still ${status}`,
     );
     expect(blocks).toBe(1);

@@ -4,12 +4,13 @@ import type { RateLimitPolicy, RateLimiterService } from '../../lib/index.js';
 import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 
 // Semantics of each algorithm at explicit times (the scripts' test hook), so nothing here
-// depends on how fast the machine is.
+// depends on how fast the machine is. Keys still expire in real time, though, at most windowMs
+// after a charge: the windows of tests that read a key again are 100 s or more, never 1 s.
 describe('rate-limit algorithms at explicit times', () => {
   const ctx = withLimiterApp();
   let limiter: RateLimiterService;
   let keyNo = 0;
-  const T0 = 1_700_000_000_000; // a multiple of 1000 and 10_000: window-aligned
+  const T0 = 1_700_000_000_000; // a multiple of 1000, 10_000 and 100_000: window-aligned
   const nextKey = () => `user-${++keyNo}`;
   /** The decision, without its grantId (an opaque id, present exactly when it charged). */
   const at = (key: string, policy: RateLimitPolicy, now: number, permits = 1) =>
@@ -30,24 +31,24 @@ describe('rate-limit algorithms at explicit times', () => {
   });
 
   describe('fixed-window', () => {
-    const policy: RateLimitPolicy = { limit: 3, windowMs: 1000, algorithm: 'fixed-window' };
+    const policy: RateLimitPolicy = { limit: 3, windowMs: 100_000, algorithm: 'fixed-window' };
 
     it('counts per aligned window and resets at the boundary', async () => {
       // (explicit times, but keys still expire in real time: keep every TTL here long)
       const key = nextKey();
-      expect(await at(key, policy, T0 + 100)).toEqual({ allowed: true, limit: 3, remaining: 2, retryAfterMs: 0, resetMs: 900 });
-      await at(key, policy, T0 + 200);
-      expect(await at(key, policy, T0 + 300)).toMatchObject({ allowed: true, remaining: 0, resetMs: 700 });
-      expect(await at(key, policy, T0 + 400)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 600, resetMs: 600 });
-      // a new window at T0 + 1000, although the previous grants are only 700-900 ms old
-      expect(await at(key, policy, T0 + 1000)).toMatchObject({ allowed: true, remaining: 2, resetMs: 1000 });
+      expect(await at(key, policy, T0 + 10_000)).toEqual({ allowed: true, limit: 3, remaining: 2, retryAfterMs: 0, resetMs: 90_000 });
+      await at(key, policy, T0 + 20_000);
+      expect(await at(key, policy, T0 + 30_000)).toMatchObject({ allowed: true, remaining: 0, resetMs: 70_000 });
+      expect(await at(key, policy, T0 + 40_000)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 60_000, resetMs: 60_000 });
+      // a new window at T0 + 100_000, although the previous grants are only 70-90 s old
+      expect(await at(key, policy, T0 + 100_000)).toMatchObject({ allowed: true, remaining: 2, resetMs: 100_000 });
     });
 
     it('refuses permits that do not fit and charges nothing', async () => {
       const key = nextKey();
       await at(key, policy, T0, 2);
-      expect(await at(key, policy, T0 + 10, 2)).toEqual({ allowed: false, limit: 3, remaining: 1, retryAfterMs: 990, resetMs: 990 });
-      expect(await at(key, policy, T0 + 10, 1)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await at(key, policy, T0 + 1000, 2)).toEqual({ allowed: false, limit: 3, remaining: 1, retryAfterMs: 99_000, resetMs: 99_000 });
+      expect(await at(key, policy, T0 + 1000, 1)).toMatchObject({ allowed: true, remaining: 0 });
     });
 
     it('sets the key to expire at the end of the window', async () => {
@@ -76,26 +77,26 @@ describe('rate-limit algorithms at explicit times', () => {
   });
 
   describe('sliding-window', () => {
-    const policy: RateLimitPolicy = { limit: 3, windowMs: 1000, algorithm: 'sliding-window' };
+    const policy: RateLimitPolicy = { limit: 3, windowMs: 100_000, algorithm: 'sliding-window' };
 
     it('never grants more than limit in any window span and says exactly when the next fits', async () => {
       const key = nextKey();
       await at(key, policy, T0 + 0);
-      await at(key, policy, T0 + 300);
-      expect(await at(key, policy, T0 + 600)).toEqual({ allowed: true, limit: 3, remaining: 0, retryAfterMs: 0, resetMs: 1000 });
-      // the grant at T0 ages out at T0 + 1000, not at a window boundary
-      expect(await at(key, policy, T0 + 999)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 1, resetMs: 601 });
-      expect(await at(key, policy, T0 + 1000)).toMatchObject({ allowed: true, remaining: 0 });
-      // two permits need the grants of T0 + 300 and T0 + 600 to age out
-      expect(await at(key, policy, T0 + 1100, 2)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 500 });
-      expect(await at(key, policy, T0 + 1600, 2)).toMatchObject({ allowed: true, remaining: 0, resetMs: 1000 });
+      await at(key, policy, T0 + 30_000);
+      expect(await at(key, policy, T0 + 60_000)).toEqual({ allowed: true, limit: 3, remaining: 0, retryAfterMs: 0, resetMs: 100_000 });
+      // the grant at T0 ages out at T0 + 100_000, not at a window boundary
+      expect(await at(key, policy, T0 + 99_999)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 1, resetMs: 60_001 });
+      expect(await at(key, policy, T0 + 100_000)).toMatchObject({ allowed: true, remaining: 0 });
+      // two permits need the grants of T0 + 30_000 and T0 + 60_000 to age out
+      expect(await at(key, policy, T0 + 110_000, 2)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 50_000 });
+      expect(await at(key, policy, T0 + 160_000, 2)).toMatchObject({ allowed: true, remaining: 0, resetMs: 100_000 });
     });
 
     it('resetMs is the time until the newest grant ages out', async () => {
       const key = nextKey();
       await at(key, policy, T0);
-      await at(key, policy, T0 + 400);
-      expect(await peekAt(key, policy, T0 + 500)).toEqual({ allowed: true, limit: 3, remaining: 1, retryAfterMs: 0, resetMs: 900 });
+      await at(key, policy, T0 + 40_000);
+      expect(await peekAt(key, policy, T0 + 50_000)).toEqual({ allowed: true, limit: 3, remaining: 1, retryAfterMs: 0, resetMs: 90_000 });
     });
 
     /** The grants a sliding window stores: its members scored by a time (ms >= 0). */
@@ -107,7 +108,7 @@ describe('rate-limit algorithms at explicit times', () => {
       const { redisKey, ttl } = await stored(policy, key);
       expect(await grants(redisKey)).toHaveLength(3);
       expect(ttl).toBeGreaterThan(0);
-      expect(ttl).toBeLessThanOrEqual(1000);
+      expect(ttl).toBeLessThanOrEqual(100_000);
     });
 
     it('stores a grant of many permits as one entry, and says exactly when it ages out', async () => {
@@ -122,15 +123,15 @@ describe('rate-limit algorithms at explicit times', () => {
 
     it('waits for just enough of the oldest grants to age out', async () => {
       const key = nextKey();
-      const six: RateLimitPolicy = { limit: 6, windowMs: 1000 };
+      const six: RateLimitPolicy = { limit: 6, windowMs: 100_000 };
       await at(key, six, T0, 2);
-      await at(key, six, T0 + 100, 3);
-      await at(key, six, T0 + 200, 1);
-      expect(await at(key, six, T0 + 300, 2)).toMatchObject({ allowed: false, retryAfterMs: 700 });
-      expect(await at(key, six, T0 + 300, 4)).toMatchObject({ allowed: false, retryAfterMs: 800 });
-      expect(await at(key, six, T0 + 300, 6)).toMatchObject({ allowed: false, retryAfterMs: 900 });
-      expect(await at(key, six, T0 + 1000, 3)).toMatchObject({ allowed: false, remaining: 2, retryAfterMs: 100 });
-      expect(await at(key, six, T0 + 1100, 3)).toMatchObject({ allowed: true, remaining: 2 });
+      await at(key, six, T0 + 10_000, 3);
+      await at(key, six, T0 + 20_000, 1);
+      expect(await at(key, six, T0 + 30_000, 2)).toMatchObject({ allowed: false, retryAfterMs: 70_000 });
+      expect(await at(key, six, T0 + 30_000, 4)).toMatchObject({ allowed: false, retryAfterMs: 80_000 });
+      expect(await at(key, six, T0 + 30_000, 6)).toMatchObject({ allowed: false, retryAfterMs: 90_000 });
+      expect(await at(key, six, T0 + 100_000, 3)).toMatchObject({ allowed: false, remaining: 2, retryAfterMs: 10_000 });
+      expect(await at(key, six, T0 + 110_000, 3)).toMatchObject({ allowed: true, remaining: 2 });
     });
 
     it('walks past many small grants to find the wait', async () => {
@@ -145,28 +146,28 @@ describe('rate-limit algorithms at explicit times', () => {
   });
 
   describe('token-bucket', () => {
-    const policy: RateLimitPolicy = { limit: 4, windowMs: 1000, algorithm: 'token-bucket' };
+    const policy: RateLimitPolicy = { limit: 4, windowMs: 100_000, algorithm: 'token-bucket' };
 
     it('refills continuously with fractional tokens, never rounded to seconds', async () => {
       const key = nextKey();
-      expect(await at(key, policy, T0, 4)).toEqual({ allowed: true, limit: 4, remaining: 0, retryAfterMs: 0, resetMs: 1000 });
-      // 1 token refills every 250 ms
-      expect(await at(key, policy, T0 + 100)).toEqual({ allowed: false, limit: 4, remaining: 0, retryAfterMs: 150, resetMs: 900 });
-      expect(await at(key, policy, T0 + 250)).toMatchObject({ allowed: true, remaining: 0, resetMs: 1000 });
-      // 0.6 tokens after 150 ms is not one token; 1.2 tokens after 300 ms is
-      expect(await at(key, policy, T0 + 400)).toMatchObject({ allowed: false, retryAfterMs: 100 });
-      expect(await at(key, policy, T0 + 550)).toMatchObject({ allowed: true, remaining: 0, resetMs: 950 });
+      expect(await at(key, policy, T0, 4)).toEqual({ allowed: true, limit: 4, remaining: 0, retryAfterMs: 0, resetMs: 100_000 });
+      // 1 token refills every 25 s
+      expect(await at(key, policy, T0 + 10_000)).toEqual({ allowed: false, limit: 4, remaining: 0, retryAfterMs: 15_000, resetMs: 90_000 });
+      expect(await at(key, policy, T0 + 25_000)).toMatchObject({ allowed: true, remaining: 0, resetMs: 100_000 });
+      // 0.6 tokens after 15 s is not one token; 1.2 tokens after 30 s is
+      expect(await at(key, policy, T0 + 40_000)).toMatchObject({ allowed: false, retryAfterMs: 10_000 });
+      expect(await at(key, policy, T0 + 55_000)).toMatchObject({ allowed: true, remaining: 0, resetMs: 95_000 });
     });
 
-    it('is exact at fractional boundaries (3 tokens per 1000 ms: one per 333.3 ms)', async () => {
+    it('is exact at fractional boundaries (3 tokens per 100 s: one per 33_333.3 ms)', async () => {
       const key = nextKey();
-      const thirds: RateLimitPolicy = { limit: 3, windowMs: 1000, algorithm: 'token-bucket' };
+      const thirds: RateLimitPolicy = { limit: 3, windowMs: 100_000, algorithm: 'token-bucket' };
       await at(key, thirds, T0, 3);
-      expect(await at(key, thirds, T0 + 333)).toMatchObject({ allowed: false, retryAfterMs: 1 });
-      expect(await at(key, thirds, T0 + 334)).toMatchObject({ allowed: true, remaining: 0 });
-      // 0.002 tokens were left over, so the next token is due at T0 + 666.67, not at T0 + 667.33
-      expect(await at(key, thirds, T0 + 666)).toMatchObject({ allowed: false, retryAfterMs: 1 });
-      expect(await at(key, thirds, T0 + 667)).toMatchObject({ allowed: true });
+      expect(await at(key, thirds, T0 + 33_333)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+      expect(await at(key, thirds, T0 + 33_334)).toMatchObject({ allowed: true, remaining: 0 });
+      // 0.00002 tokens were left over, so the next token is due at T0 + 66_666.67, not at T0 + 66_667.33
+      expect(await at(key, thirds, T0 + 66_666)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+      expect(await at(key, thirds, T0 + 66_667)).toMatchObject({ allowed: true });
     });
 
     it('expires the key when the bucket would be full again', async () => {
@@ -174,7 +175,7 @@ describe('rate-limit algorithms at explicit times', () => {
       await limiter.consume(key, policy, 2);
       const { ttl } = await stored(policy, key);
       expect(ttl).toBeGreaterThan(0);
-      expect(ttl).toBeLessThanOrEqual(500);
+      expect(ttl).toBeLessThanOrEqual(50_000);
     });
   });
 

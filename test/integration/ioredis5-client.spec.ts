@@ -65,11 +65,12 @@ describe('an ioredis 5 client passed as `redis`', () => {
 
   it('ExpiringHashService.set/get keep a field until its ttl', async () => {
     const hash = app.moduleRef.get(ExpiringHashService);
-    // a ttl a loaded machine cannot outrun between set and get (a 50 ms one did, on the cluster)
-    await hash.set('h5', 'short', 'a', 1_000);
+    // a ttl a loaded machine cannot outrun between set and get (a 50 ms one did, on the cluster,
+    // and 1 s is one stall of the two calls between)
+    await hash.set('h5', 'short', 'a', 3_000);
     await hash.set('h5', 'long', 'b', 60_000);
     expect(await hash.get('h5', 'short')).toBe('a');
-    await sleep(1_100);
+    await sleep(3_100);
     expect(await hash.get('h5', 'short')).toBeNull();
     expect(await hash.get('h5', 'long')).toBe('b');
   });

@@ -6,6 +6,8 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 // Each algorithm's refund primitive (refund.lua), which RateLimiterService.refund and cross-slot
 // stacks use to give back a charge, driven at explicit times with the grant ids decide.lua
 // returns: each permit of a grant comes back at most once, and only while the grant counts.
+// The times are explicit, but keys still expire in real time, windowMs or less after a charge:
+// windows are a minute, so no key a test still reads can expire while a busy machine stalls.
 describe('refund primitives', () => {
   const ctx = withLimiterApp();
   const T0 = 1_700_000_040_000; // a multiple of 60_000
@@ -69,25 +71,25 @@ describe('refund primitives', () => {
   });
 
   it('sliding window: a grant is given back once, in part or whole, and not once aged out', async () => {
-    const limiter = limiterOf({ limit: 10, windowMs: 1000 });
+    const limiter = limiterOf({ limit: 10, windowMs: 60_000 });
     const a = await limiter.charge(T0, 4);
-    const b = await limiter.charge(T0 + 100, 3);
-    expect(await limiter.refund(T0 + 200, 4, a.grant)).toBe(4);
-    expect(await limiter.refund(T0 + 200, 4, a.grant)).toBe(0);
-    expect(await limiter.remaining(T0 + 200)).toBe(7);
-    expect(await limiter.refund(T0 + 300, 1, b.grant)).toBe(1);
-    expect(await limiter.remaining(T0 + 300)).toBe(8);
-    // b's other 2 permits still leave at T0 + 1100, not before
-    expect(await limiter.remaining(T0 + 1099)).toBe(8);
-    expect(await limiter.remaining(T0 + 1100)).toBe(10);
-    const c = await limiter.charge(T0 + 2000, 5);
-    expect(await limiter.refund(T0 + 3000, 5, c.grant)).toBe(0);
-    expect(await limiter.remaining(T0 + 3000)).toBe(10);
-    expect(await limiter.refund(T0 + 3000, 1, 'no-such-grant:1')).toBe(0);
+    const b = await limiter.charge(T0 + 6000, 3);
+    expect(await limiter.refund(T0 + 12_000, 4, a.grant)).toBe(4);
+    expect(await limiter.refund(T0 + 12_000, 4, a.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 12_000)).toBe(7);
+    expect(await limiter.refund(T0 + 18_000, 1, b.grant)).toBe(1);
+    expect(await limiter.remaining(T0 + 18_000)).toBe(8);
+    // b's other 2 permits still leave at T0 + 66_000, not before
+    expect(await limiter.remaining(T0 + 65_999)).toBe(8);
+    expect(await limiter.remaining(T0 + 66_000)).toBe(10);
+    const c = await limiter.charge(T0 + 120_000, 5);
+    expect(await limiter.refund(T0 + 180_000, 5, c.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 180_000)).toBe(10);
+    expect(await limiter.refund(T0 + 180_000, 1, 'no-such-grant:1')).toBe(0);
   });
 
   it('sliding window: a grant refunded in part gives back the rest later, then nothing', async () => {
-    const limiter = limiterOf({ limit: 10, windowMs: 1000 });
+    const limiter = limiterOf({ limit: 10, windowMs: 60_000 });
     const a = await limiter.charge(T0, 5);
     await limiter.charge(T0 + 1, 2);
     expect(await limiter.refund(T0 + 2, 2, a.grant)).toBe(2);
@@ -98,7 +100,7 @@ describe('refund primitives', () => {
   });
 
   it('sliding window: a grant of a key that emptied and started again is not found', async () => {
-    const limiter = limiterOf({ limit: 10, windowMs: 1000 });
+    const limiter = limiterOf({ limit: 10, windowMs: 60_000 });
     const old = await limiter.charge(T0, 3);
     await ctx.app.raw.del(limiter.key);
     // the new first grant has the old one's seq, permits and time
@@ -108,36 +110,36 @@ describe('refund primitives', () => {
   });
 
   it('sliding window: a grant is found after refunds of others renumbered it', async () => {
-    const limiter = limiterOf({ limit: 100, windowMs: 1000 });
+    const limiter = limiterOf({ limit: 100, windowMs: 60_000 });
     const grants = [];
-    for (let i = 0; i < 12; i++) grants.push(await limiter.charge(T0 + i * 10, i + 1));
+    for (let i = 0; i < 12; i++) grants.push(await limiter.charge(T0 + i * 600, i + 1));
     // refunds of old and new grants rewrite the running totals of the grants on either side
-    expect(await limiter.refund(T0 + 200, 1, grants[1]!.grant)).toBe(1);
-    expect(await limiter.refund(T0 + 200, 20, grants[10]!.grant)).toBe(11);
-    expect(await limiter.refund(T0 + 200, 3, grants[6]!.grant)).toBe(3);
-    expect(await limiter.refund(T0 + 200, 2, grants[3]!.grant)).toBe(2);
-    expect(await limiter.refund(T0 + 200, 9, grants[8]!.grant)).toBe(9);
-    expect(await limiter.refund(T0 + 200, 2, grants[10]!.grant)).toBe(0);
+    expect(await limiter.refund(T0 + 12_000, 1, grants[1]!.grant)).toBe(1);
+    expect(await limiter.refund(T0 + 12_000, 20, grants[10]!.grant)).toBe(11);
+    expect(await limiter.refund(T0 + 12_000, 3, grants[6]!.grant)).toBe(3);
+    expect(await limiter.refund(T0 + 12_000, 2, grants[3]!.grant)).toBe(2);
+    expect(await limiter.refund(T0 + 12_000, 9, grants[8]!.grant)).toBe(9);
+    expect(await limiter.refund(T0 + 12_000, 2, grants[10]!.grant)).toBe(0);
     // 78 - 26 = 52 permits held, 48 left: 50 more need 2 of the oldest gone, which the first
     // two grants now hold (1 each)
-    expect(await limiter.remaining(T0 + 200)).toBe(48);
-    expect(await limiter.charge(T0 + 200, 50)).toMatchObject({ allowed: false, remaining: 48, retryAfterMs: 810 });
-    expect(await limiter.charge(T0 + 200, 54)).toMatchObject({ allowed: false, remaining: 48, retryAfterMs: 830 });
-    expect(await limiter.remaining(T0 + 1040)).toBe(48 + 1 + 1 + 3 + 2 + 5);
+    expect(await limiter.remaining(T0 + 12_000)).toBe(48);
+    expect(await limiter.charge(T0 + 12_000, 50)).toMatchObject({ allowed: false, remaining: 48, retryAfterMs: 48_600 });
+    expect(await limiter.charge(T0 + 12_000, 54)).toMatchObject({ allowed: false, remaining: 48, retryAfterMs: 49_800 });
+    expect(await limiter.remaining(T0 + 62_400)).toBe(48 + 1 + 1 + 3 + 2 + 5);
   });
 
   it('token bucket: tokens come back, never above the limit', async () => {
-    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const limiter = limiterOf({ limit: 4, windowMs: 60_000, algorithm: 'token-bucket' });
     const g = await limiter.charge(T0, 3);
     expect(await limiter.refund(T0, 2, g.grant)).toBe(2);
     expect(await limiter.remaining(T0)).toBe(3);
-    // 250 ms refills one token: the bucket is full, nothing more fits in
-    expect(await limiter.refund(T0 + 250, 1, g.grant)).toBe(0);
-    expect(await limiter.remaining(T0 + 250)).toBe(4);
+    // 15 s refills one token: the bucket is full, nothing more fits in
+    expect(await limiter.refund(T0 + 15_000, 1, g.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 15_000)).toBe(4);
   });
 
   it('token bucket: each permit of a grant comes back once', async () => {
-    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const limiter = limiterOf({ limit: 4, windowMs: 60_000, algorithm: 'token-bucket' });
     const g = await limiter.charge(T0, 2);
     await limiter.charge(T0, 2);
     expect(await limiter.refund(T0, 1, g.grant)).toBe(1);
@@ -147,22 +149,22 @@ describe('refund primitives', () => {
   });
 
   it('token bucket: all of a grant comes back when nothing was charged since, even as refill nears full', async () => {
-    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const limiter = limiterOf({ limit: 4, windowMs: 60_000, algorithm: 'token-bucket' });
     const g = await limiter.charge(T0, 3);
     // 1.4 tokens now: the bucket without the grant is full, and so is this one after the refund
-    expect(await limiter.refund(T0 + 100, 3, g.grant)).toBe(3);
-    expect(await limiter.remaining(T0 + 100)).toBe(4);
+    expect(await limiter.refund(T0 + 6000, 3, g.grant)).toBe(3);
+    expect(await limiter.remaining(T0 + 6000)).toBe(4);
   });
 
   it('token bucket: charged since, whole tokens up to what the bucket without the grant holds', async () => {
-    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const limiter = limiterOf({ limit: 4, windowMs: 60_000, algorithm: 'token-bucket' });
     const g = await limiter.charge(T0, 3);
-    await limiter.charge(T0 + 100, 1);
-    // without g: full until T0 + 100 (its refill lost to the cap), then 3 tokens; with g: 0.4,
+    await limiter.charge(T0 + 6000, 1);
+    // without g: full until T0 + 6000 (its refill lost to the cap), then 3 tokens; with g: 0.4,
     // and at most 1.4 since g: 2 whole tokens fit under 3, not 3
-    expect(await limiter.refund(T0 + 100, 3, g.grant)).toBe(2);
-    expect(await limiter.remaining(T0 + 100)).toBe(2);
-    expect(await limiter.refund(T0 + 100, 3, g.grant)).toBe(0);
+    expect(await limiter.refund(T0 + 6000, 3, g.grant)).toBe(2);
+    expect(await limiter.remaining(T0 + 6000)).toBe(2);
+    expect(await limiter.refund(T0 + 6000, 3, g.grant)).toBe(0);
   });
 
   it('token bucket: a bucket never full again keeps a ledger of its recent refunds only', async () => {
@@ -182,11 +184,11 @@ describe('refund primitives', () => {
   });
 
   it('token bucket: a grant gives nothing back once the bucket has been full since, even drained again', async () => {
-    const limiter = limiterOf({ limit: 4, windowMs: 1000, algorithm: 'token-bucket' });
+    const limiter = limiterOf({ limit: 4, windowMs: 60_000, algorithm: 'token-bucket' });
     const g = await limiter.charge(T0, 2);
-    // full again at T0 + 500; drained by a later grant
-    await limiter.charge(T0 + 600, 4);
-    expect(await limiter.refund(T0 + 600, 2, g.grant)).toBe(0);
-    expect(await limiter.remaining(T0 + 600)).toBe(0);
+    // full again at T0 + 30_000; drained by a later grant
+    await limiter.charge(T0 + 36_000, 4);
+    expect(await limiter.refund(T0 + 36_000, 2, g.grant)).toBe(0);
+    expect(await limiter.remaining(T0 + 36_000)).toBe(0);
   });
 });

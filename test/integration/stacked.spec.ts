@@ -31,9 +31,11 @@ describe('stacked limits are decided all or nothing', () => {
 
   it('a request refused by the per-second limit charges nothing to the per-minute one', async () => {
     const key = 'bob';
+    // the same pair a minute and an hour long: the times are explicit, but keys expire in real
+    // time, and a per-second key would be gone before a busy machine made the 10 calls below
     const stack: StackedLimit[] = [
-      { key, scope: 'second', policy: perSecond },
-      { key, scope: 'minute', policy: perMinute },
+      { key, scope: 'second', policy: { ...perSecond, windowMs: 60_000 } },
+      { key, scope: 'minute', policy: { ...perMinute, windowMs: 3_600_000 } },
     ];
     for (let i = 0; i < 3; i++) await ctx.app.limiter.decide(stack, { now: T0 });
     for (let i = 0; i < 10; i++) expect((await ctx.app.limiter.decide(stack, { now: T0 + 1 })).allowed).toBe(false);
@@ -59,7 +61,9 @@ describe('stacked limits are decided all or nothing', () => {
   // own call and what was charged is given back when another slot refuses.
   describe('over keys in different cluster slots', () => {
     const hourly: RateLimitPolicy = { limit: 4, windowMs: 3_600_000 };
-    const burst: RateLimitPolicy = { limit: 3, windowMs: 1000 };
+    // 3 per 10 s, not per second: the times are explicit, but keys expire in real time, and the
+    // burst key must outlive the calls that read it after its last charge on a busy machine
+    const burst: RateLimitPolicy = { limit: 3, windowMs: 10_000 };
     const minute: RateLimitPolicy = { limit: 5, windowMs: 60_000, algorithm: 'fixed-window' };
     const quotesStack = (ip: string, apiKey: string): StackedLimit[] => [
       { key: ip, scope: 'hourly', policy: hourly },
@@ -72,32 +76,32 @@ describe('stacked limits are decided all or nothing', () => {
     it('is all or nothing: a refusal on one slot gives back what the others charged', async () => {
       const stack = quotesStack('203.0.113.7', 'key-1');
       expect(clusterSlot('203.0.113.7')).not.toBe(clusterSlot('key-1'));
-      const T = T0 + 120_000; // the start of a minute: every grant below is in one fixed window
+      const T = T0 + 120_000; // 40 s before a minute ends: every grant below is in one fixed window
       for (let i = 0; i < 3; i++) expect((await ctx.app.limiter.decide(stack, { now: T + i })).allowed).toBe(true);
 
       // the burst limit refuses: the hourly charge on the IP's slot is given back
       const refused = await ctx.app.limiter.decide(stack, { now: T + 10 });
       expect(refused).toEqual({
         allowed: false,
-        retryAfterMs: 990,
+        retryAfterMs: 9_990,
         decisions: [
           expect.objectContaining({ allowed: true, remaining: 1 }),
-          expect.objectContaining({ allowed: false, remaining: 0, retryAfterMs: 990 }),
+          expect.objectContaining({ allowed: false, remaining: 0, retryAfterMs: 9_990 }),
           expect.objectContaining({ allowed: true, remaining: 2 }),
         ],
       });
       expect(await remaining(stack, T + 10)).toEqual([1, 0, 2]);
 
-      expect((await ctx.app.limiter.decide(stack, { now: T + 1000 })).allowed).toBe(true);
+      expect((await ctx.app.limiter.decide(stack, { now: T + 10_000 })).allowed).toBe(true);
       // now the IP's hour is used up: the API key's limits are given back
-      const byIp = await ctx.app.limiter.decide(stack, { now: T + 2000 });
+      const byIp = await ctx.app.limiter.decide(stack, { now: T + 20_000 });
       expect(byIp.allowed).toBe(false);
       expect(byIp.decisions.map((d) => [d.allowed, d.remaining])).toEqual([
         [false, 0],
         [true, 3],
         [true, 1],
       ]);
-      expect(await remaining(stack, T + 2000)).toEqual([0, 3, 1]);
+      expect(await remaining(stack, T + 20_000)).toEqual([0, 3, 1]);
     });
 
     it.each(['fixed-window', 'sliding-window', 'token-bucket', 'funnel'] as (RateLimitAlgorithm | 'funnel')[])(
