@@ -87,7 +87,7 @@ describe('guard rules', () => {
   beforeEach(async () => {
     app = await controllerApp(redis, {
       controllers: [LoginController, ReportsController, MistakesController],
-      options: { keyPrefix: uniquePrefix('guard'), commandTimeoutMs: 300 },
+      options: { keyPrefix: uniquePrefix('guard') },
     });
   });
   afterEach(() => app.close());

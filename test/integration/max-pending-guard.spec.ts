@@ -154,7 +154,7 @@ describe('@MaxPending guard and interceptor', () => {
     app = await controllerApp(redis, {
       controllers: [DraftsController, TicketsController, FailingController, MistakesController],
       providers: [DenyGuard],
-      options: { keyPrefix: uniquePrefix('pending'), commandTimeoutMs: 300 },
+      options: { keyPrefix: uniquePrefix('pending') },
     });
     hash = app.app.get(ExpiringHashService);
   });

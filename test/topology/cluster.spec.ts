@@ -17,7 +17,7 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { loadScripts } from '../../lib/redis/scripts.js';
 import { clusterSlot } from '../../lib/redis/slot.js';
 import { controllerApp } from '../harness/controller-app.js';
-import { uniquePrefix } from '../harness/limiter-app.js';
+import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
 import { TestCluster } from '../harness/redis-cluster.js';
 import type { RedisNode } from '../harness/redis-server.js';
 
@@ -34,7 +34,7 @@ describe('on a 3-master Redis Cluster', () => {
 
   async function boot(options: RedisLimitModuleOptions = {}) {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: cluster.connection, keyPrefix: uniquePrefix('cluster'), ...options })],
+      imports: [RedisLimitModule.forRoot({ redis: cluster.connection, keyPrefix: uniquePrefix('cluster'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
     }).compile();
     await moduleRef.init();
     closers.push(() => moduleRef.close());
