@@ -331,16 +331,19 @@ describe('DelayQueueService across Node processes', () => {
     await listening(queue, 1);
 
     const ids = Array.from({ length: 50 }, (_, i) => `r-${i}`);
+    // the first is due FIRST_DUE_MS after this point: enqueueing 50, reading the size and stopping
+    // the server must all fit before it (a loaded machine once took over 1.5 s for that)
+    const FIRST_DUE_MS = 3000;
     const enqueuedAt = Date.now();
-    await Promise.all(ids.map((id, i) => queues.enqueue(queue, id, { id, delayMs: 1500 + i * 30 })));
+    await Promise.all(ids.map((id, i) => queues.enqueue(queue, id, { id, delayMs: FIRST_DUE_MS + i * 30 })));
     expect(await queues.size(queue)).toEqual({ scheduled: ids.length, inFlight: 0, dead: 0 });
     expect(await app.raw.llen(`${app.prefix}started`)).toBe(0);
 
     await redis.stop();
     const stoppedAt = Date.now();
-    expect(stoppedAt - enqueuedAt).toBeLessThan(1500); // down before the first is due, or the test proves nothing
+    expect(stoppedAt - enqueuedAt).toBeLessThan(FIRST_DUE_MS); // down before the first is due, or the test proves nothing
     // down across the first due times; the rest fall due after the restart
-    await sleep(Math.max(500, enqueuedAt + 2200 - Date.now()));
+    await sleep(Math.max(500, enqueuedAt + FIRST_DUE_MS + 700 - Date.now()));
     // the server is back before resume() returns (on a cluster, its first masters well before the
     // last: the consumer may handle messages meanwhile), so nothing handled before it is called
     const resumingAt = Date.now();

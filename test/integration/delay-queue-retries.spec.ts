@@ -103,27 +103,57 @@ describe('DelayQueue dead set, bounded by count (maxDead)', () => {
 describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
   const ctx = withLimiterApp({ delayQueue: { deadRetentionMs: 300 } });
   const queue = () => ctx.app.moduleRef.get(DelayQueueService);
+  /** The Redis server's clock in ms. */
+  const serverNow = async () => {
+    const [s, us] = await ctx.app.raw.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  };
 
   it('a message dying deletes those that died more than deadRetentionMs before it', async () => {
     const q = 'dead-age';
-    const dead = () => ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1');
-    const consumer = queue().consume(q, failing, { maxAttempts: 1 });
+    const key = (kind: 'dqd' | 'dqm') => `${ctx.app.prefix}${kind}:{${q}}`;
+    const dead = () => ctx.app.raw.zrange(key('dqd'), '0', '-1');
+    // A consumer's claims trim the dead set too: its next one (an idle re-check, 5 s on) deletes
+    // 'old', which a loaded test process may not have polled by then, and the claim that takes
+    // 'new' deletes it before 'new' dies. So both are claimed first and fail when let go, and the
+    // consumer is stopped in between: no claim runs after that, only their deaths change the set.
+    const gates = new Map<string, () => void>();
+    const letGo = new Map<string, Promise<void>>();
+    for (const id of ['old', 'new']) letGo.set(id, new Promise<void>((resolve) => gates.set(id, resolve)));
+    const consumer = queue().consume(
+      q,
+      async (message: DelayedMessage) => {
+        await letGo.get(message.id);
+        throw new Error('always broken');
+      },
+      { maxAttempts: 1, concurrency: 2 },
+    );
     await queue().enqueue(q, 'old', { id: 'old' });
+    await queue().enqueue(q, 'new', { id: 'new' });
     await until(
-      async () => (await dead()).length === 1,
+      async () => (await queue().size(q)).inFlight === 2,
+      20_000,
+      async () => `not both claimed: ${JSON.stringify(await queue().size(q))}`,
+    );
+    const stopping = consumer.stop(60_000);
+    gates.get('old')!();
+    await until(
+      async () => (await dead()).includes('old'),
       20_000,
       () => 'old not dead',
     );
-    await sleep(600); // twice the retention
-    await queue().enqueue(q, 'new', { id: 'new' });
+    // 'old' stays dead (nothing trims now) until the server clock is past its retention
+    const diedAt = Number(await ctx.app.raw.zscore(key('dqd'), 'old'));
     await until(
-      async () => (await dead()).includes('new'),
+      async () => (await serverNow()) > diedAt + 300,
       20_000,
-      () => 'new not dead',
+      () => 'the server clock stands still',
     );
-    await consumer.stop();
+    expect(await dead()).toEqual(['old']);
+    gates.get('new')!();
+    await stopping;
     expect(await dead()).toEqual(['new']);
-    expect(Object.keys(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).sort()).toEqual(['a:new', 'e:new', 'p:new']);
+    expect(Object.keys(await ctx.app.raw.hgetall(key('dqm'))).sort()).toEqual(['a:new', 'e:new', 'p:new']);
   });
 
   it('a consumer deletes dead messages past deadRetentionMs even when nothing dies again', async () => {

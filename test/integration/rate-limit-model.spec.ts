@@ -165,7 +165,16 @@ describe('rate limits agree with reference models', () => {
       const [, ttl] = await Promise.all([connection.client.persist(stateKeys[i]!), connection.client.pttl(stateKeys[i]!)]);
       fc.pre(ttl !== -2 || models[i]!.decide(1, false).resetMs === 0);
     };
-    const kept = async (i: number) => expect(await connection.client.pttl(stateKeys[i]!)).toBeLessThan(0);
+    /** After the model has taken the step: no TTL left on the key. Gone, it may stand for a key
+     * the step left with under a second to live (a fixed window charged in its last ms gets a TTL
+     * of 1 ms): on a busy server it can expire before the PERSIST behind it lands, and the run
+     * cannot go on against the model, so it is skipped, as for a consume below. */
+    const kept = async (i: number) => {
+      const ttl = await connection.client.pttl(stateKeys[i]!);
+      expect(ttl).toBeLessThan(0);
+      const { resetMs } = models[i]!.decide(1, false);
+      fc.pre(ttl !== -2 || resetMs === 0 || resetMs >= 1000);
+    };
     const last: Verdict[] = limits.map(() => ({ allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 0 }));
     const advance = (ms: number) => {
       now += ms;
@@ -198,8 +207,8 @@ describe('rate limits agree with reference models', () => {
         const permits = s.permits === 0 ? undefined : permitsOf(s.permits, limits[i]!.limit);
         const back = limiter.refundLimit(stacked(limits[i]!, key, 1), grant.id, permits, { now });
         const [given] = await Promise.all([back, keep(i)]);
-        await kept(i);
         expect(given).toBe(models[i]!.refund(grant.twin, permits ?? limits[i]!.limit));
+        await kept(i);
         grant.refunded += given;
         expect(grant.refunded).toBeLessThanOrEqual(grant.permits);
       } else if (s.kind === 'penalize') {
@@ -207,16 +216,16 @@ describe('rate limits agree with reference models', () => {
         const permits = ((s.permits - 1) % (2 * limits[i]!.limit)) + 1;
         const penalized = limiter.penalizeLimit(stacked(limits[i]!, key, 1), permits, { now });
         const [decision] = await Promise.all([penalized, keep(i)]);
-        await kept(i);
         const expected = models[i]!.penalize(permits);
+        await kept(i);
         expect(decision).toEqual({ ...expected, limit: limits[i]!.limit });
         last[i] = expected;
       } else if (s.kind === 'block') {
         const i = s.of % n;
         const ms = Math.max(1000, Math.floor((limits[i]!.windowMs * s.permille) / 1000));
         await Promise.all([limiter.blockLimit(stacked(limits[i]!, key, 1), ms, { now }), keep(i)]);
-        await kept(i);
         models[i]!.block(ms);
+        await kept(i);
       } else {
         const peek = s.kind === 'peek';
         const chosen = s.only === null || n === 1 ? limits.map((_, i) => i) : [s.only % n];
