@@ -40,7 +40,46 @@ export function createClient(redis: RedisLimitModuleOptions['redis'], commandTim
   // writable for seconds, and counts written there are lost when it rejoins as a replica
   const sentinel = redis?.sentinels ? { failoverDetector: true } : {};
   const client = new Redis({ ...defaults, ...sentinel, ...redis });
+  if (redis?.sentinels) reconnectAbortedAttempts(client);
   return { client, owned: true };
+}
+
+/**
+ * Connects a Sentinel client of ours again when ioredis gave up on it without being asked to.
+ * ioredis (5 and 6) does so when the client's failover detector hears +switch-master while a
+ * reconnect attempt is still asking a sentinel where the master is (after the master died, say):
+ * the detector's disconnect aborts that attempt, ioredis' reconnect timer swallows the rejection,
+ * and the client stays in status 'end' for good, refusing every command. Here an 'end' that
+ * follows a connect attempt which never reached a server is met with another attempt, after the
+ * client's retryStrategy delay (none if it returns none). A client closed on purpose stays
+ * closed: disconnect() is wrapped to note it (QUIT closes the socket first: never such an 'end').
+ */
+export function reconnectAbortedAttempts(client: Redis): void {
+  let attempting = false;
+  let closed = false;
+  let attempts = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const disconnect = client.disconnect.bind(client);
+  client.disconnect = (reconnect = false) => {
+    if (!reconnect) {
+      closed = true;
+      clearTimeout(timer);
+    }
+    disconnect(reconnect);
+  };
+  client.on('connecting', () => (attempting = true));
+  client.on('connect', () => (attempting = false));
+  client.on('close', () => (attempting = false));
+  client.on('ready', () => (attempts = 0));
+  client.on('end', () => {
+    if (!attempting || closed) return;
+    attempting = false;
+    const delay = client.options.retryStrategy?.(++attempts);
+    if (typeof delay !== 'number') return;
+    timer = setTimeout(() => {
+      if (!closed && client.status === 'end') client.connect().catch(() => undefined);
+    }, delay);
+  });
 }
 
 /** The database a standalone or Sentinel client was asked for (a cluster has only 0). */

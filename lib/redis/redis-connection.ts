@@ -4,7 +4,7 @@ import { RedisLimitError, RedisScriptError } from '../errors.js';
 import { RedisLimitEvents } from '../observability/redis-limit-events.js';
 import { assertNoLateIsGlobal, REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
 import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
-import { createClient, isCluster, selectedDatabase, waitUntilReady } from './client.js';
+import { createClient, isCluster, reconnectAbortedAttempts, selectedDatabase, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type ScriptReply } from './scripts.js';
 
@@ -92,7 +92,9 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (!this.owned || this.client.status === 'end') return;
+    if (!this.owned) return;
+    // ended by ioredis rather than by us, it may be about to connect again (see client.ts)
+    if (this.client.status === 'end') return this.client.disconnect();
     try {
       // resolve once the socket is closed, not merely when Redis has answered QUIT
       const ended = new Promise((resolve) => this.client.once('end', resolve));
@@ -154,6 +156,7 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
     const subscriber = this.cluster
       ? (this.client as Cluster).duplicate(undefined, { ...override, shardedSubscribers: sharded })
       : (this.client as Redis).duplicate(override);
+    if (!this.cluster && (subscriber as Redis).options.sentinels) reconnectAbortedAttempts(subscriber as Redis);
     subscriber.on('error', (error: Error) => this.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
     return subscriber;
   }

@@ -120,6 +120,12 @@ export class TestSentinel {
     return to;
   }
 
+  /** Sends `signal` to sentinel `index` (in the order of `sentinels`): SIGSTOP/SIGCONT for a hang.
+   * A stopped sentinel accepts connections but answers nothing, so ask none until it is continued. */
+  signalSentinel(index: number, signal: NodeJS.Signals): void {
+    this.procs[index]!.child.kill(signal);
+  }
+
   /** Stops the sentinels and both data nodes (a killed one too). */
   async stop(): Promise<void> {
     await Promise.all(this.procs.splice(0).map(stopSentinel));
@@ -190,6 +196,7 @@ async function stopSentinel(s: SentinelProcess): Promise<void> {
   if (s.child.exitCode === null && s.child.signalCode === null) {
     const exited = new Promise((resolve) => s.child.once('exit', resolve));
     s.child.kill('SIGTERM');
+    s.child.kill('SIGCONT'); // a sentinel a test left stopped takes its SIGTERM only once continued
     // unref'd: a pending timer would hold jest open after the run
     await Promise.race([exited, sleep(5000, undefined, { ref: false })]);
   }
