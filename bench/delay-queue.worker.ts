@@ -8,10 +8,8 @@ import { NestFactory } from '@nestjs/core';
 import { Worker, type Job } from 'bullmq';
 import { DelayQueueService, RedisLimitModule, type DelayedMessage } from '../lib/index.js';
 import { RedisConnection } from '../lib/redis/redis-connection.js';
-import type { Reply, ScriptName } from '../lib/redis/scripts.js';
+import type { ScriptCall, ScriptReply } from '../lib/redis/scripts.js';
 import { now } from './delay-queue.clock.js';
-
-type ScriptCall = (name: ScriptName, keys: readonly string[], args: readonly (string | number)[]) => Promise<Reply>;
 
 export type Contender = 'ours' | 'bullmq';
 
@@ -98,31 +96,31 @@ async function main(): Promise<void> {
     // Instrumentation for the diagnosis: time every claim and ack round trip and note which
     // claim delivered which message. One wrapper around the library's script runner; the
     // library itself is untouched.
-    // The wrapper sits on the lowest script call the runner has (`send`, which `run` goes
-    // through; `run` in versions without it), so every claim and ack passes it exactly once.
-    const scripts = app.get(RedisConnection).scripts as unknown as Record<string, ScriptCall>;
-    const method = typeof scripts['send'] === 'function' ? 'send' : 'run';
-    const call = scripts[method]!.bind(scripts);
+    // The wrapper sits on the lowest script call the runner has (`send`, which `call` goes
+    // through), so every claim and ack passes it exactly once.
+    const scripts = app.get(RedisConnection).scripts;
+    const send = scripts.send.bind(scripts);
     const claimById = new Map<string, number>();
-    scripts[method] = (name, keys, args) => {
+    const timed: typeof scripts.send = (name, call) => {
       const sent = now();
-      const pending = call(name, keys, args);
+      const pending = send(name, call);
       if (name !== 'queueClaim' && name !== 'queueAck') return pending;
       void pending.then(
-        (reply: Reply) => {
+        (reply) => {
           const replied = now();
           if (name === 'queueAck') {
-            report.acks.push({ sent, replied, n: args.length / 2 }); // (id, attempt) pairs
+            report.acks.push({ sent, replied, n: (call as ScriptCall<'queueAck'>).args.leases.length });
           } else {
-            const r = reply as Reply[];
-            const index = report.claims.push({ sent, replied, n: (r.length - 2) / 5 }) - 1;
-            for (let k = 2; k < r.length; k += 5) claimById.set(String(r[k]), index);
+            const { messages } = reply as ScriptReply<'queueClaim'>;
+            const index = report.claims.push({ sent, replied, n: messages.length }) - 1;
+            for (const { id } of messages) claimById.set(id, index);
           }
         },
         (error: Error) => report.errors.push(`${name}: ${error.message}`),
       );
       return pending;
     };
+    scripts.send = timed;
     const queues = app.get(DelayQueueService);
     for (let c = 0; c < config.consumers; c++) {
       // a private field of the library's consumer, read for the diagnosis only (NaN if renamed)

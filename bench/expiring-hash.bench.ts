@@ -222,7 +222,7 @@ async function ourParts(admin: Redis, hashes: number): Promise<[number, number]>
   };
   const buckets = await registryBuckets(admin, hk);
   const indexes = Array.from({ length: hk.shards }, (_, s) => hk.registry(s));
-  return [await usage([...indexes, ...buckets]), await usage(Array.from({ length: hashes }, (_, h) => hk.hash(user(h))[1]))];
+  return [await usage([...indexes, ...buckets]), await usage(Array.from({ length: hashes }, (_, h) => hk.hash(user(h)).index))];
 }
 
 /** The keys of every bucket the registry's indexes name. */
@@ -375,7 +375,7 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
   await loader.close();
   await sleep(DRAIN_TTL_MS + 500); // every field has now expired; no sweeper has run yet
   const listed = await registered();
-  const sampleLen = await admin.hlen(hk.hash(user(Math.floor(shape.hashes / 2)))[0]);
+  const sampleLen = await admin.hlen(hk.hash(user(Math.floor(shape.hashes / 2))).hash);
   const memBefore = await settledMemory(admin);
 
   await admin.config('SET', 'slowlog-log-slower-than', '500');
@@ -396,11 +396,12 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
       failures.push(error.message);
       report(error);
     };
+    // the lowest call the runner has: every script the module calls passes it
     const scripts = connection.scripts;
-    const run = scripts.run.bind(scripts);
-    scripts.run = (name, k, a) => {
+    const send = scripts.send.bind(scripts);
+    scripts.send = (name, call) => {
       calls.set(name, (calls.get(name) ?? 0) + 1);
-      return run(name, k, a);
+      return send(name, call);
     };
   }
   // this machine is shared: keep other processes from descheduling the server in the middle of
@@ -447,7 +448,7 @@ async function drainRun(flavor: RedisFlavor, shape: DrainShape): Promise<string[
   const lengths = new Map<number, number>();
   for (let start = 0; start < shape.hashes; start += 5000) {
     const p = admin.pipeline();
-    for (let h = start; h < Math.min(shape.hashes, start + 5000); h++) p.hlen(hk.hash(user(h))[0]);
+    for (let h = start; h < Math.min(shape.hashes, start + 5000); h++) p.hlen(hk.hash(user(h)).hash);
     for (const [, n] of (await p.exec())!) lengths.set(n as number, (lengths.get(n as number) ?? 0) + 1);
   }
   const dbsize = await admin.dbsize();

@@ -1,4 +1,5 @@
-// Types of generate-scripts.mjs, for the drift test that imports it.
+// Types of generate-scripts.mjs, for the tests that import it.
+import type { ScriptHeader } from './script-headers.mjs';
 
 export interface FreshScript {
   /** Its path below lua/. */
@@ -6,9 +7,11 @@ export interface FreshScript {
   sha1: string;
   numberOfKeys: number | undefined;
   source: string;
+  /** Its header, read by script-headers.mjs. */
+  header: ScriptHeader;
 }
 
-export const OUTPUTS: { scripts: string; page: string };
+export const OUTPUTS: { scripts: string; bindings: string; page: string };
 /** What to do when the generated modules lag behind lua/ or dashboard-page/. */
 export const REGENERATE: string;
 export function compileScripts(): FreshScript[];

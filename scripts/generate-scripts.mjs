@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renderBindings } from './script-bindings.mjs';
+import { areaCodes, parseHeader } from './script-headers.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LUA = `${ROOT}lua/`;
@@ -15,6 +17,7 @@ const PAGE = `${ROOT}dashboard-page/`;
 /** Where each generated module is written, from the package root. */
 export const OUTPUTS = {
   scripts: 'lib/redis/scripts.generated.ts',
+  bindings: 'lib/redis/script-bindings.generated.ts',
   page: 'lib/dashboard/dashboard-page.generated.ts',
 };
 
@@ -43,18 +46,15 @@ function resolveIncludes(file, seen = new Set()) {
   });
 }
 
-/** From the header: the highest KEYS[i] it names, or undefined for `KEYS[1..n]` scripts. */
-function keyCount(source, file) {
-  const header = source.slice(0, source.search(/^[^-\n]/m));
-  if (/^-- KEYS\[1\.\.n\]/m.test(header)) return undefined;
-  const indexes = [...header.matchAll(/^-- KEYS\[(\d+)\]/gm)].map((m) => Number(m[1]));
-  if (indexes.length === 0) throw new Error(`lua/${file}: header names no KEYS`);
-  return Math.max(...indexes);
+/** From the header: how many keys the script takes, or undefined when the call says (a group of keys). */
+function keyCount({ keys }, file) {
+  if (keys === undefined) throw new Error(`lua/${file}: header names no KEYS`);
+  return keys.items.some((item) => 'group' in item) ? undefined : keys.items.length;
 }
 
 /**
  * The scripts Redis runs: every file in lua/ that no other file includes, by its path below lua/,
- * with its includes resolved, its SHA1 and its key count.
+ * with its includes resolved, its SHA1, its header (script-headers.mjs) and its key count.
  */
 export function compileScripts() {
   const files = filesBelow(LUA, '.lua');
@@ -63,7 +63,8 @@ export function compileScripts() {
     .filter((file) => !included.has(file))
     .map((file) => {
       const source = resolveIncludes(file);
-      return { file, sha1: createHash('sha1').update(source).digest('hex'), numberOfKeys: keyCount(source, file), source };
+      const header = parseHeader(readFileSync(LUA + file, 'utf8'), file, areaCodes(LUA, file));
+      return { file, sha1: createHash('sha1').update(source).digest('hex'), numberOfKeys: keyCount(header, file), source, header };
     });
 }
 
@@ -80,7 +81,7 @@ function renderScripts(scripts) {
   return [
     ...banner('lua/'),
     '/** A script as Redis receives it: includes spliced in, its SHA1, and the key count its header',
-    ' * names (undefined for a `KEYS[1..n]` script, whose caller passes the count). */',
+    ' * names (undefined for a script with a group of keys, whose caller passes the count). */',
     'export interface CompiledScript {',
     '  readonly sha1: string;',
     '  readonly numberOfKeys: number | undefined;',
@@ -114,7 +115,12 @@ function renderPage(files) {
 
 /** Each generated module's text, by its path from the package root. */
 export function generate() {
-  return { [OUTPUTS.scripts]: renderScripts(compileScripts()), [OUTPUTS.page]: renderPage(readPage()) };
+  const scripts = compileScripts();
+  return {
+    [OUTPUTS.scripts]: renderScripts(scripts),
+    [OUTPUTS.bindings]: [...banner('the headers of lua/'), ...renderBindings(scripts)].join('\n'),
+    [OUTPUTS.page]: renderPage(readPage()),
+  };
 }
 
 /** Writes the modules whose text changed; returns their paths. */

@@ -1,8 +1,9 @@
+import type { DelayQueueAckLease } from '../redis/script-bindings.generated.js';
 import type { Lease } from './lease-renewer.js';
 
 export interface AckBatcherDeps {
-  /** Runs ack.lua with these arguments (pairs: id, lease token). */
-  send: (args: (string | number)[]) => Promise<unknown>;
+  /** Runs ack.lua on these messages, each named with the lease token of the claim that handled it. */
+  send: (leases: readonly DelayQueueAckLease[]) => Promise<unknown>;
   /** The consumer's leases: an acknowledged one is released, one claimed again is acked again. */
   leases: { get(id: string): Lease | undefined; release(lease: Lease): void };
   logger: { warn(message: string): void };
@@ -39,10 +40,10 @@ export class AckBatcher {
     if (this.acks.length === 0) return;
     const batch = this.acks;
     this.acks = [];
-    const tokens = batch.map((lease) => lease.token);
-    const args = batch.flatMap((lease, i) => [lease.id, tokens[i]!]);
-    this.flushing = this.deps.send(args).then(
-      () => this.acked(batch, tokens),
+    // the claims as sent: a lease claimed again meanwhile has another token by the reply
+    const sent = batch.map(({ id, token }) => ({ id, token }));
+    this.flushing = this.deps.send(sent).then(
+      () => this.acked(batch, sent),
       (error: unknown) => this.failed(batch, error as Error),
     );
     await this.flushing;
@@ -56,9 +57,9 @@ export class AckBatcher {
 
   /** Acknowledged, or refused to a stale claim; one claimed again by this consumer meanwhile
    * (our claim ran before the ack) is acknowledged again, as the claim it now is. */
-  private acked(batch: Lease[], tokens: number[]): void {
+  private acked(batch: Lease[], sent: DelayQueueAckLease[]): void {
     const { leases } = this.deps;
-    const again = batch.filter((lease, i) => lease.token !== tokens[i] && leases.get(lease.id) === lease);
+    const again = batch.filter((lease, i) => lease.token !== sent[i]!.token && leases.get(lease.id) === lease);
     for (const lease of batch) if (!again.includes(lease)) leases.release(lease);
     again.forEach((lease) => this.ack(lease));
   }

@@ -3,10 +3,12 @@ import { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
+import type { DelayQueueClaimMessageReply, DelayQueueClaimReply } from '../redis/script-bindings.generated.js';
 import { retryDelayMs } from './backoff.js';
 import { parsePayload, type ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
+import type { QueueKeys } from './queue-keys.js';
 import { RateAdmission, type Admission } from './rate-admission.js';
 import { AckBatcher } from './ack-batcher.js';
 import { WakeSchedule } from './wake-schedule.js';
@@ -25,8 +27,6 @@ const RETRY_MS = 500;
 /** Dead messages one death or claim deletes at most (past retention or maxDead), so its script
  * stays short; the rest go with later calls. */
 const DEAD_TRIM_BATCH = 1000;
-/** A claimed message: claim.lua's reply holds five fields per message. */
-const CLAIM_FIELDS = 5;
 
 /** Done to a handled message, or one about to die, before its outcome is recorded: resolves how
  * long (ms) to hold it first; undefined when there is nothing to do. It never rejects. */
@@ -35,7 +35,7 @@ export type MessageSettler = (message: DelayedMessage) => Promise<number> | unde
 export interface ConsumerDeps {
   redis: RedisConnection;
   queue: string;
-  keys: string[];
+  keys: QueueKeys;
   /** The queue's wake-up channel and publish command: a claim that finds the queue at its
    * global concurrency leaves them for whatever frees a slot to wake us (free-slot.lua). */
   wakeUp: { channel: string; command: () => WakeCommand | Promise<WakeCommand> };
@@ -78,8 +78,12 @@ export class Consumer implements DelayQueueConsumer {
     this.logger = new Logger(`DelayQueue:${deps.queue}`);
     const { redis, keys, options } = deps;
     this.leases = new LeaseRenewer({ redis, keys, visibilityTimeoutMs: options.visibilityTimeoutMs, logger: this.logger });
-    const send = (args: (string | number)[]) => redis.scripts.run('queueAck', keys, args);
-    this.acks = new AckBatcher({ send, leases: this.leases, logger: this.logger, retryMs: RETRY_MS });
+    this.acks = new AckBatcher({
+      send: (leases) => redis.scripts.call('queueAck', { keys, args: { leases } }),
+      leases: this.leases,
+      logger: this.logger,
+      retryMs: RETRY_MS,
+    });
     if (options.rateLimit) this.admission = new RateAdmission(redis, redis.keys, deps.queue, keys, options.rateLimit);
   }
 
@@ -132,34 +136,38 @@ export class Consumer implements DelayQueueConsumer {
         // leases run from the claim's execution, which is after this: a safe local bound for them
         const leasedUntil = Date.now() + options.visibilityTimeoutMs;
         const asked = Math.min(room, MAX_BATCH);
-        const args = [
-          '',
-          asked,
-          options.visibilityTimeoutMs,
-          this.deps.dead.deadRetentionMs,
-          DEAD_TRIM_BATCH,
-          options.globalConcurrency ?? '',
-          this.admission ? 1 : '',
-        ];
-        if (options.globalConcurrency !== undefined) args.push(this.deps.wakeUp.channel, await this.deps.wakeUp.command());
-        const claim = redis.scripts.send('queueClaim', keys, args);
-        let reply: (string | number)[];
+        const { globalConcurrency } = options;
+        const claim = redis.scripts.send('queueClaim', {
+          keys,
+          args: {
+            count: asked,
+            visibilityMs: options.visibilityTimeoutMs,
+            deadRetentionMs: this.deps.dead.deadRetentionMs,
+            deadTrimBatch: DEAD_TRIM_BATCH,
+            globalConcurrency,
+            rateLimited: this.admission ? '1' : undefined,
+            // at the queue's global concurrency, whatever frees a slot wakes us here
+            wakeChannel: globalConcurrency === undefined ? undefined : this.deps.wakeUp.channel,
+            publish: globalConcurrency === undefined ? undefined : await this.deps.wakeUp.command(),
+          },
+        });
+        let reply: DelayQueueClaimReply;
         try {
-          reply = (await redis.scripts.bounded(claim, 'queueClaim')) as (string | number)[];
+          reply = await redis.scripts.bounded(claim, 'queueClaim');
         } catch (error) {
           // the claim may still run on a Redis that is only slow: whatever it leased is ours to handle
           claim
             .then(
-              (late) => (this.stopped ? undefined : this.handle(late as (string | number)[], leasedUntil)),
+              (late) => (this.stopped ? undefined : this.handle(late.messages, leasedUntil)),
               () => undefined,
             )
             .catch(() => undefined);
           throw error;
         }
-        const [now, next] = reply as [number, number];
+        const { now, next, messages } = reply;
         this.schedule.synchronize(now);
-        const claimed = (reply.length - 2) / CLAIM_FIELDS;
-        await this.handle(reply, leasedUntil);
+        const claimed = messages.length;
+        await this.handle(messages, leasedUntil);
         const left = options.concurrency - this.inFlight.size;
         this.saturated = left <= 0;
         if (claimed === asked && left > 0) this.again = true; // a full batch (or some deferred): maybe more due
@@ -180,13 +188,10 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Starts the handlers of a claim's messages, once the rate limit (if any) admits them. */
-  private async handle(reply: (string | number)[], leasedUntil: number): Promise<void> {
+  private async handle(messages: readonly DelayQueueClaimMessageReply[], leasedUntil: number): Promise<void> {
     const fresh: DelayedMessage[] = [];
     const tokens: number[] = [];
-    for (let i = 2; i < reply.length; i += CLAIM_FIELDS) {
-      const id = String(reply[i]);
-      const attempt = Number(reply[i + 3]);
-      const token = Number(reply[i + 4]);
+    for (const { id, payload, runAt, attempt, token } of messages) {
       const held = this.leases.get(id);
       if (held) {
         // its lease ran out (a renewal came late) and our own claim took it back: the handler
@@ -194,8 +199,7 @@ export class Consumer implements DelayQueueConsumer {
         Object.assign(held, { token, attempt, leasedUntil });
         continue;
       }
-      const runAt = Number(reply[i + 2]);
-      const parsed = parsePayload(reply[i + 1]);
+      const parsed = parsePayload(payload);
       if (parsed instanceof Error) {
         // poison: its handler (and a rate key) could do nothing with it, and another delivery
         // would find it the same. It dies now, and the rest of the batch runs
@@ -290,9 +294,12 @@ export class Consumer implements DelayQueueConsumer {
       let token: number;
       do {
         ({ attempt, token } = lease);
-        const backoff = dies(attempt) ? -1 : retryDelayMs(attempt, options);
-        const args = ['', id, backoff, text, token, dead.deadRetentionMs, dead.maxDead, DEAD_TRIM_BATCH];
-        dueAgain = Number(await redis.scripts.run('queueFail', keys, args));
+        const backoffMs = dies(attempt) ? -1 : retryDelayMs(attempt, options);
+        const { deadRetentionMs, maxDead } = dead;
+        dueAgain = await redis.scripts.call('queueFail', {
+          keys,
+          args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH },
+        });
         // that claim no longer holds the message; unless our own claim took it back meanwhile
         // (then this failure is the new claim's), nothing to record or report
       } while (dueAgain === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(id) === lease);

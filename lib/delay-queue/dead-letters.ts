@@ -3,6 +3,7 @@ import { QueueReply } from '../redis/replies.js';
 import { encodeCursor, type DeadCursor } from './dead-letters.input.js';
 import { parsePayload } from './delay-queue.input.js';
 import type { DeadMessage } from './delay-queue.types.js';
+import type { QueueKeys } from './queue-keys.js';
 import type { WakeUps } from './wake-ups.js';
 
 /** Dead messages one retry or purge script call moves at most when asked for all: about 1 ms
@@ -21,51 +22,51 @@ export class DeadLetters {
     private readonly wakeUps: WakeUps,
   ) {}
 
-  async page<T>(queue: string, keys: string[], limit: number, after: DeadCursor | undefined): Promise<{ messages: DeadMessage<T>[]; cursor: string | null }> {
-    const args = after ? [after.diedAt, after.id, limit] : ['', '', limit];
-    const [more, ...flat] = (await this.redis.scripts.run('queueDead', keys, args)) as (string | number)[];
+  async page<T>(queue: string, keys: QueueKeys, limit: number, after: DeadCursor | undefined): Promise<{ messages: DeadMessage<T>[]; cursor: string | null }> {
+    const cursor = after ? { afterDiedAt: after.diedAt, afterId: after.id } : {};
+    const { more, messages: dead } = await this.redis.scripts.call('queueDead', { keys, args: { ...cursor, count: limit } });
     const messages: DeadMessage<T>[] = [];
-    for (let i = 0; i < flat.length; i += 5) {
-      const id = String(flat[i]);
-      const parsed = parsePayload(flat[i + 2]);
-      const stored = String(flat[i + 4]);
+    for (const { id, diedAt, payload: stored, attempts, error: died } of dead) {
+      const parsed = parsePayload(stored);
       // unreadable: listed with no payload and the parse failure, rather than failing the page
       // (one that died of it was stored with that same text)
-      const [payload, error] = parsed instanceof Error ? [null, deadError(parsed, stored)] : [parsed.payload, stored];
-      messages.push({ id, queue, payload: payload as T, attempts: Number(flat[i + 3]), error, diedAt: Number(flat[i + 1]) });
+      const [payload, error] = parsed instanceof Error ? [null, deadError(parsed, died)] : [parsed.payload, died];
+      messages.push({ id, queue, payload: payload as T, attempts, error, diedAt });
     }
     const last = messages.at(-1);
     return { messages, cursor: more === QueueReply.MORE && last ? encodeCursor(last) : null };
   }
 
   /** Back to scheduled, due now; resolves how many moved. */
-  async retry(keys: string[], queue: string, ids: string[] | undefined): Promise<number> {
+  async retry(keys: QueueKeys, queue: string, ids: string[] | undefined): Promise<number> {
     const publish = await this.wakeUps.publishCommand();
-    const channel = this.wakeUps.channel(queue);
-    return this.inBatches(ids, (bound, chosen) => this.redis.scripts.run('queueRetryDead', keys, ['', channel, publish, DEAD_BATCH, bound, ...chosen]));
+    const wakeChannel = this.wakeUps.channel(queue);
+    return this.inBatches(ids, (diedBy, chosen) =>
+      this.redis.scripts.call('queueRetryDead', { keys, args: { wakeChannel, publish, count: DEAD_BATCH, diedBy, ids: chosen } }),
+    );
   }
 
   /** Deleted with their payloads; resolves how many. */
-  purge(keys: string[], ids: string[] | undefined): Promise<number> {
-    return this.inBatches(ids, (bound, chosen) => this.redis.scripts.run('queuePurgeDead', keys, ['', DEAD_BATCH, bound, ...chosen]));
+  purge(keys: QueueKeys, ids: string[] | undefined): Promise<number> {
+    return this.inBatches(ids, (diedBy, chosen) => this.redis.scripts.call('queuePurgeDead', { keys, args: { count: DEAD_BATCH, diedBy, ids: chosen } }));
   }
 
   /**
    * Given ids: one call. All: batches of the oldest, each its own script call, bounded by the
    * server time of the first call so the loop ends while messages keep dying.
    */
-  private async inBatches(ids: string[] | undefined, call: (bound: number | '', ids: string[]) => Promise<unknown>): Promise<number> {
+  private async inBatches(ids: string[] | undefined, call: (diedBy: number | '', ids: string[]) => Promise<{ done: number; now: number }>): Promise<number> {
     if (ids !== undefined) {
       if (ids.length === 0) return 0;
-      return ((await call('', ids)) as number[])[0]!;
+      return (await call('', ids)).done;
     }
     let total = 0;
     let bound: number | '' = '';
     for (;;) {
-      const [moved, , now] = (await call(bound, [])) as number[];
-      bound = bound === '' ? now! : bound;
-      total += moved!;
-      if (moved! < DEAD_BATCH) return total;
+      const { done, now } = await call(bound, []);
+      bound = bound === '' ? now : bound;
+      total += done;
+      if (done < DEAD_BATCH) return total;
     }
   }
 }

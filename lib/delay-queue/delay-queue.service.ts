@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { assertMetricPrefix, PROMETHEUS_PREFIX } from '../observability/prometheus.js';
 import { RedisConnection } from '../redis/redis-connection.js';
-import type { ScriptName } from '../redis/scripts.js';
+import { QueueReply } from '../redis/replies.js';
 import { Consumer, type MessageSettler } from './consumer.js';
 import { DeadLetters } from './dead-letters.js';
 import { resolveDeadIds, resolveDeadPage } from './dead-letters.input.js';
@@ -17,7 +17,7 @@ import type {
   QueueSize,
   RescheduleOptions,
 } from './delay-queue.types.js';
-import { queueKeys } from './queue-keys.js';
+import { queueKeys, type QueueKeys } from './queue-keys.js';
 import { QueueRegistry } from './queue-registry.js';
 import { WakeUps } from './wake-ups.js';
 
@@ -106,9 +106,12 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const id = opts.id ?? randomUUID();
     const publish = await this.wakeUps.publishCommand();
-    const enqueued = this.run('queueEnqueue', queue, ['', id, json, runAt, delayMs, this.wakeUps.channel(queue), publish]);
-    const [[scheduled, due]] = (await Promise.all([enqueued, this.registry.register(queue)])) as [number[], void];
-    this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt: Number(due), scheduled: scheduled === 1 });
+    const args = { id, payload: json, runAt, delayMs, wakeChannel: this.wakeUps.channel(queue), publish };
+    const [{ status, runAt: due }] = await Promise.all([
+      this.redis.scripts.call('queueEnqueue', { keys: this.keys(queue), args }),
+      this.registry.register(queue),
+    ]);
+    this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt: due, scheduled: status === QueueReply.SCHEDULED });
     return id;
   }
 
@@ -136,23 +139,25 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   async enqueueMany<T>(queue: string, messages: EnqueueManyItem<T>[]): Promise<string[]> {
     assertName(queue, 'queue');
     if (!Array.isArray(messages)) throw new TypeError('messages must be an array of { payload, id?, delayMs?, runAt? }');
-    const args = messages.map((message, i) => {
+    const rows = messages.map((message, i) => {
       const at = `messages[${i}]`;
       assertEnqueueOptions(message, at);
       const { id = randomUUID(), payload } = message;
-      return [id, serializePayload(payload, `${at}.payload`), ...resolveWhen(message, at)] as const;
+      const [runAt, delayMs] = resolveWhen(message, at);
+      return { id, payload: serializePayload(payload, `${at}.payload`), runAt, delayMs };
     });
     const publish = await this.wakeUps.publishCommand();
-    const channel = this.wakeUps.channel(queue);
+    const wakeChannel = this.wakeUps.channel(queue);
     await this.registry.register(queue);
-    for (let i = 0; i < args.length; i += ENQUEUE_MANY_BATCH) {
-      const batch = args.slice(i, i + ENQUEUE_MANY_BATCH);
-      const reply = (await this.run('queueEnqueueMany', queue, ['', channel, publish, ...batch.flat()])) as number[];
-      batch.forEach(([id], j) => {
-        this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt: Number(reply[2 * j + 1]), scheduled: reply[2 * j] === 1 });
+    for (let i = 0; i < rows.length; i += ENQUEUE_MANY_BATCH) {
+      const batch = rows.slice(i, i + ENQUEUE_MANY_BATCH);
+      const reply = await this.redis.scripts.call('queueEnqueueMany', { keys: this.keys(queue), args: { wakeChannel, publish, messages: batch } });
+      batch.forEach(({ id }, j) => {
+        const { status, runAt } = reply.messages[j]!;
+        this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt, scheduled: status === QueueReply.SCHEDULED });
       });
     }
-    return args.map(([id]) => id);
+    return rows.map(({ id }) => id);
   }
 
   /**
@@ -166,7 +171,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   async cancel(queue: string, id: string): Promise<boolean> {
     assertName(queue, 'queue');
     assertName(id, 'id');
-    return (await this.run('queueCancel', queue, [id])) === 1;
+    return (await this.redis.scripts.call('queueCancel', { keys: this.keys(queue), args: { id } })) === QueueReply.CANCELLED;
   }
 
   /**
@@ -190,7 +195,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     if (typeof opts !== 'object' || opts === null) throw new TypeError('opts must be an object { delayMs } or { runAt }');
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const publish = await this.wakeUps.publishCommand();
-    return Number(await this.run('queueReschedule', queue, ['', id, runAt, delayMs, this.wakeUps.channel(queue), publish])) >= 0;
+    const args = { id, runAt, delayMs, wakeChannel: this.wakeUps.channel(queue), publish };
+    return (await this.redis.scripts.call('queueReschedule', { keys: this.keys(queue), args })) >= 0;
   }
 
   /**
@@ -202,8 +208,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    */
   async size(queue: string): Promise<QueueSize> {
     assertName(queue, 'queue');
-    const [scheduled, inFlight, dead] = (await this.run('queueSize', queue, [])) as number[];
-    const size = { scheduled: scheduled!, inFlight: inFlight!, dead: dead! };
+    const { scheduled, inFlight, dead } = await this.redis.scripts.call('queueSize', { keys: this.keys(queue) });
+    const size = { scheduled, inFlight, dead };
     this.redis.events.queueSize(queue, size);
     return size;
   }
@@ -373,12 +379,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     this.wakeUps.close();
   }
 
-  private keys(queue: string): string[] {
+  private keys(queue: string): QueueKeys {
     return queueKeys(this.redis.keys, queue);
-  }
-
-  private run(script: ScriptName, queue: string, args: (string | number)[]) {
-    return this.redis.scripts.run(script, this.keys(queue), args);
   }
 
   private forget(queue: string, consumer: Consumer): void {

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import { MAX_TIMER_MS } from '../redis-limit.options.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
+import type { QueueKeys } from './queue-keys.js';
 
 /** A message a consumer holds, from its claim until its outcome is recorded. */
 export interface Lease {
@@ -18,7 +19,7 @@ export interface Lease {
 
 export interface LeaseRenewerDeps {
   redis: RedisConnection;
-  keys: string[];
+  keys: QueueKeys;
   visibilityTimeoutMs: number;
   logger: Logger;
 }
@@ -74,16 +75,17 @@ export class LeaseRenewer {
       this.timer = undefined;
       return;
     }
-    const tokens = leases.map((lease) => lease.token);
+    // the claims as sent: one claimed again meanwhile has another token by the reply
+    const sent = leases.map(({ id, token }) => ({ id, token }));
     const sentAt = Date.now();
     try {
-      const args = leases.flatMap((lease, i) => [lease.id, tokens[i]!]);
-      const lost = new Set((await redis.scripts.run('queueRenew', keys, ['', visibilityTimeoutMs, ...args])) as string[]);
+      const { lost } = await redis.scripts.call('queueRenew', { keys, args: { visibilityMs: visibilityTimeoutMs, leases: sent } });
+      const gone = new Set(lost);
       let dropped = 0;
       leases.forEach((lease, i) => {
         // released meanwhile (its outcome came first), or claimed again, which set its lease
-        if (this.held.get(lease.id) !== lease || lease.token !== tokens[i]) return;
-        if (lost.has(lease.id)) {
+        if (this.held.get(lease.id) !== lease || lease.token !== sent[i]!.token) return;
+        if (gone.has(lease.id)) {
           this.held.delete(lease.id);
           dropped += 1;
         } else {

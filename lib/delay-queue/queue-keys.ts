@@ -1,6 +1,17 @@
 import type { RedisKeys } from '../redis/keys.js';
 
-/** A queue's keys, in the order its scripts take them: schedule, in flight, dead, messages. */
-export function queueKeys(keys: RedisKeys, queue: string): string[] {
-  return [keys.build('dqs', queue), keys.build('dqf', queue), keys.build('dqd', queue), keys.build('dqm', queue)];
+/** A queue's keys, named as its scripts take them (every delay-queue script takes all four). */
+export interface QueueKeys {
+  /** zset: id -> runAt ms */
+  readonly scheduled: string;
+  /** zset: id -> lease deadline ms */
+  readonly inFlight: string;
+  /** zset: id -> ms it died */
+  readonly dead: string;
+  /** hash: each message's fields (message-fields.lua) */
+  readonly data: string;
+}
+
+export function queueKeys(keys: RedisKeys, queue: string): QueueKeys {
+  return { scheduled: keys.build('dqs', queue), inFlight: keys.build('dqf', queue), dead: keys.build('dqd', queue), data: keys.build('dqm', queue) };
 }

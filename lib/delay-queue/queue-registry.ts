@@ -51,6 +51,6 @@ export class QueueRegistry {
   /** Forgets `empty` queues not registered for a day. */
   async forget(empty: string[]): Promise<void> {
     if (empty.length === 0) return;
-    await this.redis.scripts.run('queueRegistryPrune', [this.key], [Date.now() - FORGET_AFTER_MS, ...empty]);
+    await this.redis.scripts.call('queueRegistryPrune', { keys: { registry: this.key }, args: { cutoff: Date.now() - FORGET_AFTER_MS, names: empty } });
   }
 }

@@ -2,8 +2,11 @@ import { counterKind } from '../rate-limit/policy.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
+import type { DelayQueueAdmitLease, DelayQueueAdmitRateKeys } from '../redis/script-bindings.generated.js';
+import type { ScriptReply } from '../redis/scripts.js';
 import type { ConsumerRateLimit } from './delay-queue.input.js';
 import type { DelayedMessage } from './delay-queue.types.js';
+import type { QueueKeys } from './queue-keys.js';
 
 /** What admission decided for one claimed message. */
 export type Admission =
@@ -30,7 +33,7 @@ export class RateAdmission {
     private readonly redis: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly queue: string,
-    private readonly queueKeys: string[],
+    private readonly queueKeys: QueueKeys,
     private readonly rateLimit: ConsumerRateLimit,
   ) {
     this.kind = `dqr.${counterKind(rateLimit.spec)}`;
@@ -45,25 +48,25 @@ export class RateAdmission {
    */
   async admit(messages: DelayedMessage[], tokens: number[], late: (verdicts: Admission[]) => void): Promise<Admission[]> {
     const verdicts: (Admission | undefined)[] = messages.map(() => undefined);
-    const counters: string[] = [];
-    const args: (string | number)[] = [];
+    const rates: DelayQueueAdmitRateKeys[] = [];
+    const leases: DelayQueueAdmitLease[] = [];
     messages.forEach((message, i) => {
-      const counter = this.counter(message);
-      if (counter instanceof Error) {
-        verdicts[i] = { kind: 'broken', error: counter };
+      const rate = this.rate(message);
+      if (rate instanceof Error) {
+        verdicts[i] = { kind: 'broken', error: rate };
         return;
       }
-      counters.push(...counter);
-      args.push(message.id, tokens[i]!);
+      rates.push(rate);
+      leases.push({ id: message.id, token: tokens[i]! });
     });
-    if (counters.length === 0) return verdicts as Admission[];
+    if (rates.length === 0) return verdicts as Admission[];
     const { algorithm, limit, windowMs } = this.rateLimit.spec;
-    const sent = this.redis.scripts.send('queueAdmit', [...this.queueKeys, ...counters], ['', algorithm, limit, windowMs, ...args]);
-    const decide = (reply: unknown) => {
+    const sent = this.redis.scripts.send('queueAdmit', { keys: { ...this.queueKeys, rates }, args: { algorithm, limit, windowMs, leases } });
+    const decide = (reply: ScriptReply<'queueAdmit'>) => {
       let next = 0;
       return verdicts.map((verdict): Admission => {
         if (verdict !== undefined) return verdict;
-        const code = Number((reply as number[])[next++]);
+        const code = reply.verdicts[next++]!;
         if (code === QueueReply.ADMITTED) return { kind: 'start' };
         return code === QueueReply.LEASE_LOST ? { kind: 'lost' } : { kind: 'deferred', dueAt: code };
       });
@@ -83,9 +86,9 @@ export class RateAdmission {
   }
 
   /** The counter and pace keys of a message's rate key, or why it has none. */
-  private counter(message: DelayedMessage): [string, string] | Error {
+  private rate(message: DelayedMessage): DelayQueueAdmitRateKeys | Error {
     const { key } = this.rateLimit;
-    if (key === undefined) return [this.keys.build(this.kind, this.queue), this.keys.build(this.paceKind, this.queue)];
+    if (key === undefined) return { counter: this.keys.build(this.kind, this.queue), pace: this.keys.build(this.paceKind, this.queue) };
     let name: unknown;
     try {
       name = key(message);
@@ -95,6 +98,6 @@ export class RateAdmission {
     if (typeof name !== 'string' || name.length === 0) {
       return new TypeError(`rateLimit.key must return a non-empty string, got ${typeof name === 'string' ? '""' : typeof name}`);
     }
-    return [this.keys.build(this.kind, this.queue, name), this.keys.build(this.paceKind, this.queue, name)];
+    return { counter: this.keys.build(this.kind, this.queue, name), pace: this.keys.build(this.paceKind, this.queue, name) };
   }
 }

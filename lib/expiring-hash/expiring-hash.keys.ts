@@ -1,5 +1,15 @@
 import type { RedisKeys } from '../redis/keys.js';
 
+/** One hash's keys, named as its scripts take them: one hash tag, so one cluster slot. */
+export interface HashKeys {
+  /** the hash: fields, values and (index mode) the meta field */
+  readonly hash: string;
+  /** its bucket index (index mode) */
+  readonly index: string;
+  /** its armed expiry notifications (the outbox) */
+  readonly outbox: string;
+}
+
 /** The keys of one expiring hash and of the sweep registry, all from the module's key builder. */
 export class ExpiringHashKeys {
   constructor(
@@ -7,9 +17,9 @@ export class ExpiringHashKeys {
     readonly shards: number,
   ) {}
 
-  /** The hash, its bucket index and its armed notifications: one hash tag, so one cluster slot. */
-  hash(key: string): [string, string, string] {
-    return [this.keys.build('eh', key), this.keys.build('ehb', key), this.keys.build('ehn', key)];
+  /** The hash, its bucket index and its armed notifications. */
+  hash(key: string): HashKeys {
+    return { hash: this.keys.build('eh', key), index: this.keys.build('ehb', key), outbox: this.keys.build('ehn', key) };
   }
 
   /** Which of the `shards` registry keys and notification queues serves `key`. */

@@ -3,14 +3,14 @@ import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import { RedisLimitError } from '../errors.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { HashReply } from '../redis/replies.js';
-import type { Reply, ScriptName } from '../redis/scripts.js';
+import type { ScriptCall, ScriptReply, ScriptRunner } from '../redis/scripts.js';
 import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
 import { ExpiringHashSweeper } from './sweeper.js';
-import { WritePaths } from './write-path.js';
+import { WritePaths, type WritePath } from './write-path.js';
 import { assertPositiveInteger } from '../validation.js';
 
 /** A registration ahead of a write lists the hash this much after the field's expiry as the
@@ -54,12 +54,12 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   ) {
     const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
-    this.paths = new WritePaths(redis, this.keys.hash('hsetex-probe')[0]);
+    this.paths = new WritePaths(redis, this.keys.hash('hsetex-probe').hash);
     const notifier = new ExpiryNotifier(redis, this.keys, queues);
     queues.settleWith((message) => notifier.settle(message));
     this.sweeper = new ExpiringHashSweeper(redis, this.keys, notifier, sweepIntervalMs);
     // a process that does not sweep delivers no notification, 0.1's included
-    if (sweepIntervalMs > 0) this.legacyTimers = new LegacyTimers(queues, redis, sweepShards, (key, at) => this.registry(key, [at, '', '0']));
+    if (sweepIntervalMs > 0) this.legacyTimers = new LegacyTimers(queues, redis, sweepShards, (key, at) => this.registry(key, { at, hold: '0' }));
   }
 
   /**
@@ -143,12 +143,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
    */
   async entries(key: string): Promise<ExpiringEntry[]> {
     assertHashKey(key);
-    const flat = (await this.run('hashEntries', key, [])) as (string | number)[];
-    const entries: ExpiringEntry[] = [];
-    for (let i = 0; i < flat.length; i += 3) {
-      entries.push({ field: String(flat[i]), value: String(flat[i + 1]), ttlMs: Number(flat[i + 2]) });
-    }
-    return entries;
+    const { entries } = await this.runner().call('hashEntries', { keys: this.keys.hash(key), args: {} });
+    return [...entries];
   }
 
   /**
@@ -166,7 +162,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     fields.forEach((field, i) => assertField(field, `fields[${i}]`));
     if (fields.length === 0) return 0;
-    return Number(await this.run('hashDelete', key, fields));
+    return this.runner().call('hashDelete', { keys: this.keys.hash(key), args: { fields } });
   }
 
   /**
@@ -177,7 +173,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
    */
   async count(key: string): Promise<number> {
     assertHashKey(key);
-    return Number(await this.run('hashCount', key, []));
+    return this.runner().call('hashCount', { keys: this.keys.hash(key), args: {} });
   }
 
   /**
@@ -194,12 +190,12 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     assertField(field);
     assertTtl(ttlMs);
-    const [done, register, notifyAt] = (await this.run('hashExpire', key, [field, ttlMs])) as number[];
-    if (done === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
-    this.register(key, register!);
+    const { verdict, registerAt, notifyAt } = await this.runner().call('hashExpire', { keys: this.keys.hash(key), args: { field, ttlMs } });
+    if (verdict === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
+    this.register(key, registerAt);
     // a notification moved earlier: a lost registration only delays it to its old time
-    this.register(key, notifyAt!);
-    return done === HashReply.CHANGED;
+    this.register(key, notifyAt);
+    return verdict === HashReply.CHANGED;
   }
 
   /**
@@ -220,8 +216,8 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertHashKey(key);
     assertField(field);
     assertValue(value);
-    const reply = await this.paths.write('hashUpdate', ({ hsetex }) => this.run('hashUpdate', key, [field, value, hsetex]));
-    return reply === HashReply.CHANGED;
+    const update = ({ hsetex }: WritePath) => this.runner().call('hashUpdate', { keys: this.keys.hash(key), args: { field, value, hsetex } });
+    return (await this.paths.write('hashUpdate', update, (verdict) => verdict)) === HashReply.CHANGED;
   }
 
   /**
@@ -256,9 +252,9 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     assertTtl(ttlMs);
     assertPositiveInteger(max, 'max');
     assertSetOptions(opts, ttlMs);
-    const [accepted, count, oldestMs, newestMs] = await this.write(key, field, value, ttlMs, max, opts?.notify);
-    const written = accepted === HashReply.ACCEPTED;
-    return { accepted: written, count: count!, retryAfterMs: written ? 0 : oldestMs!, resetMs: newestMs! };
+    const { verdict, count, oldestMs, newestMs } = await this.write(key, field, value, ttlMs, max, opts?.notify);
+    const written = verdict === HashReply.ACCEPTED;
+    return { accepted: written, count, retryAfterMs: written ? 0 : oldestMs, resetMs: newestMs };
   }
 
   /** The mode this process gives new hashes (existing hashes keep the one they were made with):
@@ -275,23 +271,23 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     await Promise.all([this.legacyTimers?.stop(), this.sweeper.stop()]);
   }
 
-  private async write(key: string, field: string, value: string, ttlMs: number, max: number, notify = ''): Promise<number[]> {
+  private async write(key: string, field: string, value: string, ttlMs: number, cap: number, notify = ''): Promise<ScriptReply<'hashSet'>> {
     // the notification is armed by the write script itself, in the hash's slot; the sweep registry
     // (another slot) learns of the hash first, so a write that succeeded is always swept and
     // notified, whatever process dies when
     if (notify !== '') await this.registerAhead(key, ttlMs);
-    const reply = (await this.paths.write('hashSet', (path) =>
-      this.run('hashSet', key, [path.mode, field, value, ttlMs, max, notify, path.hsetex]),
-    )) as number[];
-    if (reply[0] === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
-    this.register(key, reply[4]!);
+    const set = ({ mode, hsetex }: WritePath) =>
+      this.runner().call('hashSet', { keys: this.keys.hash(key), args: { mode, field, value, ttlMs, cap, notify, hsetex } });
+    const reply = await this.paths.write('hashSet', set, ({ verdict }) => verdict);
+    if (reply.verdict === HashReply.OUT_OF_RANGE) throw ttlOutOfRange(ttlMs);
+    this.register(key, reply.registerAt);
     return reply;
   }
 
   private async read(key: string, field: string): Promise<[string | null, number]> {
     assertHashKey(key);
     assertField(field);
-    const [value, ttlMs] = (await this.run('hashGet', key, [field])) as [string | null, number];
+    const { value, ttlMs } = await this.runner().call('hashGet', { keys: this.keys.hash(key), args: { field } });
     return [value, ttlMs];
   }
 
@@ -302,7 +298,7 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
    */
   private register(key: string, at: number): void {
     if (at === HashReply.NOTHING_DUE) return;
-    this.registry(key, [at, '', '0']).catch((error: unknown) => {
+    this.registry(key, { at, hold: '0' }).catch((error: unknown) => {
       if (error instanceof RedisLimitError) this.redis.reportFailure(error);
     });
   }
@@ -310,19 +306,21 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   /** Lists the hash as due when a field written now with `ttlMs` expires (server clock), before the
    * write: a sweep in between looks once more (registry.lua), so none can forget it. */
   private async registerAhead(key: string, ttlMs: number): Promise<void> {
-    await this.registry(key, ['', ttlMs + AHEAD_SLACK_MS, '1']);
+    await this.registry(key, { aheadMs: ttlMs + AHEAD_SLACK_MS, hold: '1' });
   }
 
-  private async registry(key: string, args: (string | number)[]): Promise<void> {
+  /** Registers `key` with its shard of the sweep registry, due as `when` says. */
+  private async registry(key: string, when: Pick<ScriptCall<'registryAdd'>['args'], 'at' | 'aheadMs' | 'hold'>): Promise<void> {
     const shard = this.keys.shardOf(key);
     const publish = await this.sweeper.publishCommand();
-    const buckets = this.keys.registryBuckets(shard);
-    await this.redis.scripts.run('registryAdd', [this.keys.registry(shard)], ['', key, ...args, this.keys.wakeChannel(shard), publish, buckets]);
+    const args = { member: key, ...when, wakeChannel: this.keys.wakeChannel(shard), publish, buckets: this.keys.registryBuckets(shard) };
+    await this.redis.scripts.call('registryAdd', { keys: { index: this.keys.registry(shard) }, args });
   }
 
-  private run(script: ScriptName, key: string, args: (string | number)[]): Promise<Reply> {
+  /** The script runner, once what every hash call starts (the sweeper, 0.1's timers) runs. */
+  private runner(): ScriptRunner {
     this.sweeper.start();
     this.legacyTimers?.start();
-    return this.redis.scripts.run(script, this.keys.hash(key), ['', ...args]);
+    return this.redis.scripts;
   }
 }

@@ -1,6 +1,6 @@
 import { RedisScriptError } from '../errors.js';
 import { HashReply } from '../redis/replies.js';
-import type { Reply } from '../redis/scripts.js';
+import type { ScriptReply } from '../redis/scripts.js';
 import type { ExpiringHashOptions } from '../redis-limit.options.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
 
@@ -21,8 +21,8 @@ export async function detectExpiryMode(hasCommand: (command: string) => Promise<
  * server that cannot answer now rejects (asked again next time), and undefined means a cluster
  * listed no master yet (also asked again).
  */
-export async function detectHsetex(askEveryMaster: () => Promise<Reply[]>): Promise<boolean | undefined> {
-  let answers: Reply[];
+export async function detectHsetex(askEveryMaster: () => Promise<ScriptReply<'hashHsetexProbe'>[]>): Promise<boolean | undefined> {
+  let answers: ScriptReply<'hashHsetexProbe'>[];
   try {
     answers = await askEveryMaster();
   } catch (error) {

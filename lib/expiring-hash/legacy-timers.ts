@@ -58,8 +58,8 @@ export class LegacyTimers {
   /** [scheduled, in flight] timers of `queue` (read as DelayQueueService.size does, without
    * reporting to prometheus() a queue the app never made). */
   private async left(queue: string): Promise<[number, number]> {
-    const [scheduled, inFlight] = (await this.redis.scripts.run('queueSize', queueKeys(this.redis.keys, queue), [])) as number[];
-    return [scheduled!, inFlight!];
+    const { scheduled, inFlight } = await this.redis.scripts.call('queueSize', { keys: queueKeys(this.redis.keys, queue) });
+    return [scheduled, inFlight];
   }
 
   private async drain(queue: string): Promise<void> {

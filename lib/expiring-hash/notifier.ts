@@ -4,6 +4,7 @@ import { Logger } from '@nestjs/common';
 import type { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import type { DelayedMessage } from '../delay-queue/delay-queue.types.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ExpiringHashSweepNoticeReply } from '../redis/script-bindings.generated.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 
 /** A notification handed over is not handed over again for this long: its delivery may still be
@@ -42,16 +43,15 @@ export class ExpiryNotifier {
     private readonly queues: DelayQueueService,
   ) {}
 
-  /** Delivers `key`'s due notifications: `handed` is sweep.lua's flat list of name, JSON pairs;
-   * their enqueues are sent at once, in the turn that heard the handover. */
-  async deliver(key: string, handed: readonly string[]): Promise<void> {
+  /** Delivers `key`'s due notifications, as sweep.lua handed them over; their enqueues are sent
+   * at once, in the turn that heard the handover. */
+  async deliver(key: string, handed: readonly ExpiringHashSweepNoticeReply[]): Promise<void> {
     const names: string[] = [];
     const enqueues: Promise<string>[] = [];
-    for (let i = 0; i < handed.length; i += 2) {
-      const name = handed[i]!;
+    for (const { name, notice } of handed) {
       const colon = name.indexOf(':');
       const field = name.slice(colon + 1);
-      const { q, v } = JSON.parse(handed[i + 1]!) as { q: string; v: string };
+      const { q, v } = JSON.parse(notice) as { q: string; v: string };
       const expired: ExpiredField = { key, field, value: v };
       enqueues.push(this.queues.enqueue(q, expired, { id: armingId(key, field, name.slice(0, colon)) }));
       names.push(name);
@@ -59,7 +59,7 @@ export class ExpiryNotifier {
     // disarm every one that was enqueued, even when others failed: fewer handovers to repeat
     const outcomes = await Promise.allSettled(enqueues);
     const enqueued = names.filter((_, i) => outcomes[i]!.status === 'fulfilled');
-    if (enqueued.length > 0) await this.retried(() => this.redis.scripts.run('hashNotify', this.keys.hash(key), ['', ...enqueued]));
+    if (enqueued.length > 0) await this.retried(() => this.redis.scripts.call('hashNotify', { keys: this.keys.hash(key), args: { names: enqueued } }));
     const failed = outcomes.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
   }
@@ -74,8 +74,8 @@ export class ExpiryNotifier {
     if (expiry === undefined) return undefined;
     const { key, field } = (message.payload ?? {}) as Partial<ExpiredField>;
     if (typeof key !== 'string' || typeof field !== 'string' || armingId(key, field, expiry) !== message.id) return undefined;
-    const args = ['', `${expiry}:${field}`, HANDOVER_GRACE_MS];
-    return this.retried(() => this.redis.scripts.run('hashSettle', this.keys.hash(key), args)).then(Number, (error: unknown) => {
+    const args = { name: `${expiry}:${field}`, graceMs: HANDOVER_GRACE_MS };
+    return this.retried(() => this.redis.scripts.call('hashSettle', { keys: this.keys.hash(key), args })).catch((error: unknown) => {
       this.logger.warn(`could not settle the expiry notification ${message.id}: ${(error as Error).message}`);
       return 0;
     });

@@ -3,13 +3,12 @@ import { WakeUps, type WakeUpListener } from '../delay-queue/wake-ups.js';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { HashReply } from '../redis/replies.js';
+import type { ExpiringHashRegistryReleaseHash } from '../redis/script-bindings.generated.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 import { HANDOVER_LEASE_MS, type ExpiryNotifier } from './notifier.js';
 
 /** Hashes one claim leases from a registry shard. */
 const CLAIM_BATCH = 100;
-/** A claim's reply per hash: user key, the bucket it was claimed from, held. */
-const CLAIMED = 3;
 /** Fields one sweep call may look at: about 5 µs each, so a call stays near a millisecond. */
 export const SWEEP_BUDGET = 250;
 /** Sweep calls one shard has in flight: a pass must not queue thousands of calls ahead of the
@@ -178,40 +177,36 @@ export class ExpiringHashSweeper implements WakeUpListener {
   /** Claims a shard's due hashes, sweeps them, releases them; resolves when the shard next has work
    * (server ms, -1: nothing listed). */
   private async sweepShard(shard: number): Promise<number> {
-    const registry = [this.keys.registry(shard), this.keys.legacyRegistry(shard)];
-    const stem = this.keys.registryBuckets(shard);
+    const keys = { index: this.keys.registry(shard), legacy: this.keys.legacyRegistry(shard) };
+    const buckets = this.keys.registryBuckets(shard);
     const scripts = this.redis.scripts;
-    const [lease, now, rest, ...claimed] = (await scripts.run('registryClaim', registry, ['', CLAIM_BATCH, LEASE_MS, stem])) as (string | number)[];
-    this.offsetMs = Number(now) - Date.now();
-    if (claimed.length === 0) return Number(rest);
-    const quads: (string | number)[] = [];
-    let more = claimed.length === CLAIM_BATCH * CLAIMED;
-    for (let i = 0; i < claimed.length; i += SWEEPS_IN_FLIGHT * CLAIMED) {
-      const batch: Promise<void>[] = [];
-      for (let j = i; j < Math.min(claimed.length, i + SWEEPS_IN_FLIGHT * CLAIMED); j += CLAIMED) {
-        const key = String(claimed[j]);
-        batch.push(
+    const { lease, now, next: rest, hashes } = await scripts.call('registryClaim', { keys, args: { count: CLAIM_BATCH, leaseMs: LEASE_MS, buckets } });
+    this.offsetMs = now - Date.now();
+    if (hashes.length === 0) return rest;
+    const swept: ExpiringHashRegistryReleaseHash[] = [];
+    let more = hashes.length === CLAIM_BATCH;
+    for (let i = 0; i < hashes.length; i += SWEEPS_IN_FLIGHT) {
+      await Promise.all(
+        hashes.slice(i, i + SWEEPS_IN_FLIGHT).map(({ key, bucket, held }) =>
           this.sweepHash(key).then(([next, left]) => {
             if (left) more = true;
-            quads.push(key, claimed[j + 1]!, next, claimed[j + 2]!);
+            swept.push({ key, bucket, next, held });
           }),
-        );
-      }
-      await Promise.all(batch);
+        ),
+      );
     }
-    const next = Number(await scripts.run('registryRelease', registry, ['', lease!, RECHECK_MS, stem, ...quads]));
-    return more ? Number(now) : next;
+    const next = await scripts.call('registryRelease', { keys, args: { lease, recheckMs: RECHECK_MS, buckets, hashes: swept } });
+    return more ? now : next;
   }
 
   /** Sweeps one hash and delivers its due notifications; resolves when it next has work, and
    * whether work was left over. */
   private async sweepHash(key: string): Promise<[number, boolean]> {
-    const [next, left, ...handed] = (await this.redis.scripts.run('hashSweep', this.keys.hash(key), ['', SWEEP_BUDGET, HANDOVER_LEASE_MS])) as (
-      number | string
-    )[];
-    if (handed.length === 0) return [Number(next), left === HashReply.BUDGET_SPENT];
+    const args = { budget: SWEEP_BUDGET, handoverMs: HANDOVER_LEASE_MS };
+    const { next, left, notices } = await this.redis.scripts.call('hashSweep', { keys: this.keys.hash(key), args });
+    if (notices.length === 0) return [next, left === HashReply.BUDGET_SPENT];
     try {
-      await this.notifier.deliver(key, handed as string[]);
+      await this.notifier.deliver(key, notices);
     } catch (error) {
       // still armed: try again soon (the registry must not forget the hash); the handover's
       // lease makes that sweep come back once more, when the lease is over
@@ -219,6 +214,6 @@ export class ExpiringHashSweeper implements WakeUpListener {
       else this.logger.error(`expiry notification failed: ${(error as Error).message}`);
       return [Date.now() + this.offsetMs + RETRY_MS, false];
     }
-    return [Number(next), left === HashReply.BUDGET_SPENT];
+    return [next, left === HashReply.BUDGET_SPENT];
   }
 }

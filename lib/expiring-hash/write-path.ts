@@ -1,7 +1,6 @@
 import { RedisScriptError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { HashReply } from '../redis/replies.js';
-import type { Reply } from '../redis/scripts.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
 import { detectExpiryMode, detectHsetex } from './expiry-mode.js';
 
@@ -12,9 +11,6 @@ export interface WritePath {
   /** '1': native field expiry is written with the value in one HSETEX; '0': HSET then HPEXPIREAT. */
   hsetex: '1' | '0';
 }
-
-/** A write script's answer (set.lua's first element) when the server cannot take its path. */
-const refused = (reply: Reply): boolean => (Array.isArray(reply) ? reply[0] : reply) === HashReply.PATH_REFUSED;
 
 /**
  * Which server commands ExpiringHash writes use: the mode new hashes get, and whether native field
@@ -47,16 +43,16 @@ export class WritePaths {
 
   /**
    * Runs a write script (`script`, named `name`) on the current path; when the server refuses that
-   * path, asks it again and runs the script once more on the new one.
+   * path (its `verdict` is PATH_REFUSED), asks it again and runs the script once more on the new one.
    * @throws RedisScriptError when the server refuses the new path too (nothing was written)
    */
-  async write(name: string, script: (path: WritePath) => Promise<Reply>): Promise<Reply> {
+  async write<R>(name: string, script: (path: WritePath) => Promise<R>, verdict: (reply: R) => number): Promise<R> {
     const asked = this.path();
     const reply = await script(await asked);
-    if (!refused(reply)) return reply;
+    if (verdict(reply) !== HashReply.PATH_REFUSED) return reply;
     this.forget(asked);
     const again = await script(await this.path());
-    if (!refused(again)) return again;
+    if (verdict(again) !== HashReply.PATH_REFUSED) return again;
     throw new RedisScriptError(
       name,
       new Error('the server lacks, or refuses this user, a command of the write path it was just asked for; nothing was written'),
@@ -71,7 +67,7 @@ export class WritePaths {
   private async ask(): Promise<WritePath> {
     try {
       const native = (await this.mode()) === 'native';
-      const hsetex = native && (await detectHsetex(() => this.redis.askEveryMaster('hashHsetexProbe', [this.probeKey])));
+      const hsetex = native && (await detectHsetex(() => this.redis.askEveryMaster('hashHsetexProbe', { args: { probeKey: this.probeKey } })));
       if (hsetex === undefined) this.knownPath = undefined;
       return { mode: native ? 'n' : 'i', hsetex: hsetex ? '1' : '0' };
     } catch (error) {

@@ -1,15 +1,20 @@
 import { RateLimitReply } from '../redis/replies.js';
+import type { RateLimitDecideLimit, RateLimitDecideStackReply } from '../redis/script-bindings.generated.js';
 import { clusterSlot } from '../redis/slot.js';
-import { replyFailure, type Reply, type ScriptRunner } from '../redis/scripts.js';
+import { replyFailure, type ScriptRunner } from '../redis/scripts.js';
 
 /** Stacks per script call: bounds how long one batch holds Redis (about 5 µs per limit here). */
 const MAX_STACKS = 128;
 
+/** A stack decide.lua decided (one whose Redis call failed rejects instead). */
+export type DecidedStack = Exclude<RateLimitDecideStackReply, { verdict: typeof RateLimitReply.STACK_FAILED }>;
+
+/** A stack waiting for its call: its keys, and decide.lua's row for it (consume, limits) as is. */
 interface Pending {
   keys: readonly string[];
-  /** consume flag, limit count, four per limit: decide.lua's per-stack arguments. */
-  args: readonly (string | number)[];
-  resolve: (reply: Reply[]) => void;
+  consume: '1' | '0';
+  limits: readonly RateLimitDecideLimit[];
+  resolve: (stack: DecidedStack) => void;
   reject: (error: unknown) => void;
 }
 
@@ -30,18 +35,19 @@ export class DecisionBatcher {
     private readonly cluster: boolean,
   ) {}
 
-  /** This stack's part of the reply: allowed, then five per limit (the fifth a grant id). */
-  decide(keys: readonly string[], args: readonly (string | number)[], now?: number): Promise<Reply[]> {
+  /** Decides one stack: its keys (one per limit), whether it consumes ('1') or peeks ('0'), and
+   * decide.lua's row for each limit. */
+  decide(keys: readonly string[], consume: '1' | '0', limits: readonly RateLimitDecideLimit[], now?: number): Promise<DecidedStack> {
     return new Promise((resolve, reject) => {
-      const pending: Pending = { keys, args, resolve, reject };
+      const pending: Pending = { keys, consume, limits, resolve, reject };
       // the test hook's explicit clock is per call; it never shares a batch
-      if (now !== undefined) return void this.send([pending], String(now));
+      if (now !== undefined) return void this.send([pending], now);
       const slot = this.cluster ? clusterSlot(keys[0]!) : 0;
       const batch = this.open.get(slot);
       if (batch === undefined) this.open.set(slot, [pending]);
       else if (batch.push(pending) >= MAX_STACKS) {
         this.open.delete(slot);
-        this.send(batch, '');
+        this.send(batch);
       }
       if (!this.scheduled) {
         this.scheduled = true;
@@ -52,34 +58,22 @@ export class DecisionBatcher {
 
   private flush(): void {
     this.scheduled = false;
-    for (const batch of this.open.values()) this.send(batch, '');
+    for (const batch of this.open.values()) this.send(batch);
     this.open.clear();
   }
 
-  private send(batch: Pending[], now: string): void {
-    const keys: string[] = [];
-    const args: (string | number)[] = [now];
-    for (const pending of batch) {
-      keys.push(...pending.keys);
-      args.push(...pending.args);
-    }
-    this.scripts.run('rateLimitDecide', keys, args).then(
-      (reply) => split(reply as Reply[], batch),
+  private send(batch: Pending[], now?: number): void {
+    const states: string[] = [];
+    for (const pending of batch) states.push(...pending.keys);
+    // each pending stack is its own row of the call: nothing is copied
+    this.scripts.call('rateLimitDecide', { keys: { states }, args: { now, stacks: batch } }).then(
+      ({ stacks }) => stacks.forEach((stack, i) => settle(stack, batch[i]!)),
       (error: unknown) => batch.forEach((pending) => pending.reject(error)),
     );
   }
 }
 
-function split(reply: Reply[], batch: Pending[]): void {
-  let at = 0;
-  for (const pending of batch) {
-    if (reply[at] === RateLimitReply.STACK_FAILED) {
-      pending.reject(replyFailure('rateLimitDecide', new Error(String(reply[at + 1]))));
-      at += 2;
-    } else {
-      const length = 1 + pending.keys.length * 5;
-      pending.resolve(reply.slice(at, at + length));
-      at += length;
-    }
-  }
+function settle(stack: RateLimitDecideStackReply, pending: Pending): void {
+  if (stack.verdict === RateLimitReply.STACK_FAILED) pending.reject(replyFailure('rateLimitDecide', new Error(stack.error)));
+  else pending.resolve(stack);
 }

@@ -27,9 +27,9 @@ export class GrantIds {
   ready(): Buffer | Promise<Buffer> {
     if (this.key !== undefined) return this.key;
     this.loading ??= this.redis.scripts
-      .run('rateLimitGrantSecret', [this.redis.keys.build('grant-secret', 'rate-limit')], [randomBytes(32).toString('hex')])
+      .call('rateLimitGrantSecret', { keys: { secret: this.redis.keys.build('grant-secret', 'rate-limit') }, args: { fresh: randomBytes(32).toString('hex') } })
       .then(
-        (secret) => (this.key = Buffer.from(String(secret), 'utf8')),
+        (secret) => (this.key = Buffer.from(secret, 'utf8')),
         (error: unknown) => {
           this.loading = undefined;
           throw error;

@@ -3,10 +3,10 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShut
 import { assertKey } from '../redis/keys.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { RateLimitReply } from '../redis/replies.js';
-import type { Reply } from '../redis/scripts.js';
+import type { RateLimitDecideLimit } from '../redis/script-bindings.generated.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
-import { DecisionBatcher } from './decision-batch.js';
+import { DecisionBatcher, type DecidedStack } from './decision-batch.js';
 import { CounterScopes } from './counter-scopes.js';
 import { GrantIds } from './grant-ids.js';
 import { Overrides } from './overrides.js';
@@ -96,10 +96,11 @@ export interface LimitOperationOptions {
   now?: number;
 }
 
-interface CheckedLimit {
+/** A limit of a stack, checked; also decide.lua's row for it (algorithm, limit, windowMs, permits),
+ * which a decision sends as it is: no second object per limit. */
+interface CheckedLimit extends RateLimitDecideLimit {
   key: string;
   spec: LimitSpec;
-  permits: number;
 }
 
 /**
@@ -339,8 +340,12 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
     if (grant === undefined) return 0;
     // a grant never holds more than the limit, so the limit stands for "all of it"
     const ask = Math.min(permits ?? spec.limit, spec.limit);
-    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, ask, grant, ...this.refusals.publishArgs];
-    const [back] = (await this.redis.scripts.run('rateLimitRefund', [redisKey], args)) as [number];
+    const limits = [{ ...spec, permits: ask, grant }];
+    const { given } = await this.redis.scripts.call('rateLimitRefund', {
+      keys: { states: [redisKey] },
+      args: { now: options.now, limits, channel: this.refusals.publishChannel },
+    });
+    const back = given[0]!;
     this.refusals.forget([redisKey]);
     this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits: back }));
     return back;
@@ -351,14 +356,14 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   async penalizeLimit(limit: StackedLimit, permits: number, options: LimitOperationOptions = {}): Promise<RateLimitDecision> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertPenalty(permits, spec);
-    const args = [clock(options), spec.algorithm, spec.limit, spec.windowMs, permits];
-    const [allowed, remaining, retryAfterMs, resetMs] = (await this.redis.scripts.run('rateLimitPenalize', [redisKey], args)) as number[];
+    const args = { ...spec, now: options.now, permits };
+    const { verdict, remaining, retryAfterMs, resetMs } = await this.redis.scripts.call('rateLimitPenalize', { keys: { state: redisKey }, args });
     const decision: RateLimitDecision = {
-      allowed: allowed === RateLimitReply.GRANTED,
+      allowed: verdict === RateLimitReply.GRANTED,
       limit: spec.limit,
-      remaining: Math.max(0, remaining!),
-      retryAfterMs: retryAfterMs!,
-      resetMs: resetMs!,
+      remaining: Math.max(0, remaining),
+      retryAfterMs,
+      resetMs,
     };
     this.redis.events.penalize(permits, () => ({
       type: 'redis-limit.penalize',
@@ -377,11 +382,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   async blockLimit(limit: StackedLimit, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
     const { key, spec, redisKey, scope } = this.target(limit, options);
     assertBlockDuration(durationMs);
-    await this.redis.scripts.run(
-      'rateLimitBlock',
-      [redisKey],
-      [clock(options), spec.algorithm, spec.limit, spec.windowMs, durationMs, ...this.refusals.publishArgs],
-    );
+    const args = { ...spec, now: options.now, durationMs, channel: this.refusals.publishChannel };
+    await this.redis.scripts.call('rateLimitBlock', { keys: { state: redisKey }, args });
     this.refusals.forget([redisKey]);
     this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, durationMs }));
   }
@@ -562,32 +564,26 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   }
 
   /** One slot's limits (indexes into the stack) in one decide.lua call. */
-  private send(group: number[], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<Reply[]> {
-    const args: (string | number)[] = [options.peek ? '0' : '1', group.length];
-    for (const i of group) args.push(checked[i]!.spec.algorithm, checked[i]!.spec.limit, checked[i]!.spec.windowMs, checked[i]!.permits);
+  private send(group: number[], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<DecidedStack> {
     return this.batcher.decide(
       group.map((i) => keys[i]!),
-      args,
+      options.peek ? '0' : '1',
+      group.map((i) => checked[i]!),
       options.now,
     );
   }
 
   /** Gives back what one slot's call charged; the limits' `remaining` then counts it again. */
   private async refundGroup(group: ParsedGroup, checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<void> {
-    const args: (string | number)[] = [clock(options)];
-    for (const { index, grant } of group.limits) {
-      const { spec, permits } = checked[index]!;
-      args.push(spec.algorithm, spec.limit, spec.windowMs, permits, grant);
-    }
-    args.push(...this.refusals.publishArgs);
-    const back = (await this.redis.scripts.run(
-      'rateLimitRefund',
-      group.limits.map(({ index }) => keys[index]!),
-      args,
-    )) as number[];
-    this.refusals.forget(group.limits.map(({ index }) => keys[index]!));
+    const states = group.limits.map(({ index }) => keys[index]!);
+    const limits = group.limits.map(({ index, grant }) => ({ ...checked[index]!, grant }));
+    const { given } = await this.redis.scripts.call('rateLimitRefund', {
+      keys: { states },
+      args: { now: options.now, limits, channel: this.refusals.publishChannel },
+    });
+    this.refusals.forget(states);
     group.limits.forEach((limit, i) => {
-      limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + back[i]!);
+      limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + given[i]!);
     });
   }
 }
@@ -619,12 +615,7 @@ function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
   const { key, spec, isFunnel } = checkLimit(limit, at);
   const permits = peek || limit.permits === undefined ? 1 : limit.permits;
   assertPermits(permits, spec.limit, at ? `${at}.${isFunnel ? 'quota' : 'permits'}` : isFunnel ? 'quota' : 'permits');
-  return { key, spec, permits };
-}
-
-/** The scripts' clock argument: the test hook's time, or '' for the Redis server's. */
-function clock(options: LimitOperationOptions): string {
-  return options.now === undefined ? '' : String(options.now);
+  return { key, spec, permits, algorithm: spec.algorithm, limit: spec.limit, windowMs: spec.windowMs };
 }
 
 type Outcome = 'allowed' | 'refused' | 'shadow-refused';
@@ -675,19 +666,19 @@ interface ParsedGroup {
   limits: { index: number; decision: RateLimitDecision; grant: string; lockedOut: boolean }[];
 }
 
-function parseGroup(reply: Reply[], group: number[], checked: CheckedLimit[]): ParsedGroup {
+function parseGroup(stack: DecidedStack, group: number[], checked: CheckedLimit[]): ParsedGroup {
   const limits = group.map((index, i) => {
-    const [granted, remaining, retry, reset, grant] = reply.slice(1 + i * 5, 6 + i * 5) as [number, number, number, number, string];
+    const { verdict, remaining, retryAfterMs, resetMs, grant } = stack.limits[i]!;
     const decision: RateLimitDecision = {
-      allowed: granted === RateLimitReply.GRANTED,
+      allowed: verdict === RateLimitReply.GRANTED,
       limit: checked[index]!.spec.limit,
       remaining: Math.max(0, remaining),
-      retryAfterMs: granted === RateLimitReply.GRANTED ? 0 : retry,
-      resetMs: reset,
+      retryAfterMs: verdict === RateLimitReply.GRANTED ? 0 : retryAfterMs,
+      resetMs,
     };
-    return { index, decision, grant, lockedOut: granted === RateLimitReply.BLOCKED };
+    return { index, decision, grant, lockedOut: verdict === RateLimitReply.BLOCKED };
   });
-  return { allowed: reply[0] === RateLimitReply.GRANTED, limits };
+  return { allowed: stack.verdict === RateLimitReply.GRANTED, limits };
 }
 
 /** The stack's verdict from its slots' verdicts, decisions in stack order. */

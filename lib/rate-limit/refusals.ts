@@ -60,9 +60,9 @@ export class Refusals {
   }
 
   /** The channel a script publishes its counters on (refund.lua, block.lua), so other processes
-   * hear of it in the same call; [] with the cache off. */
-  get publishArgs(): string[] {
-    return this.channel === undefined ? [] : [this.channel.name];
+   * hear of it in the same call; undefined with the cache off. */
+  get publishChannel(): string | undefined {
+    return this.channel?.name;
   }
 
   /** What a script published for every other process: this one forgets at once. */

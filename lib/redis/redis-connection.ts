@@ -6,7 +6,7 @@ import { assertNoLateIsGlobal, REDIS_LIMIT_OPTIONS } from '../redis-limit.module
 import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
 import { createClient, isCluster, reconnectAbortedAttempts, selectedDatabase, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
-import { ScriptRunner, type RedisClient, type Reply, type ScriptName } from './scripts.js';
+import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type ScriptReply } from './scripts.js';
 
 /** How long start-up waits for Redis before going on without it (guards then apply failMode). */
 const STARTUP_WAIT_MS = 2000;
@@ -141,11 +141,9 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
    * itself: for what a cluster's nodes need not agree on while it is upgraded node by node, such as
    * a command that is new. Bounded like a script call; [] while a cluster knows no master yet.
    */
-  askEveryMaster(name: ScriptName, args: readonly (string | number)[]): Promise<Reply[]> {
+  askEveryMaster<N extends ScriptName>(name: N, call: ScriptCall<N>): Promise<ScriptReply<N>[]> {
     const masters = this.cluster ? (this.client as Cluster).nodes('master') : [this.client as Redis];
-    const { source } = this.scripts.script(name);
-    const answers = masters.map((master) => master.eval(source, 0, ...args) as Promise<Reply>);
-    return this.scripts.bounded(Promise.all(answers), name);
+    return this.scripts.callEach(masters, name, call);
   }
 
   /**

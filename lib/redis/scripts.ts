@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
-import { RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
+import { RedisLimitError, RedisScriptError, RedisTimeoutError, RedisUnavailableError } from '../errors.js';
 import { isCluster } from './client.js';
+import { SCRIPT_BINDINGS, type Argv, type ScriptSignatures } from './script-bindings.generated.js';
 import { COMPILED_SCRIPTS, type CompiledScript } from './scripts.generated.js';
 
 /** Every script the library runs, by the name code calls it with: its file below lua/. */
@@ -38,9 +39,13 @@ export const SCRIPT_FILES = {
   queueRetryDead: 'delay-queue/retry-dead.lua',
   queuePurgeDead: 'delay-queue/purge-dead.lua',
   queueRegistryPrune: 'delay-queue/registry-prune.lua',
-} as const;
+} as const satisfies Record<string, keyof ScriptSignatures>;
 
 export type ScriptName = keyof typeof SCRIPT_FILES;
+/** A script's keys and arguments, named as its header names them: `{ keys, args }`. */
+export type ScriptCall<N extends ScriptName> = ScriptSignatures[(typeof SCRIPT_FILES)[N]]['call'];
+/** A script's reply, read as its header names it. */
+export type ScriptReply<N extends ScriptName> = ScriptSignatures[(typeof SCRIPT_FILES)[N]]['reply'];
 export type RedisClient = Redis | Cluster;
 
 export interface LoadedScript {
@@ -51,7 +56,7 @@ export interface LoadedScript {
   /** The source Redis receives, includes resolved. */
   source: string;
   sha1: string;
-  /** From the header: the highest KEYS[i] it names, or undefined for `KEYS[1..n]` scripts. */
+  /** From the header: how many keys it takes, or undefined when the call says (a group of keys). */
   numberOfKeys: number | undefined;
 }
 
@@ -103,15 +108,46 @@ export class ScriptRunner {
     return this.byName.get(name)!;
   }
 
-  run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
-    return this.bounded(this.send(name, keys, args), name);
+  /**
+   * Runs script `name` with its keys and arguments by name (see its header in lua/, or its
+   * `…Call` type in script-bindings.generated.ts); resolves its reply, read as the header names it.
+   */
+  call<N extends ScriptName>(name: N, call: ScriptCall<N>): Promise<ScriptReply<N>> {
+    return this.bounded(this.send(name, call), name);
   }
 
-  /** The call without the timeout: for a caller that must still act on a reply that comes late. */
-  send(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
-    const script = this.script(name);
-    const call = (this.client as unknown as Record<string, (...a: unknown[]) => Promise<Reply>>)[script.command]!;
-    const argv = script.numberOfKeys === undefined ? [keys.length, ...keys, ...args] : [...keys, ...args];
+  /** `call` without the timeout: for a caller that must still act on a reply that comes late. */
+  send<N extends ScriptName>(name: N, call: ScriptCall<N>): Promise<ScriptReply<N>> {
+    const binding = SCRIPT_BINDINGS[SCRIPT_FILES[name]];
+    return this.command(name, binding.encode(call)).then((reply) => binding.decode(reply, call));
+  }
+
+  /**
+   * `call` on each of `servers` by EVAL, each answering for itself: for a keyless script a cluster's
+   * nodes need not agree on. Bounded as one call.
+   */
+  callEach<N extends ScriptName>(servers: readonly Redis[], name: N, call: ScriptCall<N>): Promise<ScriptReply<N>[]> {
+    const binding = SCRIPT_BINDINGS[SCRIPT_FILES[name]];
+    const { source, numberOfKeys } = this.script(name);
+    const argv = binding.encode(call);
+    // EVAL takes the key count apart: the argv's own (a group of keys) or the header's
+    const [count, rest] = numberOfKeys === undefined ? [argv[0]!, argv.slice(1)] : [numberOfKeys, argv];
+    const answers = servers.map((server) => (server.eval(source, count, ...rest) as Promise<Reply>).then((reply) => binding.decode(reply, call)));
+    return this.bounded(Promise.all(answers), name);
+  }
+
+  /**
+   * Runs script `name` with positional keys and arguments and resolves its raw reply: for tests
+   * that drive a script's own layout (its model tests). The library calls `call`.
+   */
+  run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    const argv = this.script(name).numberOfKeys === undefined ? [keys.length, ...keys, ...args] : [...keys, ...args];
+    return this.bounded(this.command(name, argv), name);
+  }
+
+  /** The registered command with its argv (the key count first when the call gives it). */
+  private command(name: ScriptName, argv: Argv): Promise<Reply> {
+    const call = (this.client as unknown as Record<string, (...a: Argv) => Promise<Reply>>)[this.script(name).command]!;
     return call.apply(this.client, argv);
   }
 
@@ -135,7 +171,8 @@ export class ScriptRunner {
 }
 
 function classify(error: unknown, what: string): Error {
-  if (error instanceof RedisTimeoutError) return error;
+  // typed already: a timeout, or a reply its script's header does not describe
+  if (error instanceof RedisLimitError) return error;
   const isReply = error instanceof Error && error.name === 'ReplyError';
   if (isReply) return replyFailure(what, error);
   return new RedisUnavailableError(what, error);

@@ -1,12 +1,15 @@
 -- Acknowledge handled messages: they leave the queue for good.
--- KEYS[1]  scheduled (unused)
--- KEYS[2]  in flight
--- KEYS[3]  dead (unused)
--- KEYS[4]  data
--- ARGV[1..] pairs: an id, then the lease token of the claim that handled it
--- Returns  how many were acknowledged; a claim that no longer holds its message (the lease ran
---          out and a later claim handed it on) changes nothing. An acknowledgement frees a slot
---          of the queue's global concurrency: a consumer waiting for one is woken (free-slot.lua)
+-- KEYS[1]    scheduled  (unused)
+-- KEYS[2]    inFlight  in flight
+-- KEYS[3]    dead  (unused)
+-- KEYS[4]    data
+-- ARGV[1..]  leases[]  pairs:
+--              - id: string
+--              - token: int  the lease token of the claim that handled it
+-- Returns    acknowledged: int  how many were acknowledged; a claim that no longer holds its
+--            message (the lease ran out and a later claim handed it on) changes nothing. An
+--            acknowledgement frees a slot of the queue's global concurrency: a consumer waiting for
+--            one is woken (free-slot.lua)
 --- @include "lease.lua"
 --- @include "message-fields.lua"
 --- @include "free-slot.lua"

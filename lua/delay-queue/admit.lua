@@ -2,16 +2,26 @@
 -- its handler may start, or, over the limit, it goes back to the scheduled set, due when its key
 -- allows, and the claim that took it is counted as no attempt ('d:'..id; it never dies of
 -- waiting). Either way the claim's pending mark ('u:'..id, see claim.lua) goes.
--- KEYS[1..n]  the queue's scheduled, in flight, dead (unused) and data keys, then two per message:
---             the counter of its rate key and that key's pace (hash { d = the due time last given
---             to one of its refused messages }), all in the queue's hash slot (a key may repeat)
--- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..4]  algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (starts per window), windowMs (ms)
--- ARGV[5..]   pairs, in KEYS order: an id, then the lease token of the claim that took it
--- Returns     per message: ADMITTED; LEASE_LOST when that claim no longer holds it (nothing
---             charged); else the time it is due again (ms) (codes: replies.lua). A deferral
---             frees a slot of the queue's global concurrency: a consumer waiting for one is
---             woken (free-slot.lua)
+-- KEYS[1]     scheduled
+-- KEYS[2]     inFlight  in flight
+-- KEYS[3]     dead  (unused)
+-- KEYS[4]     data
+-- KEYS[5..]   rates[]  two per message, in ARGV order, all in the queue's hash slot (a key may
+--             repeat):
+--               - counter  the counter of its rate key
+--               - pace  that key's pace (hash { d = the due time last given to one of its refused
+--                 messages })
+-- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]     algorithm: 'fw' | 'sw' | 'sc' | 'tb'
+-- ARGV[3]     limit: int  starts per window
+-- ARGV[4]     windowMs: ms
+-- ARGV[5..]   leases[]  pairs, in KEYS order:
+--               - id: string
+--               - token: int  the lease token of the claim that took it
+-- Returns     verdicts[]: ms | ADMITTED | LEASE_LOST  per message: ADMITTED; LEASE_LOST when that
+--             claim no longer holds it (nothing charged); else the time it is due again (ms)
+--             (codes: replies.lua). A deferral frees a slot of the queue's global concurrency: a
+--             consumer waiting for one is woken (free-slot.lua)
 -- The counters are the rate limiter's own (see lua/rate-limit): the algorithms are included, not
 -- copied. A refused message is due windowMs / limit after the key's previous refused one (or when
 -- the key allows, if later): a key's backlog comes back at the pace its limit allows, in the

@@ -1,10 +1,11 @@
 -- Cancel a scheduled message (not one in flight or dead).
 -- KEYS[1]  scheduled
--- KEYS[2]  in flight (unused)
--- KEYS[3]  dead (unused)
+-- KEYS[2]  inFlight  (unused)
+-- KEYS[3]  dead  (unused)
 -- KEYS[4]  data
--- ARGV[1]  id
--- Returns  CANCELLED if it was scheduled and is gone, else NOT_CANCELLED (replies.lua)
+-- ARGV[1]  id: string
+-- Returns  cancelled: CANCELLED | NOT_CANCELLED  CANCELLED if it was scheduled and is gone
+--          (replies.lua)
 --- @include "replies.lua"
 --- @include "message-fields.lua"
 

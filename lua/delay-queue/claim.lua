@@ -1,27 +1,37 @@
 -- Claim due messages for one consumer, after returning expired leases (their consumer died).
--- KEYS[1]  scheduled (zset: id -> runAt ms)
--- KEYS[2]  in flight (zset: id -> visibility deadline ms)
--- KEYS[3]  dead (zset: id -> ms it died)
--- KEYS[4]  data (hash: see message-fields.lua; 'w' while a consumer waits for a free slot)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  at most this many messages
--- ARGV[3]  visibility timeout in ms: unacknowledged by then, a message is delivered again
--- ARGV[4]  optional: dead retention in ms; dead messages that died longer ago are deleted here
---          too, so they go even when nothing dies again
--- ARGV[5]  with ARGV[4]: dead messages deleted at most per call
--- ARGV[6]  optional: messages in flight at most, across every consumer (global concurrency); the
+-- KEYS[1]  scheduled  zset: id -> runAt ms
+-- KEYS[2]  inFlight  zset: id -> visibility deadline ms
+-- KEYS[3]  dead  zset: id -> ms it died
+-- KEYS[4]  data  hash: see message-fields.lua; 'w' while a consumer waits for a free slot
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  count: int  at most this many messages
+-- ARGV[3]  visibilityMs: ms  visibility timeout: unacknowledged by then, a message is delivered
+--          again
+-- ARGV[4]  deadRetentionMs: ms = ''  dead messages that died longer ago are deleted here too, so
+--          they go even when nothing dies again; '' for none
+-- ARGV[5]  deadTrimBatch: int = ''  with deadRetentionMs: dead messages deleted at most per call
+-- ARGV[6]  globalConcurrency: int = ''  messages in flight at most, across every consumer; the
 --          in-flight set holds every live lease, and a dead consumer's leases expire, so its share
 --          comes back after its visibility timeout; '' for none
--- ARGV[7]  '1' when the claim is for a rate-limited consumer: each message is marked pending
---          ('u:'..id) until admit.lua starts or defers it; a lease that runs out still pending
---          is counted as no attempt ('d:'..id), as its handler never ran
--- ARGV[8]  with ARGV[6]: the queue's wake-up channel, and ARGV[9] its publish command: a claim
---          that leaves due messages because the queue is full records them in 'w', and the
---          first script that frees a slot publishes there (free-slot.lua)
--- Returns  { now (ms), the next time a claim may find work: a scheduled runAt or a lease deadline,
---          or, when the queue is full, the earliest lease deadline (when a dead consumer's share
---          comes back) (ms; NOTHING_DUE, see replies.lua, when the queue is empty), then five per
---          claimed message: id, payload, runAt (ms), attempt (1 on first delivery), lease token }
+-- ARGV[7]  rateLimited: '1' = ''  '1' when the claim is for a rate-limited consumer: each message
+--          is marked pending ('u:'..id) until admit.lua starts or defers it; a lease that runs out
+--          still pending is counted as no attempt ('d:'..id), as its handler never ran
+-- ARGV[8]  wakeChannel?: string  with globalConcurrency: the queue's wake-up channel; a claim that
+--          leaves due messages because the queue is full records it and the publish command in
+--          'w', and the first script that frees a slot publishes there (free-slot.lua)
+-- ARGV[9]  publish?: 'PUBLISH' | 'SPUBLISH'  with wakeChannel: its publish command
+-- Returns  a flat array:
+--            - now: ms
+--            - next: ms | NOTHING_DUE  the next time a claim may find work: a scheduled runAt or a
+--                lease deadline, or, when the queue is full, the earliest lease deadline (when a
+--                dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is
+--                empty
+--            - messages[]  five per claimed message:
+--                - id: string
+--                - payload: json
+--                - runAt: ms
+--                - attempt: int  1 on first delivery
+--                - token: int  the lease token
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"

@@ -1,15 +1,22 @@
 -- A page of the dead set, oldest first: ordered by the time each died, then by id (as Redis
--- orders equal scores: bytewise). The page starts after (ARGV[1], ARGV[2]) wherever that pair
--- would sit, so it works when the message the cursor names was retried or purged meanwhile.
--- KEYS[1]  scheduled (unused)
--- KEYS[2]  in flight (unused)
--- KEYS[3]  dead (zset: id -> ms it died)
+-- orders equal scores: bytewise). The page starts after the cursor (ARGV[1], ARGV[2]) wherever
+-- that pair would sit, so it works when the message the cursor names was retried or purged
+-- meanwhile.
+-- KEYS[1]  scheduled  (unused)
+-- KEYS[2]  inFlight  (unused)
+-- KEYS[3]  dead  zset: id -> ms it died
 -- KEYS[4]  data
--- ARGV[1]  the cursor's time of death (ms), or '' for the first page
--- ARGV[2]  the cursor's id
--- ARGV[3]  at most this many messages
--- Returns  { MORE if messages follow this page, else LAST_PAGE (replies.lua), then five per
---          message: id, ms it died, payload JSON, attempts, error }
+-- ARGV[1]  afterDiedAt: ms = ''  the cursor's time of death (ms), or '' for the first page
+-- ARGV[2]  afterId: string = ''  the cursor's id
+-- ARGV[3]  count: int  at most this many messages
+-- Returns  a flat array:
+--            - more: MORE | LAST_PAGE  MORE if messages follow this page (replies.lua)
+--            - messages[]  five per message:
+--                - id: string
+--                - diedAt: ms
+--                - payload: json
+--                - attempts: int
+--                - error: string
 --- @include "replies.lua"
 --- @include "message-fields.lua"
 

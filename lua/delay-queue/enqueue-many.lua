@@ -1,15 +1,23 @@
 -- Schedule many messages of one queue in one call: each as enqueue.lua would, in order (an id
 -- given twice is scheduled once), and one wake-up for the earliest new runAt.
--- KEYS[1]  scheduled (zset: id -> runAt ms)
--- KEYS[2]  in flight (zset: id -> visibility deadline ms)
--- KEYS[3]  dead (zset: id -> ms it died)
--- KEYS[4]  data (hash: 'p:'..id -> payload JSON, 'a:'..id -> deliveries so far, 'e:'..id -> last error)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  wake-up channel: told the earliest new runAt when it becomes the queue's earliest
--- ARGV[3]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
--- ARGV[4..] four per message: id, payload (JSON), runAt in ms or '' to use now + the delay, delay in ms
--- Returns  two per message: SCHEDULED if scheduled now, ALREADY_QUEUED if its id was already
---          scheduled or in flight (replies.lua); its runAt (ms)
+-- KEYS[1]    scheduled  zset: id -> runAt ms
+-- KEYS[2]    inFlight  zset: id -> visibility deadline ms
+-- KEYS[3]    dead  zset: id -> ms it died
+-- KEYS[4]    data  hash: 'p:'..id -> payload JSON, 'a:'..id -> deliveries so far, 'e:'..id -> last
+--            error
+-- ARGV[1]    now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]    wakeChannel: string  told the earliest new runAt when it becomes the queue's earliest
+-- ARGV[3]    publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster (the channel shares the
+--            queue's slot)
+-- ARGV[4..]  messages[]  four per message:
+--              - id: string
+--              - payload: json
+--              - runAt: ms | ''  in ms, or '' to use now + delayMs
+--              - delayMs: ms
+-- Returns    messages[]  two per message:
+--              - status: SCHEDULED | ALREADY_QUEUED  ALREADY_QUEUED if its id was already
+--                scheduled or in flight (replies.lua)
+--              - runAt: ms
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "revive.lua"

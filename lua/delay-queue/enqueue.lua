@@ -1,17 +1,21 @@
 -- Schedule a message, unless its id is already scheduled or in flight.
--- KEYS[1]  scheduled (zset: id -> runAt ms)
--- KEYS[2]  in flight (zset: id -> visibility deadline ms)
--- KEYS[3]  dead (zset: id -> ms it died)
--- KEYS[4]  data (hash: 'p:'..id -> payload JSON, 'a:'..id -> deliveries so far, 'e:'..id -> last error)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  id
--- ARGV[3]  payload (JSON)
--- ARGV[4]  runAt in ms, or '' to use now + ARGV[5]
--- ARGV[5]  delay in ms (when ARGV[4] is '')
--- ARGV[6]  wake-up channel: told the new runAt when it becomes the queue's earliest
--- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
--- Returns  { SCHEDULED if scheduled now, ALREADY_QUEUED if the id was already scheduled or in
---          flight (replies.lua); its runAt (ms) }
+-- KEYS[1]  scheduled  zset: id -> runAt ms
+-- KEYS[2]  inFlight  zset: id -> visibility deadline ms
+-- KEYS[3]  dead  zset: id -> ms it died
+-- KEYS[4]  data  hash: 'p:'..id -> payload JSON, 'a:'..id -> deliveries so far, 'e:'..id -> last
+--          error
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  id: string
+-- ARGV[3]  payload: json
+-- ARGV[4]  runAt: ms | ''  in ms, or '' to use now + delayMs
+-- ARGV[5]  delayMs: ms  when runAt is ''
+-- ARGV[6]  wakeChannel: string  told the new runAt when it becomes the queue's earliest
+-- ARGV[7]  publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster (the channel shares the
+--          queue's slot)
+-- Returns  a flat array:
+--            - status: SCHEDULED | ALREADY_QUEUED  ALREADY_QUEUED if the id was already scheduled
+--                or in flight (replies.lua)
+--            - runAt: ms
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "revive.lua"

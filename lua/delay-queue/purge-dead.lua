@@ -1,14 +1,18 @@
 -- Delete dead messages with all their fields (payload, attempt counts, error).
--- KEYS[1]  scheduled (unused)
--- KEYS[2]  in flight (unused)
--- KEYS[3]  dead
--- KEYS[4]  data
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  without ids: at most this many (the oldest)
--- ARGV[3]  without ids: only those that died at or before this time (ms; '' for now), so
---          "all" ends
--- ARGV[4..] the ids to purge (those not dead are skipped); none: the oldest, as above
--- Returns  { how many were deleted, how many dead remain, now (ms) }
+-- KEYS[1]    scheduled  (unused)
+-- KEYS[2]    inFlight  (unused)
+-- KEYS[3]    dead
+-- KEYS[4]    data
+-- ARGV[1]    now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]    count: int  without ids: at most this many (the oldest)
+-- ARGV[3]    diedBy: ms = ''  without ids: only those that died at or before this time ('' for
+--            now), so "all" ends
+-- ARGV[4..]  ids[]: string  the ids to purge (those not dead are skipped); none: the oldest, as
+--            above
+-- Returns    a flat array:
+--              - done: int  how many were deleted
+--              - remaining: int  how many dead remain
+--              - now: ms
 --- @include "../includes/server-time.lua"
 --- @include "dead-batch.lua"
 --- @include "message-fields.lua"

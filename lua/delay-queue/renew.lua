@@ -1,13 +1,15 @@
 -- Renew the leases of messages whose handlers still run, so no other consumer takes them.
--- KEYS[1]  scheduled (unused)
--- KEYS[2]  in flight (zset: id -> lease deadline ms)
--- KEYS[3]  dead (unused)
--- KEYS[4]  data
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  visibility timeout in ms: each lease now runs until now + this
--- ARGV[3..] pairs: an id, then the attempt that holds it
--- Returns  the ids whose attempt no longer holds them (acknowledged, failed, or handed on after the
---          lease ran out): those are not renewed
+-- KEYS[1]    scheduled  (unused)
+-- KEYS[2]    inFlight  zset: id -> lease deadline ms
+-- KEYS[3]    dead  (unused)
+-- KEYS[4]    data
+-- ARGV[1]    now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]    visibilityMs: ms  visibility timeout: each lease now runs until now + this
+-- ARGV[3..]  leases[]  pairs:
+--              - id: string
+--              - token: int  the lease token of the claim that holds it
+-- Returns    lost[]: string  the ids whose claim no longer holds them (acknowledged, failed, or
+--            handed on after the lease ran out): those are not renewed
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
 

@@ -1,15 +1,17 @@
 -- Move a scheduled message (not one in flight or dead) to a new runAt.
 -- KEYS[1]  scheduled
--- KEYS[2]  in flight (unused)
--- KEYS[3]  dead (unused)
--- KEYS[4]  data (unused)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  id
--- ARGV[3]  runAt in ms, or '' to use now + ARGV[4]
--- ARGV[4]  delay in ms (when ARGV[3] is '')
--- ARGV[5]  wake-up channel
--- ARGV[6]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the queue's slot)
--- Returns  the new runAt (ms), or NOT_SCHEDULED (replies.lua) when the id is not scheduled
+-- KEYS[2]  inFlight  (unused)
+-- KEYS[3]  dead  (unused)
+-- KEYS[4]  data  (unused)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  id: string
+-- ARGV[3]  runAt: ms | ''  in ms, or '' to use now + delayMs
+-- ARGV[4]  delayMs: ms  when runAt is ''
+-- ARGV[5]  wakeChannel: string
+-- ARGV[6]  publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster (the channel shares the
+--          queue's slot)
+-- Returns  runAt: ms | NOT_SCHEDULED  the new runAt (ms), or NOT_SCHEDULED (replies.lua) when the
+--          id is not scheduled
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 

@@ -1,17 +1,21 @@
 -- Move dead messages back to the scheduled set, due now, their next delivery attempt 1 (and
 -- their lease token still growing: revive.lua).
--- KEYS[1]  scheduled
--- KEYS[2]  in flight (unused)
--- KEYS[3]  dead
--- KEYS[4]  data
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  wake-up channel: told `now` when the retried become the queue's earliest
--- ARGV[3]  'PUBLISH', or 'SPUBLISH' on a cluster
--- ARGV[4]  without ids: at most this many (the oldest)
--- ARGV[5]  without ids: only those that died at or before this time (ms; '' for now), so
---          "all" ends
--- ARGV[6..] the ids to retry (those not dead are skipped); none: the oldest, as above
--- Returns  { how many moved, how many dead remain, now (ms) }
+-- KEYS[1]    scheduled
+-- KEYS[2]    inFlight  (unused)
+-- KEYS[3]    dead
+-- KEYS[4]    data
+-- ARGV[1]    now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]    wakeChannel: string  told `now` when the retried become the queue's earliest
+-- ARGV[3]    publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster
+-- ARGV[4]    count: int  without ids: at most this many (the oldest)
+-- ARGV[5]    diedBy: ms = ''  without ids: only those that died at or before this time ('' for
+--            now), so "all" ends
+-- ARGV[6..]  ids[]: string  the ids to retry (those not dead are skipped); none: the oldest, as
+--            above
+-- Returns    a flat array:
+--              - done: int  how many moved
+--              - remaining: int  how many dead remain
+--              - now: ms
 --- @include "../includes/server-time.lua"
 --- @include "dead-batch.lua"
 --- @include "revive.lua"

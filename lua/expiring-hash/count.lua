@@ -1,9 +1,9 @@
 -- The number of live fields; removes the expired ones it has to look at to know.
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index
--- KEYS[3]  its armed expiry notifications (unused)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- Returns  live fields
+-- KEYS[1]  hash  the hash
+-- KEYS[2]  index  its bucket index
+-- KEYS[3]  outbox  its armed expiry notifications (unused)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- Returns  live: int  live fields
 --- @include "../includes/server-time.lua"
 --- @include "hash.lua"
 --- @include "save.lua"

@@ -1,10 +1,10 @@
 -- Delete fields; an expired field is removed too but not counted.
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index
--- KEYS[3]  its armed expiry notifications (hash, same hash slot)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2..] fields
--- Returns  the number of live fields deleted
+-- KEYS[1]    hash  the hash
+-- KEYS[2]    index  its bucket index
+-- KEYS[3]    outbox  its armed expiry notifications (hash, same hash slot)
+-- ARGV[1]    now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2..]  fields[]: string
+-- Returns    deleted: int  the number of live fields deleted
 --- @include "../includes/server-time.lua"
 --- @include "hash.lua"
 --- @include "save.lua"

@@ -1,9 +1,12 @@
 -- Every live field with its value and remaining ttl (read-only).
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index (unused)
--- KEYS[3]  its armed expiry notifications (unused)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- Returns  a flat list: field, value, ms left (NO_TTL: none; codes: replies.lua), for each live field
+-- KEYS[1]  hash  the hash
+-- KEYS[2]  index  its bucket index (unused)
+-- KEYS[3]  outbox  its armed expiry notifications (unused)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- Returns  entries[]  three per live field:
+--            - field: string
+--            - value: string
+--            - ttlMs: ms | NO_TTL  ms left (NO_TTL: none; codes: replies.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"

@@ -1,15 +1,16 @@
 -- Give a live field a new ttl.
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index
--- KEYS[3]  its armed expiry notifications (hash, same hash slot)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  field
--- ARGV[3]  ttl in ms (> 0)
--- Returns  { CHANGED if the field was live and now has the ttl, else NOT_LIVE (OUT_OF_RANGE: now +
---          ttl passes MAX_EXPIRY, nothing changed);
---          the time the sweep registry must learn for this hash (ms), or NOTHING_DUE;
---          the new expiry when the field's notification moved with it (ms), or NOTHING_DUE }
---          (codes: replies.lua)
+-- KEYS[1]  hash  the hash
+-- KEYS[2]  index  its bucket index
+-- KEYS[3]  outbox  its armed expiry notifications (hash, same hash slot)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  field: string
+-- ARGV[3]  ttlMs: ms  ttl (> 0)
+-- Returns  a flat array (codes: replies.lua):
+--            - verdict: CHANGED | NOT_LIVE | OUT_OF_RANGE  CHANGED if the field was live and now
+--                has the ttl; OUT_OF_RANGE: now + ttl passes MAX_EXPIRY, nothing changed
+--            - registerAt: ms | NOTHING_DUE  the time the sweep registry must learn for this hash
+--            - notifyAt: ms | NOTHING_DUE  the new expiry when the field's notification moved
+--                with it
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"

@@ -1,17 +1,19 @@
 -- Register a hash with the sweep registry: it has work at `at` or later. Wakes the sweepers when
 -- `at` is earlier than anything the shard held, so they can sleep until the earliest due time.
--- KEYS[1]  one shard's registry index (registry.lua)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  user key
--- ARGV[3]  when the hash has work (ms), or '' for now + ARGV[4]
--- ARGV[4]  ms from now (when ARGV[3] is '')
--- ARGV[5]  '1' when a write follows this call (its expiry notification depends on the registry):
---          an earlier time already listed is then held, so a sweep in between cannot forget it
--- ARGV[6]  wake-up channel: told `at` when it becomes the shard's earliest
--- ARGV[7]  'PUBLISH', or 'SPUBLISH' on a cluster (the channel shares the shard's slot)
--- ARGV[8]  the shard's bucket key stem (registry.lua)
--- Returns  WOKE when `at` became the shard's earliest (a wake-up was published), else NOT_WOKE
---          (codes: replies.lua)
+-- KEYS[1]  index  one shard's registry index (registry.lua)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  member: string  the user key
+-- ARGV[3]  at: ms = ''  when the hash has work, or '' for now + aheadMs
+-- ARGV[4]  aheadMs: ms = ''  ms from now (when at is '')
+-- ARGV[5]  hold: '1' | '0'  '1' when a write follows this call (its expiry notification depends
+--          on the registry): an earlier time already listed is then held, so a sweep in between
+--          cannot forget it
+-- ARGV[6]  wakeChannel: string  told `at` when it becomes the shard's earliest
+-- ARGV[7]  publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster (the channel shares the
+--          shard's slot)
+-- ARGV[8]  buckets: string  the shard's bucket key stem (registry.lua)
+-- Returns  woke: WOKE | NOT_WOKE  WOKE when `at` became the shard's earliest (a wake-up was
+--          published) (codes: replies.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "registry.lua"

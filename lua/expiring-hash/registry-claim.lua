@@ -1,16 +1,21 @@
 -- Lease the hashes that are due for a sweep, so no two sweepers work on one hash at once.
 -- A leased member's score is LEASED + its lease deadline: above every due time, so a
 -- registration made meanwhile (registry-add.lua) always lowers it and the release can tell.
--- KEYS[1]  one shard's registry index (registry.lua)
--- KEYS[2]  the shard's registry as 0.1 kept it (read as one more bucket)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  at most this many hashes
--- ARGV[3]  lease in ms: an unreleased lease (its sweeper died) can be claimed again after it
--- ARGV[4]  the shard's bucket key stem (registry.lua)
--- Returns  { lease score, now (ms), the shard's earliest time anything needs a look after this
---          claim (ms; a lease: its deadline; NOTHING_DUE: none),
---          then for each hash: user key, its bucket's name (registry.lua), HELD if it was held (registry.lua)
---          else NOT_HELD }  (codes: replies.lua)
+-- KEYS[1]  index  one shard's registry index (registry.lua)
+-- KEYS[2]  legacy  the shard's registry as 0.1 kept it (read as one more bucket)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  count: int  at most this many hashes
+-- ARGV[3]  leaseMs: ms  an unreleased lease (its sweeper died) can be claimed again after it
+-- ARGV[4]  buckets: string  the shard's bucket key stem (registry.lua)
+-- Returns  a flat array (codes: replies.lua):
+--            - lease: int  the lease score
+--            - now: ms
+--            - next: ms | NOTHING_DUE  the shard's earliest time anything needs a look after
+--                this claim (a lease: its deadline; NOTHING_DUE: none)
+--            - hashes[]  three per hash:
+--                - key: string  the user key
+--                - bucket: string  its bucket's name (registry.lua)
+--                - held: HELD | NOT_HELD  HELD if it was held (registry.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "registry.lua"

@@ -1,14 +1,18 @@
 -- Return leased hashes to the sweep registry with their next sweep time.
--- KEYS[1]  one shard's registry index (registry.lua)
--- KEYS[2]  the shard's registry as 0.1 kept it
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  the lease score registry-claim.lua returned
--- ARGV[3]  ms after which a held hash the sweep found without work is looked at once more
--- ARGV[4]  the shard's bucket key stem (registry.lua)
--- ARGV[5..] quadruples: user key, the bucket it was claimed from, next sweep time in ms
---          (NOTHING_DUE: no work left), HELD if it was held else NOT_HELD (codes: replies.lua)
--- Returns  the shard's earliest time anything needs a look after the release (ms; a lease: its
---          deadline), or NOTHING_DUE
+-- KEYS[1]    index  one shard's registry index (registry.lua)
+-- KEYS[2]    legacy  the shard's registry as 0.1 kept it
+-- ARGV[1]    now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]    lease: int  the lease score registry-claim.lua returned
+-- ARGV[3]    recheckMs: ms  ms after which a held hash the sweep found without work is looked at
+--            once more
+-- ARGV[4]    buckets: string  the shard's bucket key stem (registry.lua)
+-- ARGV[5..]  hashes[]  four per hash (codes: replies.lua):
+--              - key: string  the user key
+--              - bucket: string  the bucket it was claimed from
+--              - next: ms | NOTHING_DUE  next sweep time (NOTHING_DUE: no work left)
+--              - held: HELD | NOT_HELD  HELD if it was held
+-- Returns    next: ms | NOTHING_DUE  the shard's earliest time anything needs a look after the
+--            release (a lease: its deadline), or NOTHING_DUE
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "registry.lua"

@@ -1,23 +1,27 @@
 -- Set a field with its own ttl, optionally only while fewer than `cap` live fields exist.
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index (indexed hashes only; same hash slot)
--- KEYS[3]  its armed expiry notifications (hash, same hash slot)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  expiry mode of a hash this call creates: 'i' (index) or 'n' (native HPEXPIREAT)
--- ARGV[3]  field
--- ARGV[4]  value
--- ARGV[5]  ttl in ms, or NO_TTL for a field that never expires
--- ARGV[6]  cap: 0 for none; else the field is only added while fewer than this many live
+-- KEYS[1]  hash  the hash
+-- KEYS[2]  index  its bucket index (indexed hashes only; same hash slot)
+-- KEYS[3]  outbox  its armed expiry notifications (hash, same hash slot)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  mode: 'i' | 'n'  expiry mode of a hash this call creates: 'i' (index) or 'n' (native
+--          HPEXPIREAT)
+-- ARGV[3]  field: string
+-- ARGV[4]  value: string
+-- ARGV[5]  ttlMs: ms | NO_TTL  ttl, or NO_TTL for a field that never expires
+-- ARGV[6]  cap: int  0 for none; else the field is only added while fewer than this many live
 --          fields exist (re-setting a live field is always accepted)
--- ARGV[7]  a queue to notify when the field expires, or ''
--- ARGV[8]  '1': native writes use HSETEX (this server has it and lets the caller run it);
---          else (or absent) HSET then HPEXPIREAT
--- Returns  { ACCEPTED or FULL (OUT_OF_RANGE when now + ttl passes MAX_EXPIRY, PATH_REFUSED when the
---          server cannot take the path ARGV[2] and ARGV[8] name: nothing written),
---          live fields after the call (NO_CAP when no cap was asked),
---          ms until the oldest live field expires, ms until the latest does,
---          the time the sweep registry must learn for this hash (ms), or NOTHING_DUE,
---          the expiry a notification was armed for (ms), or NOTHING_DUE } (codes: replies.lua)
+-- ARGV[7]  notify: string  a queue to notify when the field expires, or ''
+-- ARGV[8]  hsetex?: '1' | '0'  '1': native writes use HSETEX (this server has it and lets the
+--          caller run it); else (or absent) HSET then HPEXPIREAT
+-- Returns  a flat array (codes: replies.lua):
+--            - verdict: ACCEPTED | FULL | OUT_OF_RANGE | PATH_REFUSED  OUT_OF_RANGE when now + ttl
+--                passes MAX_EXPIRY, PATH_REFUSED when the server cannot take the path mode and
+--                hsetex name: nothing written
+--            - count: int | NO_CAP  live fields after the call (NO_CAP when no cap was asked)
+--            - oldestMs: ms  ms until the oldest live field expires
+--            - newestMs: ms  ms until the latest does
+--            - registerAt: ms | NOTHING_DUE  the time the sweep registry must learn for this hash
+--            - notifyAt: ms | NOTHING_DUE  the expiry a notification was armed for
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"

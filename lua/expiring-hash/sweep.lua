@@ -1,21 +1,23 @@
 -- Remove a hash's expired fields, in a bounded batch, and hand over its due expiry notifications
--- (the background sweep calls this).
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index
--- KEYS[3]  its armed expiry notifications (the outbox: written with the field, in this slot)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  budget: at most about this many fields are looked at (indexed hashes), and at most
---          this many notifications are handed over
--- ARGV[3]  a notification handed over is not handed over again for this long (ms): its delivery
---          may still be under way
--- Returns  { when to sweep this hash next (ms), or NOTHING_DUE for never (the hash is gone, or
---          nothing is due before the key's own expiry takes everything, or the server expires its
---          fields itself, and no notification is armed); BUDGET_SPENT if the budget ran out, else
---          CAUGHT_UP (codes: replies.lua);
---          then for each due notification: its name ("<expiry>:<field>"), its JSON { q, v } }
---          A handed-over notification stays armed until it is disarmed once delivered (notify.lua)
---          or settled by its consumer (settle.lua); its handover record says when and how often
---          it was handed over.
+-- (the background sweep calls this). A handed-over notification stays armed until it is disarmed
+-- once delivered (notify.lua) or settled by its consumer (settle.lua); its handover record says
+-- when and how often it was handed over.
+-- KEYS[1]  hash  the hash
+-- KEYS[2]  index  its bucket index
+-- KEYS[3]  outbox  its armed expiry notifications (written with the field, in this slot)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  budget: int  at most about this many fields are looked at (indexed hashes), and at
+--          most this many notifications are handed over
+-- ARGV[3]  handoverMs: ms  a notification handed over is not handed over again for this long:
+--          its delivery may still be under way
+-- Returns  a flat array (codes: replies.lua):
+--            - next: ms | NOTHING_DUE  when to sweep this hash next, or NOTHING_DUE for never (the
+--                hash is gone, or nothing is due before the key's own expiry takes everything, or
+--                the server expires its fields itself, and no notification is armed)
+--            - left: BUDGET_SPENT | CAUGHT_UP  BUDGET_SPENT if the budget ran out
+--            - notices[]  two per due notification:
+--                - name: string  "<expiry>:<field>"
+--                - notice: json  { q, v }
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"

@@ -1,14 +1,15 @@
 -- Replace a live field's value, keeping its ttl.
--- KEYS[1]  the hash
--- KEYS[2]  its bucket index (unused)
--- KEYS[3]  its armed expiry notifications (hash, same hash slot)
--- ARGV[1]  now in ms, or '' to use the Redis server clock
--- ARGV[2]  field
--- ARGV[3]  value
--- ARGV[4]  '1': native writes use HSETEX (see set.lua); else (or absent) HSET then HPEXPIREAT
--- Returns  CHANGED if the field was live and now holds the value, else NOT_LIVE; PATH_REFUSED when
---          the server cannot take the path ARGV[4] names (or native field expiry for a native
---          hash): nothing written (codes: replies.lua)
+-- KEYS[1]  hash  the hash
+-- KEYS[2]  index  its bucket index (unused)
+-- KEYS[3]  outbox  its armed expiry notifications (hash, same hash slot)
+-- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]  field: string
+-- ARGV[3]  value: string
+-- ARGV[4]  hsetex?: '1' | '0'  '1': native writes use HSETEX (see set.lua); else (or absent) HSET
+--          then HPEXPIREAT
+-- Returns  verdict: CHANGED | NOT_LIVE | PATH_REFUSED  CHANGED if the field was live and now holds
+--          the value; PATH_REFUSED when the server cannot take the path hsetex names (or native
+--          field expiry for a native hash): nothing written (codes: replies.lua)
 --- @include "../includes/server-time.lua"
 --- @include "replies.lua"
 --- @include "hash.lua"

@@ -2,12 +2,15 @@
 -- as before (what it used is kept, and the block charges nothing). A longer block already in force
 -- stays. Stored in the counter itself (see each algorithm), so a decision reads it with the
 -- counter's own state at no extra call.
--- KEYS[1]     the limit's state key
--- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..4]  algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits), windowMs (ms)
--- ARGV[5]     block duration (ms)
--- ARGV[6]     optional: a pub/sub channel told the key (every process's refusal cache forgets it)
--- Returns     the block's end (ms, on the clock of ARGV[1])
+-- KEYS[1]     state  the limit's state key
+-- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]     algorithm: 'fw' | 'sw' | 'sc' | 'tb'
+-- ARGV[3]     limit: int  permits
+-- ARGV[4]     windowMs: ms
+-- ARGV[5]     durationMs: ms  the block's duration
+-- ARGV[6]     channel?: string  a pub/sub channel told the key (every process's refusal cache
+--             forgets it)
+-- Returns     endsAt: ms  the block's end (on the clock of ARGV[1])
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"

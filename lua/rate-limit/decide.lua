@@ -1,16 +1,31 @@
 -- Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none
 -- is charged. One call carries one stack or a batch of independent stacks (calls made in the same
 -- turn of the event loop), so N decisions cost one round trip and one script start, not N.
--- KEYS[1..n]  one state key per limit, stacks in ARGV order; on a cluster all in one hash slot
--- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..]   per stack: '1' to consume or '0' to peek (inspect without charging), the number of
---             limits m, then four per limit: algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits),
---             windowMs (ms), permits to charge
--- Returns     per stack: GRANTED or REFUSED (codes: replies.lua), then five per limit: GRANTED,
---             REFUSED or BLOCKED (refused while a block is in force), remaining (permits), retryAfterMs (ms, 0 if allowed), resetMs (ms
---             until the limit is full again), and the grant id refund.lua takes back ('' unless
---             charged; opaque, see each algorithm); or, for a stack whose Redis call failed,
---             STACK_FAILED and the error text (other stacks of the batch are not affected)
+-- KEYS[1..]   states[]  one state key per limit, stacks in ARGV order; on a cluster all in one
+--             hash slot
+-- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2..]   stacks[]  per stack:
+--               - consume: '1' | '0'  '1' to consume, '0' to peek (inspect without charging)
+--               - limits[#]  the number of limits m, then four per limit:
+--                   - algorithm: 'fw' | 'sw' | 'sc' | 'tb'
+--                   - limit: int  permits
+--                   - windowMs: ms
+--                   - permits: int  permits to charge
+-- Returns     stacks[]  per stack of ARGV, one of (codes: replies.lua):
+--               - decided:
+--                   - verdict: GRANTED | REFUSED
+--                   - limits[]  as in ARGV, five per limit:
+--                       - verdict: GRANTED | REFUSED | BLOCKED  BLOCKED: refused while a block is
+--                           in force
+--                       - remaining: int  permits
+--                       - retryAfterMs: ms  0 if allowed
+--                       - resetMs: ms  until the limit is full again
+--                       - grant: string  the grant id refund.lua takes back ('' unless charged;
+--                           opaque, see each algorithm)
+--               - failed, when the stack's Redis call failed (other stacks of the batch are not
+--                 affected):
+--                   - verdict: STACK_FAILED
+--                   - error: string  the error text
 -- Each algorithm is a table of functions returning plain values (see its include): a table or
 -- closure per decision would cost more here than the decision's own Redis calls.
 --- @include "replies.lua"

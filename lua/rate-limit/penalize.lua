@@ -1,12 +1,17 @@
 -- Charge a penalty: permits taken from one limit whether or not they fit, even past the limit
 -- (the counter holds more than `limit`; a token bucket goes below empty), so the key waits longer
 -- before it is granted again. Nothing to refund: no grant id.
--- KEYS[1]     the limit's state key
--- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..5]  algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits), windowMs (ms), permits to charge
--- Returns     the verdict on one permit right after the charge: GRANTED or REFUSED (codes:
---             replies.lua), remaining (permits, < 0 when past the limit), retryAfterMs (ms until
---             one permit fits), resetMs (ms until the limit is full again)
+-- KEYS[1]     state  the limit's state key
+-- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]     algorithm: 'fw' | 'sw' | 'sc' | 'tb'
+-- ARGV[3]     limit: int  permits
+-- ARGV[4]     windowMs: ms
+-- ARGV[5]     permits: int  permits to charge
+-- Returns     the verdict on one permit right after the charge (codes: replies.lua):
+--               - verdict: GRANTED | REFUSED
+--               - remaining: int  permits, < 0 when past the limit
+--               - retryAfterMs: ms  until one permit fits
+--               - resetMs: ms  until the limit is full again
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"

@@ -2,14 +2,19 @@
 -- permits of one grant to its counter, each permit at most once however often it is asked.
 -- Used by RateLimiterService.refund, and when a stack decided slot by slot on a cluster is
 -- refused after some of its slots were charged.
--- KEYS[1..n]  one state key per limit (on a cluster, all in one hash slot)
--- ARGV[1]     now in ms, or '' to use the Redis server clock
--- ARGV[2..]   five per limit: algorithm ('fw' | 'sw' | 'sc' | 'tb'), limit (permits), windowMs (ms),
---             permits to give back (at most), grant id (from decide.lua's reply)
--- ARGV[last]  optional, after the limits: a pub/sub channel told each key, so that every process's
---             refusal cache forgets its refusals (in the same call, not a command of its own)
--- Returns     per limit, the permits given back (0 when that grant no longer counts or has
---             been given back already)
+-- KEYS[1..]   states[]  one state key per limit (on a cluster, all in one hash slot)
+-- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2..]   limits[]  five per limit, in KEYS order:
+--               - algorithm: 'fw' | 'sw' | 'sc' | 'tb'
+--               - limit: int  permits
+--               - windowMs: ms
+--               - permits: int  permits to give back (at most)
+--               - grant: string  the grant id, from decide.lua's reply
+-- ARGV[last]  channel?: string  after the limits: a pub/sub channel told each key, so that every
+--             process's refusal cache forgets its refusals (in the same call, not a command of its
+--             own)
+-- Returns     given[]: int  per limit, the permits given back (0 when that grant no longer counts
+--             or has been given back already)
 --- @include "../includes/server-time.lua"
 --- @include "life.lua"
 --- @include "fixed-window.lua"

@@ -351,7 +351,9 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 150, size: 'max' }), async (ops) => {
         const queue = `mq${(run += 1)}`;
-        const keys = service['keys'](queue);
+        // the service's keys, in the order the scripts take them
+        const { scheduled, inFlight, dead, data } = service['keys'](queue);
+        const keys = [scheduled, inFlight, dead, data];
         const channel = wakeUps.channel(queue);
         const call = (script: ScriptName, args: (string | number)[]) => connection.scripts.run(script, keys, args);
         // only the explicit `now` counts: nothing in a queue expires

@@ -77,7 +77,7 @@ describe('ExpiringHash native writes and HSETEX', () => {
       const ask = jest.spyOn(app.moduleRef.get(RedisConnection), 'askEveryMaster');
       await Promise.all(Array.from({ length: 20 }, (_, i) => hash.setIfBelow(`owner-${i}`, 'slot', 'v', 60_000, 3)));
       await hash.update('owner-0', 'slot', 'w');
-      expect(ask.mock.calls).toEqual([['hashHsetexProbe', [expect.stringContaining('hsetex-probe')]]]);
+      expect(ask.mock.calls).toEqual([['hashHsetexProbe', { args: { probeKey: expect.stringContaining('hsetex-probe') } }]]);
     } finally {
       await app.close();
     }

@@ -4,6 +4,7 @@ import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js'
 import { armingId } from '../../lib/expiring-hash/notifier.js';
 import { legacyTimerQueue } from '../../lib/expiring-hash/legacy-timers.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import type { ScriptReply } from '../../lib/redis/scripts.js';
 import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
@@ -95,7 +96,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     const connection = ctx.app.moduleRef.get(RedisConnection);
     const key = `registry-broken-${mode}`;
     const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
-    const [hashKey, , armedKey] = keys.hash(key);
+    const { hash: hashKey, outbox: armedKey } = keys.hash(key);
     // the registry shard, made a string: the registration ahead of the write fails with WRONGTYPE
     const registry = keys.registryOf(key);
     const listed = await ctx.app.raw.dump(registry);
@@ -122,10 +123,11 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   it('delivers once when the disarm after the enqueue never happens', async () => {
     const connection = ctx.app.moduleRef.get(RedisConnection);
     const scripts = connection.scripts;
-    const run = scripts.run;
+    // the lowest call the runner has: every script the module calls passes it
+    const send = scripts.send;
     const disarms: string[] = [];
-    scripts.run = function (this: typeof scripts, name, ...rest) {
-      if (name !== 'hashNotify') return run.call(this, name, ...rest);
+    scripts.send = function (this: typeof scripts, name, call) {
+      if (name !== 'hashNotify') return send.call(this, name, call);
       disarms.push(name);
       return Promise.reject(new Error('the sweeping process died here'));
     };
@@ -140,9 +142,9 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       ); // past the handover lease (3 s) and the sweeps after it
       expect(got.map((g) => g.message)).toEqual([{ key: `undisarmed-${mode}`, field: 'order-1', value: 'unpaid' }]);
       const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
-      expect(await ctx.app.raw.hlen(keys.hash(`undisarmed-${mode}`)[2])).toBe(0);
+      expect(await ctx.app.raw.hlen(keys.hash(`undisarmed-${mode}`).outbox)).toBe(0);
     } finally {
-      scripts.run = run;
+      scripts.send = send;
     }
   });
 
@@ -154,7 +156,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
     const key = `disarmed-${mode}`;
     const queue = `expired-disarmed-${mode}`;
-    const outbox = keys.hash(key)[2];
+    const outbox = keys.hash(key).outbox;
     await hash().set(key, 'order-1', 'unpaid', 100, { notify: queue });
     const armed = await ctx.app.raw.hkeys(outbox);
     expect(armed).toEqual([expect.stringMatching(/^\d+:order-1$/)]);
@@ -192,29 +194,24 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     // an hour away, so the module's own sweeper leaves them; the scripts are given a later clock
     await hash().set(key, 'twice', 'a', 3_600_000, { notify: 'q' });
     await hash().set(key, 'once', 'b', 3_600_000, { notify: 'q' });
-    const names = await ctx.app.raw.hkeys(hashKeys[2]);
+    const names = await ctx.app.raw.hkeys(hashKeys.outbox);
     const expiry = Math.max(...names.map((name) => Number(name.split(':')[0])));
-    const sweep = async (now: number) => (await connection.scripts.run('hashSweep', hashKeys, [now, 250, 3000])) as (string | number)[];
-    const settle = async (now: number, field: string) => {
+    const sweep = (now: number) => connection.scripts.call('hashSweep', { keys: hashKeys, args: { now, budget: 250, handoverMs: 3000 } });
+    const settle = (now: number, field: string) => {
       const name = names.find((one) => one.endsWith(`:${field}`))!;
-      return Number(await connection.scripts.run('hashSettle', hashKeys, [now, name, 10_000]));
+      return connection.scripts.call('hashSettle', { keys: hashKeys, args: { now, name, graceMs: 10_000 } });
     };
     const t = expiry + 1;
-    const handedAt = (reply: (string | number)[]) =>
-      reply
-        .slice(2)
-        .filter((_, i) => i % 2 === 0)
-        .map((name) => String(name).split(':')[1])
-        .sort();
+    const handedAt = ({ notices }: ScriptReply<'hashSweep'>) => notices.map(({ name }) => name.split(':')[1]).sort();
     expect(handedAt(await sweep(t))).toEqual(['once', 'twice']);
     const during = await sweep(t + 2999);
     expect(handedAt(during)).toEqual([]);
-    expect(Number(during[0])).toBe(t + 3000); // when the lease ends: the registry comes back then
+    expect(during.next).toBe(t + 3000); // when the lease ends: the registry comes back then
     expect(await settle(t + 2999, 'once')).toBe(0); // handed over once: its message is the one
     expect(handedAt(await sweep(t + 3000))).toEqual(['twice']);
     // a second handover's enqueue may still be on its way: hold the message until its grace ends
     expect(await settle(t + 4000, 'twice')).toBe(9000);
-    expect(await ctx.app.raw.hlen(hashKeys[2])).toBe(0);
+    expect(await ctx.app.raw.hlen(hashKeys.outbox)).toBe(0);
     expect(await settle(t + 4000, 'twice')).toBe(0); // settled already
     expect(handedAt(await sweep(t + 10_000))).toEqual([]);
   });
@@ -225,7 +222,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     const key = `held-${mode}`;
     const queue = `expired-held-${mode}`;
     await hash().set(key, 'order-1', 'unpaid', 3_600_000, { notify: queue });
-    const outbox = keys.hash(key)[2];
+    const outbox = keys.hash(key).outbox;
     const [name] = await ctx.app.raw.hkeys(outbox);
     const expiry = name!.split(':')[0]!;
     // as if handed over a second time 6 s ago: its enqueue may land for 4 s more
@@ -260,7 +257,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       const expiry = Date.now() + 300;
       const queue = `expired-legacy-${mode}`;
       // what 0.1 left: the arming in the hash's outbox, the timer due at the expiry
-      await app.raw.hset(keys.hash(key)[2], `${expiry}:order-1`, JSON.stringify({ q: queue, v: 'unpaid' }));
+      await app.raw.hset(keys.hash(key).outbox, `${expiry}:order-1`, JSON.stringify({ q: queue, v: 'unpaid' }));
       const timers = legacyTimerQueue(keys.shardOf(key));
       await app.moduleRef.get(DelayQueueService).enqueue(timers, { k: key, f: 'order-1', e: expiry }, { runAt: expiry });
       const got: ExpiredField[] = [];
@@ -274,7 +271,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       await sleep(500);
       await consumer.stop();
       expect(got).toEqual([{ key, field: 'order-1', value: 'unpaid' }]);
-      expect(await app.raw.hlen(keys.hash(key)[2])).toBe(0);
+      expect(await app.raw.hlen(keys.hash(key).outbox)).toBe(0);
     } finally {
       await app.close();
     }

@@ -123,17 +123,18 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
     const keys = new ExpiringHashKeys(connection.keys, 16).hash(fresh());
     const code = mode === 'native' ? 'n' : 'i';
     const start = Date.now() + 86_400_000;
-    const set = (at: number, field: string, ttl: number) => connection.scripts.run('hashSet', keys, [at, code, field, 'v', ttl, 0, '', hsetex ? '1' : '0']);
+    const set = (now: number, field: string, ttlMs: number) =>
+      connection.scripts.call('hashSet', { keys, args: { now, mode: code, field, value: 'v', ttlMs, cap: 0, notify: '', hsetex: hsetex ? '1' : '0' } });
     await set(start, 'keeper', HashReply.NO_TTL);
     // 127 fields and the keeper: small, scanned whole; nothing reads it while they expire
     for (let i = 0; i < 127; i++) await set(start, `f${i}`, 100);
-    expect(await ctx.app.raw.exists(keys[1])).toBe(0);
+    expect(await ctx.app.raw.exists(keys.index)).toBe(0);
     // the 128th grows it past the 128 fields where the bucket index takes over
     await set(start + 200, 'last', 100);
-    expect(await ctx.app.raw.exists(keys[1])).toBe(1);
-    expect(await connection.scripts.run('hashCount', keys, [start + 200])).toBe(2);
-    expect(await connection.scripts.run('hashCount', keys, [start + 400])).toBe(1);
-    expect(await ctx.app.raw.hlen(keys[0])).toBe(2); // the keeper and the meta field
+    expect(await ctx.app.raw.exists(keys.index)).toBe(1);
+    expect(await connection.scripts.call('hashCount', { keys, args: { now: start + 200 } })).toBe(2);
+    expect(await connection.scripts.call('hashCount', { keys, args: { now: start + 400 } })).toBe(1);
+    expect(await ctx.app.raw.hlen(keys.hash)).toBe(2); // the keeper and the meta field
   });
 
   it('the hash key expires with its latest field, and not while a field has no ttl', async () => {
@@ -301,22 +302,24 @@ describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, serve
     const keys = new ExpiringHashKeys(ctx.app.moduleRef.get(RedisConnection).keys, 16).hash(key);
     const now = Date.now();
     const code = mode === 'native' ? 'n' : 'i';
-    const set = (field: string, ttl: number) => scripts.run('hashSet', keys, [now, code, field, 'v', ttl, 0, '', hsetex ? '1' : '0']);
-    const outOfRange = [HashReply.OUT_OF_RANGE, HashReply.NO_CAP, 0, 0, HashReply.NOTHING_DUE, HashReply.NOTHING_DUE];
+    const set = (field: string, ttlMs: number) =>
+      scripts.call('hashSet', { keys, args: { now, mode: code, field, value: 'v', ttlMs, cap: 0, notify: '', hsetex: hsetex ? '1' : '0' } });
+    const get = (field: string) => scripts.call('hashGet', { keys, args: { now, field } });
+    const nothing = { registerAt: HashReply.NOTHING_DUE, notifyAt: HashReply.NOTHING_DUE };
+    const outOfRange = { verdict: HashReply.OUT_OF_RANGE, count: HashReply.NO_CAP, oldestMs: 0, newestMs: 0, ...nothing };
     expect(await set('f', MAX_EXPIRY_MS - now + 1)).toEqual(outOfRange);
-    expect(await ctx.app.raw.exists(keys[0])).toBe(0);
-    expect(((await set('f', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(HashReply.ACCEPTED);
-    expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
-    expect(await scripts.run('hashExpire', keys, [now, 'f', MAX_EXPIRY_MS - now + 1])).toEqual([
-      HashReply.OUT_OF_RANGE,
-      HashReply.NOTHING_DUE,
-      HashReply.NOTHING_DUE,
-    ]);
-    expect(await scripts.run('hashGet', keys, [now, 'f'])).toEqual(['v', MAX_EXPIRY_MS - now]);
+    expect(await ctx.app.raw.exists(keys.hash)).toBe(0);
+    expect((await set('f', MAX_EXPIRY_MS - now)).verdict).toBe(HashReply.ACCEPTED);
+    expect(await get('f')).toEqual({ value: 'v', ttlMs: MAX_EXPIRY_MS - now });
+    expect(await scripts.call('hashExpire', { keys, args: { now, field: 'f', ttlMs: MAX_EXPIRY_MS - now + 1 } })).toEqual({
+      verdict: HashReply.OUT_OF_RANGE,
+      ...nothing,
+    });
+    expect(await get('f')).toEqual({ value: 'v', ttlMs: MAX_EXPIRY_MS - now });
     // a second field: the first leaves the compact layout, both now with field expiry (native mode)
     expect(await set('g', MAX_EXPIRY_MS - now + 1)).toEqual(outOfRange);
-    expect(((await set('g', MAX_EXPIRY_MS - now)) as number[])[0]).toBe(HashReply.ACCEPTED);
-    for (const field of ['f', 'g']) expect(await scripts.run('hashGet', keys, [now, field])).toEqual(['v', MAX_EXPIRY_MS - now]);
+    expect((await set('g', MAX_EXPIRY_MS - now)).verdict).toBe(HashReply.ACCEPTED);
+    for (const field of ['f', 'g']) expect(await get(field)).toEqual({ value: 'v', ttlMs: MAX_EXPIRY_MS - now });
   });
 
   it('keeps values byte for byte, and each hostile field apart', async () => {

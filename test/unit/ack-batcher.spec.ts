@@ -10,9 +10,9 @@ function setUp() {
   const held = new Map<string, Lease>();
   const warnings: string[] = [];
   const batcher = new AckBatcher({
-    send: (args) =>
+    send: (leases) =>
       new Promise<void>((resolve, reject) => {
-        calls.push({ args, resolve, reject });
+        calls.push({ args: leases.flatMap(({ id, token }) => [id, token]), resolve, reject });
       }),
     leases: { get: (id) => held.get(id), release: (lease) => (held.get(lease.id) === lease ? void held.delete(lease.id) : undefined) },
     logger: { warn: (message) => void warnings.push(message) },

@@ -101,6 +101,6 @@ export class LocalHandOver {
 
   private async charge({ counter: { target, spec }, permits }: OwedCharge): Promise<unknown> {
     const redisKey = this.redis.keys.build(counterKind(spec), target.key, target.scope);
-    return this.redis.scripts.run('rateLimitPenalize', [redisKey], ['', spec.algorithm, spec.limit, spec.windowMs, permits]);
+    return this.redis.scripts.call('rateLimitPenalize', { keys: { state: redisKey }, args: { ...spec, permits } });
   }
 }

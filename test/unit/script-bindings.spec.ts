@@ -1,0 +1,81 @@
+import { RedisScriptError } from '../../lib/errors.js';
+import { RateLimitReply } from '../../lib/redis/replies.js';
+import { RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS, SCRIPT_BINDINGS } from '../../lib/redis/script-bindings.generated.js';
+
+// The generated bindings put named calls into the positional argv the scripts read and read their
+// positional replies back (the scripts' own suites run them on Redis). These pin the layouts the
+// headers describe where they are least plain: groups, counts, values left out, variants.
+
+const queue = { scheduled: 's', inFlight: 'f', dead: 'd', data: 'm' };
+
+describe('generated script bindings', () => {
+  it("decide.lua: the key count first, each stack's limits after their number; a failed stack is its own variant", () => {
+    const decide = SCRIPT_BINDINGS['rate-limit/decide.lua'];
+    const limit = { algorithm: 'fw', limit: 10, windowMs: 1000, permits: 1 } as const;
+    const call = {
+      keys: { states: ['a', 'b', 'c'] },
+      args: {
+        stacks: [
+          { consume: '1', limits: [limit, { ...limit, algorithm: 'tb', permits: 2 }] },
+          { consume: '0', limits: [limit] },
+        ],
+      },
+    } as const;
+    expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', '1', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, '0', 1, 'fw', 10, 1000, 1]);
+    const granted = [RateLimitReply.GRANTED, 9, 0, 1000, 'g1'];
+    const reply = [RateLimitReply.STACK_FAILED, 'WRONGTYPE', RateLimitReply.GRANTED, ...granted];
+    expect(granted).toHaveLength(RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS);
+    expect(decide.decode(reply, call)).toEqual({
+      stacks: [
+        { verdict: RateLimitReply.STACK_FAILED, error: 'WRONGTYPE' },
+        { verdict: RateLimitReply.GRANTED, limits: [{ verdict: RateLimitReply.GRANTED, remaining: 9, retryAfterMs: 0, resetMs: 1000, grant: 'g1' }] },
+      ],
+    });
+    expect(() => decide.decode([7], { ...call, args: { stacks: [call.args.stacks[1]] } })).toThrow(RedisScriptError);
+  });
+
+  it('claim.lua: a value left out with a default goes as it; one left out at the end does not go', () => {
+    const claim = SCRIPT_BINDINGS['delay-queue/claim.lua'];
+    const args = { count: 10, visibilityMs: 30_000 };
+    expect(claim.encode({ keys: queue, args })).toEqual(['s', 'f', 'd', 'm', '', 10, 30_000, '', '', '', '']);
+    expect(claim.encode({ keys: queue, args: { ...args, now: 5, globalConcurrency: 4, rateLimited: '1', wakeChannel: 'w', publish: 'SPUBLISH' } })).toEqual([
+      's',
+      'f',
+      'd',
+      'm',
+      5,
+      10,
+      30_000,
+      '',
+      '',
+      4,
+      '1',
+      'w',
+      'SPUBLISH',
+    ]);
+    expect(claim.decode([100, -1, 'id', '{}', '90', 2, 3], { keys: queue, args })).toEqual({
+      now: 100,
+      next: -1,
+      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3 }],
+    });
+    expect(() => claim.decode(3, { keys: queue, args })).toThrow(RedisScriptError);
+  });
+
+  it('refund.lua: an optional value after a group goes last, when given', () => {
+    const refund = SCRIPT_BINDINGS['rate-limit/refund.lua'];
+    const limits = [{ algorithm: 'sw', limit: 5, windowMs: 60_000, permits: 1, grant: 'g' }] as const;
+    expect(refund.encode({ keys: { states: ['a'] }, args: { limits } })).toEqual([1, 'a', '', 'sw', 5, 60_000, 1, 'g']);
+    expect(refund.encode({ keys: { states: ['a'] }, args: { limits, channel: 'c' } })).toEqual([1, 'a', '', 'sw', 5, 60_000, 1, 'g', 'c']);
+    expect(refund.decode([1], { keys: { states: ['a'] }, args: { limits } })).toEqual({ given: [1] });
+  });
+
+  it('admit.lua: a group of keys counts in the key count; get.lua: a Lua false reads as null', () => {
+    const admit = SCRIPT_BINDINGS['delay-queue/admit.lua'];
+    const rates = [{ counter: 'c1', pace: 'p1' }];
+    const call = { keys: { ...queue, rates }, args: { algorithm: 'fw', limit: 1, windowMs: 1000, leases: [{ id: 'x', token: 7 }] } } as const;
+    expect(admit.encode(call)).toEqual([6, 's', 'f', 'd', 'm', 'c1', 'p1', '', 'fw', 1, 1000, 'x', 7]);
+    const get = SCRIPT_BINDINGS['expiring-hash/get.lua'];
+    const keys = { hash: 'h', index: 'i', outbox: 'o' };
+    expect(get.decode([null, -2], { keys, args: { field: 'f' } })).toEqual({ value: null, ttlMs: -2 });
+  });
+});
