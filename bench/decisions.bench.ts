@@ -138,7 +138,12 @@ export async function contenders(host: string, port: number): Promise<{ list: Co
       shapes: shapesOf(`nest-redis-limit ${label}`, pipelining),
       call: (key) => limiter.consume(key, { limit: LIMIT, windowMs: WINDOW_MS, algorithm: a }).then((d) => d.allowed),
     });
-    list.push(algorithm('fixed-window', 'fixed-window'), algorithm('sliding-window', 'sliding-window'), algorithm('token-bucket', 'token-bucket'));
+    list.push(
+      algorithm('fixed-window', 'fixed-window'),
+      algorithm('sliding-window', 'sliding-window'),
+      algorithm('sliding-window-counter', 'sliding-window-counter'),
+      algorithm('token-bucket', 'token-bucket'),
+    );
     list.push({
       name: 'nest-redis-limit funnel',
       kind: 'ours',

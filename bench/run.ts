@@ -1,7 +1,7 @@
 // `npm run bench`: every comparison in one run on this machine, written to BENCHMARKS.md and
 // benchmarks.svg. Sections run one after another (never two loads at once on 2 cores; only memory
 // measurements, and timer-paced ones, share their time: see below):
-// ceiling, decisions, http, flood, sliding, outcomes, memory, queue, queue-ops. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
+// ceiling, decisions, http, flood, sliding, bound, outcomes, memory, queue, queue-ops. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
 // BENCH_CALLS, BENCH_HTTP_SECONDS and BENCH_RATE_SECONDS scale them down for a quick look (the report says so).
 //
 // The whole run stays under 10 minutes. At afa46c8 the sections took 534 s (8.9 min: ceiling 4,
@@ -32,9 +32,10 @@ import { FLOOD_LIMIT, FLOOD_WINDOW_MS, floodCost, type FloodRow } from './flood.
 import { HTTP_LIMIT, HTTP_WINDOW_MS, httpOverhead, type HttpRow, type ROUTES } from './http.bench.js';
 import { outcomeCost, outcomeTable, type OutcomeRow } from './outcomes.bench.js';
 import { slidingWindowCost, SW_LIMIT, SW_SMALL_GRANTS, type SlidingRow } from './sliding-window.bench.js';
+import { BOUND_LIMIT, BOUND_WINDOW_MS, windowBound, type BoundRow } from './window-bound.bench.js';
 import { queueOpsReport, type QueueOpsFigures } from './queue-ops.report.js';
 
-const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'outcomes', 'memory', 'queue', 'queue-ops'];
+const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'bound', 'outcomes', 'memory', 'queue', 'queue-ops'];
 const SECTIONS = process.env['BENCH_SECTIONS']?.split(',') ?? ALL_SECTIONS;
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
   let httpRows: HttpRow[] = [];
   let floodRows: FloodRow[] = [];
   let slidingRows: SlidingRow[] = [];
+  let boundRows: BoundRow[] = [];
   let outcomeRows: OutcomeRow[] = [];
   let memoryTables = '';
   let memory: Record<string, Record<string, Record<string, Spread>>> | undefined;
@@ -122,6 +124,9 @@ async function main(): Promise<void> {
     });
     await timed('sliding', async () => {
       slidingRows = await slidingWindowCost({ host, port, runs: RUNS, log });
+    });
+    await timed('bound', async () => {
+      boundRows = await windowBound({ host, port, log });
     });
     await timed('outcomes', async () => {
       outcomeRows = await outcomeCost({ host, port, runs: RUNS, log });
@@ -236,7 +241,7 @@ async function main(): Promise<void> {
 
   const row = (name: string, shape: KeyShape, pipelining = 'off') =>
     decisionRows.find((r) => r.name === name && r.shape === shape && r.pipelining === pipelining);
-  const OURS = ['fixed-window', 'sliding-window', 'token-bucket', 'funnel'].map((a) => `nest-redis-limit ${a}`);
+  const OURS = ['fixed-window', 'sliding-window', 'sliding-window-counter', 'token-bucket', 'funnel'].map((a) => `nest-redis-limit ${a}`);
   const RLF = 'rate-limiter-flexible RateLimiterRedis';
   const THROTTLER = '@nest-lab/throttler-storage-redis increment';
   const NAIVE = 'naive INCR then EXPIRE (no Lua)';
@@ -433,6 +438,21 @@ async function main(): Promise<void> {
       );
     }
     md.push('');
+  }
+
+  if (boundRows.length) {
+    md.push('## 3b2. Window algorithms: the most granted in any span of windowMs', '');
+    md.push(
+      `\`bench/window-bound.bench.ts\`: limit ${BOUND_LIMIT} per ${BOUND_WINDOW_MS / 1000} s, decide.lua at explicit times (exact figures, the same on any machine). ` +
+        'Adversary: single permits asked for until refused at the last ms of a window, then at every 1% of the next window and at its last ms but one. ' +
+        'Random: arrivals at 1.5 × the limit rate for 50 windows (exponential gaps, one seed), a permit each. ' +
+        `The sliding window counter's bound is 2 × limit - 1 = ${2 * BOUND_LIMIT - 1} (docs/how-it-works.md); the exact window's is the limit.`,
+      '',
+      '| algorithm | traffic | most in any span of windowMs | granted / asked |',
+      '|---|---|---:|---:|',
+      ...boundRows.map((r) => `| ${r.algorithm} | ${r.traffic} | ${r.most} | ${r.granted.toLocaleString('en-US')} / ${r.asked.toLocaleString('en-US')} |`),
+      '',
+    );
   }
 
   if (outcomeRows.length) {
