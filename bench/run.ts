@@ -444,7 +444,7 @@ async function main(): Promise<void> {
     md.push('## 3b2. Window algorithms: the most granted in any span of windowMs', '');
     md.push(
       `\`bench/window-bound.bench.ts\`: limit ${BOUND_LIMIT} per ${BOUND_WINDOW_MS / 1000} s, decide.lua at explicit times (exact figures, the same on any machine). ` +
-        'Adversary: single permits asked for until refused at the last ms of a window, then at every 1% of the next window and at its last ms but one. ' +
+        'Adversary: single permits asked for until refused at the last ms of a window, at the first ms of the next and at its last ms but one. ' +
         'Random: arrivals at 1.5 × the limit rate for 50 windows (exponential gaps, one seed), a permit each. ' +
         `The sliding window counter's bound is 2 × limit - 1 = ${2 * BOUND_LIMIT - 1} (docs/how-it-works.md); the exact window's is the limit.`,
       '',
