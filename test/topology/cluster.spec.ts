@@ -34,7 +34,9 @@ describe('on a 3-master Redis Cluster', () => {
 
   async function boot(options: RedisLimitModuleOptions = {}) {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisLimitModule.forRoot({ redis: cluster.connection, keyPrefix: uniquePrefix('cluster'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options })],
+      imports: [
+        RedisLimitModule.forRoot({ redis: cluster.connection, keyPrefix: uniquePrefix('cluster'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, ...options }),
+      ],
     }).compile();
     await moduleRef.init();
     closers.push(() => moduleRef.close());
