@@ -13,9 +13,7 @@ import { TestSentinel } from '../harness/redis-sentinel.js';
 const IN_FLIGHT = 8;
 /** A request not answered by then is a hang, recorded as status 0. */
 const REQUEST_BOUND_MS = 5_000;
-const LOAD_BEFORE_KILL_MS = 1_500;
-/** Load after the first request granted on the new master; its last 1.5 s must be clean. */
-const LOAD_AFTER_RECOVERY_MS = 3_000;
+/** Load after the new master has both granted and refused; its last 1.5 s must be clean. */
 const CLEAN_TAIL_MS = 1_500;
 
 @Controller()
@@ -93,7 +91,10 @@ describe('Sentinel: a failover during load', () => {
     };
     const load = Promise.all(Array.from({ length: IN_FLIGHT }, worker));
 
-    await sleep(LOAD_BEFORE_KILL_MS);
+    // until the limit has both granted and refused (a fixed time is too short on a loaded machine,
+    // whose requests may never reach 50 in a second)
+    const limited = (list: Answer[]) => list.some((a) => a.status === 200) && list.some((a) => a.status === 429);
+    expect(await eventually(() => limited(answers))).toBe(true);
     const fromPort = await sentinel.masterPort();
     const killAt = Date.now();
     sentinel.nodes.find((node) => node.port === fromPort)!.signal('SIGKILL');
@@ -101,7 +102,9 @@ describe('Sentinel: a failover during load', () => {
     const agreedAt = Date.now();
     // the client finds the new master on its next reconnect attempt, up to 1 s (its backoff cap) away
     const recovered = await eventually(() => answers.some((a) => a.status === 200 && a.sentAt > agreedAt));
-    await sleep(LOAD_AFTER_RECOVERY_MS);
+    // limiting on the new master: granted and refused again, then a tail that must be clean
+    const resumed = await eventually(() => limited(answers.filter((a) => a.sentAt > agreedAt)));
+    await sleep(CLEAN_TAIL_MS);
     loading = false;
     await load;
     const stopAt = Date.now();
@@ -126,7 +129,9 @@ describe('Sentinel: a failover during load', () => {
     expect([...before].sort()).toEqual([200, 429]); // limiting works before the kill
     expect(others.map((a) => a.status)).toEqual([]); // never a 500, never a hang
     expect(unavailable.length).toBeGreaterThan(0); // the kill was felt: the test can tell
-    expect([...statuses(tail)].sort()).toEqual([200, 429]); // limiting resumed, no 503 left
+    expect(resumed).toBe(true); // limiting resumed
+    expect(tail.length).toBeGreaterThan(0);
+    expect([...statuses(tail)].filter((s) => s !== 200 && s !== 429)).toEqual([]); // no 503 left
 
     // the rest of the module works on the new master without a restart
     const hash = app.get(ExpiringHashService);
@@ -177,16 +182,17 @@ describe('Sentinel: a planned failover (SENTINEL FAILOVER)', () => {
       const to = await sentinel.waitForFailover(from);
       const switched = Date.now();
       // the old master keeps accepting writes until Sentinel demotes it, about 10 s on: a client
-      // that stayed there would write counts the new master never sees. Ours follows +switch-master.
+      // that stayed there would write counts the new master never sees. Ours follows +switch-master
+      // (within 0.1 s here); 7 s still tells the two apart on a loaded machine.
       let followed = 0;
-      for (const deadline = switched + 3000; Date.now() < deadline && !followed; await sleep(50)) {
+      for (const deadline = switched + 7000; Date.now() < deadline && !followed; await sleep(50)) {
         const before = await count(to);
         const decision = await limiter.consume('planned', policy).catch(() => undefined);
         if (decision && (await count(to)) === before + 1) followed = Date.now();
       }
       console.log(
         `planned failover ${from} -> ${to}: sentinels switched ${((switched - asked) / 1000).toFixed(1)} s after the command, ` +
-          `the module wrote to the new master ${followed ? `${((followed - switched) / 1000).toFixed(1)} s after the switch` : 'not within 3 s'}`,
+          `the module wrote to the new master ${followed ? `${((followed - switched) / 1000).toFixed(1)} s after the switch` : 'not within 7 s'}`,
       );
       expect(followed).toBeGreaterThan(0);
     } finally {
