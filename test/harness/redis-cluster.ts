@@ -17,7 +17,12 @@ export interface ClusterStartOptions {
   flavor?: RedisFlavor;
   /** Extra redis-server arguments for every node. */
   args?: string[];
-  /** cluster-node-timeout: how long a silent master takes to be failed over. Default 1000. */
+  /**
+   * cluster-node-timeout: how long a silent master takes to be failed over. Default 15000 (the
+   * server's own): a loaded machine can stall a node for over a second, and with a short timeout
+   * the other masters then mark it failed and answer CLUSTERDOWN for every slot. Failover tests
+   * pass a short one.
+   */
   nodeTimeoutMs?: number;
 }
 
@@ -46,7 +51,7 @@ export class TestCluster {
   ) {}
 
   static async start(options: ClusterStartOptions = {}): Promise<TestCluster> {
-    const { masters = 3, replicas = 0, nodeTimeoutMs = 1000, args = [] } = options;
+    const { masters = 3, replicas = 0, nodeTimeoutMs = 15_000, args = [] } = options;
     const flavor = options.flavor ?? currentFlavor();
     const nodes = await Promise.all(
       Array.from({ length: masters * (1 + replicas) }, () => {
