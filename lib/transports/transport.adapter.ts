@@ -65,9 +65,3 @@ export function transportTracker(ctx: ExecutionContext, ipv6Subnet: number | fal
 export function userFailure(transport: TransportAdapter, error: unknown): unknown {
   return error instanceof HttpException && transport.httpException !== undefined ? transport.httpException(error) : error;
 }
-
-/** An HttpException's answer as a body: its response object, or `{ statusCode, message }`. */
-export function httpExceptionBody(error: HttpException): object {
-  const response = error.getResponse();
-  return typeof response === 'object' && response !== null ? response : { statusCode: error.getStatus(), message: response };
-}
