@@ -1,4 +1,4 @@
-import type { HeadersMode } from '../redis-limit.options.js';
+import type { HeadersMode } from '../transports/guard.options.js';
 import type { RateLimitDecision } from './policy.js';
 
 export interface HeaderPolicy {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import { assertFailMode, type FailMode, type KeyResolver } from '../transports/guard.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';

@@ -1,7 +1,7 @@
 import { HttpStatus, ServiceUnavailableException } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
-import type { FailMode } from '../redis-limit.options.js';
+import type { FailMode } from './guard.options.js';
 
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;

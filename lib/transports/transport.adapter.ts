@@ -1,5 +1,5 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
-import type { KeyResolver } from '../redis-limit.options.js';
+import type { KeyResolver } from './guard.options.js';
 import { graphqlAdapter } from './graphql.adapter.js';
 import { httpAdapter } from './http.adapter.js';
 import { rpcAdapter } from './rpc.adapter.js';
