@@ -1,6 +1,14 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { assertModuleOptions, ConfigurableModuleClass, type OPTIONS_TYPE, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
+import {
+  assertModuleOptions,
+  assertNoLateIsGlobal,
+  ConfigurableModuleClass,
+  REDIS_LIMIT_OPTIONS,
+  type OPTIONS_TYPE,
+  type RedisLimitModuleAsyncOptions,
+} from './redis-limit.module-definition.js';
+import { resolveOptions, type RedisLimitModuleOptions } from './redis-limit.options.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
@@ -16,12 +24,23 @@ import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 import { RedisLimitEvents } from './observability/redis-limit-events.js';
 import { RedisConnection } from './redis/redis-connection.js';
 
+/** The connection, made from the options checked here: a bad one fails module creation, naming
+ * the option (docs/bad-input.md). */
+const CONNECTION: Provider = {
+  provide: RedisConnection,
+  useFactory: (raw: RedisLimitModuleOptions, events: RedisLimitEvents) => {
+    assertNoLateIsGlobal(raw);
+    return new RedisConnection(resolveOptions(raw), events);
+  },
+  inject: [REDIS_LIMIT_OPTIONS, RedisLimitEvents],
+};
+
 /** What the module exports: the services users inject, and what the guards need. `@RateLimit`,
  * `@Funnel` and `@MaxPending` attach guards that Nest builds in the user's own module, so their
  * dependencies (the connection, the plans) must be visible there too. */
 const PROVIDERS = [
   RedisLimitEvents,
-  RedisConnection,
+  CONNECTION,
   RateLimiterService,
   ExpiringHashService,
   DelayQueueService,

@@ -1,9 +1,8 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { RedisLimitError, RedisScriptError } from '../errors.js';
-import { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import { assertNoLateIsGlobal, REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
-import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
+import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
+import type { ResolvedOptions } from '../redis-limit.options.js';
 import { createClient, isCluster, reconnectAbortedAttempts, selectedDatabase, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type ScriptReply } from './scripts.js';
@@ -13,11 +12,11 @@ const STARTUP_WAIT_MS = 2000;
 
 /**
  * The module's connection: options, client, key builder and script runner in one place, plus the
- * outage log shared by every guard (one warning per outage, not one per request).
+ * outage log shared by every guard (one warning per outage, not one per request). The module
+ * makes it (see redis-limit.module.ts) from options it has checked: infrastructure imports no
+ * feature, and only the types of the options and of the events it reports to.
  */
-@Injectable()
 export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
-  readonly options: ResolvedOptions;
   readonly client: RedisClient;
   /** A Redis Cluster: every call's keys must share one slot. */
   readonly cluster: boolean;
@@ -30,12 +29,11 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly commands = new Map<string, Promise<boolean>>();
 
   constructor(
-    @Inject(REDIS_LIMIT_OPTIONS) raw: RedisLimitModuleOptions,
+    /** Checked, with their defaults (resolveOptions). */
+    readonly options: ResolvedOptions,
     /** Counters and events: everything that holds the connection reports through it. */
-    @Inject(RedisLimitEvents) readonly events: RedisLimitEvents,
+    readonly events: RedisLimitEvents,
   ) {
-    assertNoLateIsGlobal(raw);
-    this.options = resolveOptions(raw);
     const { client, owned } = createClient(this.options.redis, this.options.commandTimeoutMs);
     this.client = client;
     this.cluster = isCluster(client);
