@@ -1,5 +1,5 @@
 import { BadRequestException, type ExecutionContext } from '@nestjs/common';
-import { ipKey } from '../rate-limit/ip-key.js';
+import { ipKey } from './ip-key.js';
 import { peerAnswers, peerClass, type ErrorClass } from './peer-class.js';
 import type { TransportAdapter } from './transport.adapter.js';
 
