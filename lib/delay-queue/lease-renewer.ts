@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { OutageReports, ScriptAccess } from '../redis/redis-connection.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import type { QueueKeys } from './queue-keys.js';
 
@@ -18,7 +18,7 @@ export interface Lease {
 }
 
 export interface LeaseRenewerDeps {
-  redis: RedisConnection;
+  redis: ScriptAccess & OutageReports;
   keys: QueueKeys;
   visibilityTimeoutMs: number;
   logger: Logger;

@@ -10,13 +10,41 @@ import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type 
 /** How long start-up waits for Redis before going on without it (guards then apply failMode). */
 const STARTUP_WAIT_MS = 2000;
 
+// Narrow views of the connection. The module hands the whole connection to the services it makes;
+// what they build takes only the parts it uses, so what a part depends on can be read from its
+// signature (and a test can hand it a stand-in with just those parts).
+
+/** Runs scripts and names keys: all most Redis-facing code needs. */
+export interface ScriptAccess {
+  readonly scripts: ScriptRunner;
+  readonly keys: RedisKeys;
+}
+
+/** The client itself, for commands no script wraps. */
+export interface ClientAccess {
+  readonly client: RedisClient;
+  /** A Redis Cluster: every call's keys must share one slot. */
+  readonly cluster: boolean;
+}
+
+/** The outage log: a loop or guard reports whether Redis answered, and one warning per outage follows. */
+export interface OutageReports {
+  reportFailure(error: Error): void;
+  reportSuccess(): void;
+}
+
+/** Connections of their own for SUBSCRIBE. */
+export interface Subscriptions {
+  subscriberConnection(sharded?: boolean): Redis | Cluster;
+}
+
 /**
  * The module's connection: options, client, key builder and script runner in one place, plus the
  * outage log shared by every guard (one warning per outage, not one per request). The module
  * makes it (see redis-limit.module.ts) from options it has checked: infrastructure imports no
  * feature, and only the types of the options and of the events it reports to.
  */
-export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
+export class RedisConnection implements ScriptAccess, ClientAccess, OutageReports, Subscriptions, OnModuleInit, OnApplicationShutdown {
   readonly client: RedisClient;
   /** A Redis Cluster: every call's keys must share one slot. */
   readonly cluster: boolean;
