@@ -9,6 +9,8 @@ import tseslint from 'typescript-eslint';
 // lib/'s feature, transport and module files, as import paths from a folder of lib/ see them
 const FEATURES = String.raw`(rate-limit|delay-queue|expiring-hash|max-pending|dashboard|transports)/|redis-limit\.module|index\.js$`;
 
+const MODULE_FILES = 'A feature imports no module file: the module composes the options and wires the features.';
+
 export default defineConfig(
   globalIgnores([
     'dist/',
@@ -67,7 +69,7 @@ export default defineConfig(
           patterns: [
             {
               regex: String.raw`^(\.\./)+(redis-limit\.|index\.js$)`,
-              message: 'A feature imports no module file: the module composes the options and wires the features.',
+              message: MODULE_FILES,
             },
           ],
         },
@@ -92,6 +94,25 @@ export default defineConfig(
               regex: String.raw`^\.\./(?!errors\.js$|validation\.js$|${FEATURES})`,
               allowTypeImports: true,
               message: 'redis/ is infrastructure: of the rest of lib/ it imports errors.ts and validation.ts at run time, anything else as a type only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // transports/ is the guards' common ground, under the features that guard: their types only
+    files: ['lib/transports/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: String.raw`^\.\./(redis-limit\.|index\.js$)`, message: MODULE_FILES },
+            {
+              regex: String.raw`^\.\./(rate-limit|delay-queue|expiring-hash|max-pending|dashboard)/`,
+              allowTypeImports: true,
+              message: "transports/ is the guards' common ground: it may name a feature's types, never import its code.",
             },
           ],
         },

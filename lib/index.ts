@@ -29,7 +29,7 @@ export type {
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 export { defaultTracker } from './transports/default-tracker.js';
-export { RateLimitException } from './rate-limit/rate-limit.exception.js';
+export { RateLimitException } from './transports/rate-limit.exception.js';
 export { GraphQLLimitError } from './transports/graphql.adapter.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';

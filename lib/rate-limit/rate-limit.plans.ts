@@ -4,7 +4,7 @@ import { assertFailMode, type FailMode, type KeyResolver } from '../transports/g
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
-import type { HeaderPolicy } from './headers.js';
+import type { HeaderPolicy } from '../transports/headers.js';
 import { overrideForRequest } from './overrides.js';
 import type { LimitOverride } from './overrides-policy.js';
 import { assertPermits, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';
