@@ -41,6 +41,9 @@ export interface RedisLimitModuleExtras {
   isGlobal?: boolean;
 }
 
+/** Injects the module's options, checked (ResolvedOptions): the module hands each part its own. */
+export const RESOLVED_OPTIONS = Symbol('RedisLimitResolvedOptions');
+
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions extends ConnectionSettings, GuardSettings, RateLimitSettings {
   expiringHash: Required<ExpiringHashOptions>;

@@ -23,6 +23,9 @@ export interface ExpiringHashOptions {
   sweepShards?: number;
 }
 
+/** Injects ExpiringHashService's options, checked (the module provides them). */
+export const EXPIRING_HASH_OPTIONS = Symbol('RedisLimitExpiringHashOptions');
+
 export function resolveExpiringHashOptions(options: ExpiringHashOptions = {}): Required<ExpiringHashOptions> {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`RedisLimitModule: expiringHash must be an object, got ${String(options)}`);
