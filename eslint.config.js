@@ -6,6 +6,11 @@ import { defineConfig, globalIgnores } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+// lib/'s feature, transport and module files, as import paths from a folder of lib/ see them
+const FEATURES = String.raw`(rate-limit|delay-queue|expiring-hash|max-pending|dashboard|transports)/|redis-limit\.module|index\.js$`;
+
+const MODULE_FILES = 'A feature imports no module file: the module composes the options and wires the features.';
+
 export default defineConfig(
   globalIgnores([
     'dist/',
@@ -53,6 +58,66 @@ export default defineConfig(
     // a library logs through Nest's Logger, which the application configures
     files: ['lib/**'],
     rules: { 'no-console': 'error' },
+  },
+  {
+    // the module file and the options it composes sit on top: no feature imports them
+    files: ['lib/*/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: String.raw`^(\.\./)+(redis-limit\.|index\.js$)`,
+              message: MODULE_FILES,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // layers point down (docs/how-it-works.md, "A maintainer's map"): redis/ is infrastructure and
+    // imports no feature; of the rest of lib/ it may use errors.ts and validation.ts, and the types
+    // of the options and the events it is handed
+    files: ['lib/redis/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: String.raw`^\.\./(${FEATURES})`,
+              message: 'redis/ is infrastructure: it imports no feature, transport or module file, not even a type.',
+            },
+            {
+              regex: String.raw`^\.\./(?!errors\.js$|validation\.js$|${FEATURES})`,
+              allowTypeImports: true,
+              message: 'redis/ is infrastructure: of the rest of lib/ it imports errors.ts and validation.ts at run time, anything else as a type only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // transports/ is the guards' common ground, under the features that guard: their types only
+    files: ['lib/transports/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: String.raw`^\.\./(redis-limit\.|index\.js$)`, message: MODULE_FILES },
+            {
+              regex: String.raw`^\.\./(rate-limit|delay-queue|expiring-hash|max-pending|dashboard)/`,
+              allowTypeImports: true,
+              message: "transports/ is the guards' common ground: it may name a feature's types, never import its code.",
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['test/**', 'bench/**'],

@@ -1,15 +1,10 @@
 export { RedisLimitModule } from './redis-limit.module.js';
 export type { RedisLimitFactoryOptions, RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
-export type {
-  ClusterConfig,
-  ExpiringHashOptions,
-  FailMode,
-  HeadersMode,
-  KeyResolver,
-  RedisLimitModuleExtras,
-  RedisLimitModuleOptions,
-  SkipIf,
-} from './redis-limit.options.js';
+export type { RedisLimitModuleExtras, RedisLimitModuleOptions } from './redis-limit.options.js';
+export type { ClusterConfig } from './redis/connection.options.js';
+export type { FailMode, HeadersMode, KeyResolver } from './transports/guard.options.js';
+export type { SkipIf } from './rate-limit/rate-limit.options.js';
+export type { ExpiringHashOptions } from './expiring-hash/expiring-hash.options.js';
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
 export type { FunnelPolicy, LimitKind, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
@@ -34,7 +29,7 @@ export type {
 export { RateLimit, SkipRateLimit } from './rate-limit/rate-limit.decorator.js';
 export { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 export { defaultTracker } from './transports/default-tracker.js';
-export { RateLimitException } from './rate-limit/rate-limit.exception.js';
+export { RateLimitException } from './transports/rate-limit.exception.js';
 export { GraphQLLimitError } from './transports/graphql.adapter.js';
 export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';

@@ -1,8 +1,18 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { assertModuleOptions, ConfigurableModuleClass, type OPTIONS_TYPE, type RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
+import {
+  assertModuleOptions,
+  assertNoLateIsGlobal,
+  ConfigurableModuleClass,
+  REDIS_LIMIT_OPTIONS,
+  type OPTIONS_TYPE,
+  type RedisLimitModuleAsyncOptions,
+} from './redis-limit.module-definition.js';
+import { resolveOptions, RESOLVED_OPTIONS, type RedisLimitModuleOptions, type ResolvedOptions } from './redis-limit.options.js';
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
+import { DELAY_QUEUE_OPTIONS } from './delay-queue/delay-queue.input.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
+import { EXPIRING_HASH_OPTIONS } from './expiring-hash/expiring-hash.options.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
@@ -16,12 +26,33 @@ import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 import { RedisLimitEvents } from './observability/redis-limit-events.js';
 import { RedisConnection } from './redis/redis-connection.js';
 
+/** The options, checked once: a bad one fails module creation, naming the option
+ * (docs/bad-input.md). Each part that takes its own is handed them from here. */
+const OPTIONS: Provider[] = [
+  {
+    provide: RESOLVED_OPTIONS,
+    useFactory: (raw: RedisLimitModuleOptions) => {
+      assertNoLateIsGlobal(raw);
+      return resolveOptions(raw);
+    },
+    inject: [REDIS_LIMIT_OPTIONS],
+  },
+  { provide: EXPIRING_HASH_OPTIONS, useFactory: (options: ResolvedOptions) => options.expiringHash, inject: [RESOLVED_OPTIONS] },
+  { provide: DELAY_QUEUE_OPTIONS, useFactory: (options: ResolvedOptions) => options.delayQueue, inject: [RESOLVED_OPTIONS] },
+];
+
+const CONNECTION: Provider = {
+  provide: RedisConnection,
+  useFactory: (options: ResolvedOptions, events: RedisLimitEvents) => new RedisConnection(options, events),
+  inject: [RESOLVED_OPTIONS, RedisLimitEvents],
+};
+
 /** What the module exports: the services users inject, and what the guards need. `@RateLimit`,
  * `@Funnel` and `@MaxPending` attach guards that Nest builds in the user's own module, so their
  * dependencies (the connection, the plans) must be visible there too. */
 const PROVIDERS = [
   RedisLimitEvents,
-  RedisConnection,
+  CONNECTION,
   RateLimiterService,
   ExpiringHashService,
   DelayQueueService,
@@ -43,6 +74,7 @@ const PROVIDERS = [
   // defaultLimits reach every route without a line of guard wiring; countIf sees every handler's end
   // (and on Nest 11, whose gateways get no global enhancers, GatewayEnhancers brings both there)
   providers: [
+    ...OPTIONS,
     ...PROVIDERS,
     DelayQueueExplorer,
     { provide: APP_GUARD, useClass: DefaultLimitsGuard },

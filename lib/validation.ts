@@ -39,3 +39,14 @@ export function assertWellFormed(text: string, argument: string): void {
 }
 
 export const isWellFormed = (text: string): boolean => !LONE_SURROGATE.test(text);
+
+/** The longest delay a Node.js timer takes (about 24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** A timer's length in ms: a positive integer (or one >= 0) no larger than MAX_TIMER_MS. */
+export function assertTimerMs(value: unknown, what: 'a positive integer' | 'an integer >= 0', argument: string): asserts value is number {
+  const min = what === 'a positive integer' ? 1 : 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
+    throw new (numberError(value))(`${argument} must be ${what} (ms) up to ${MAX_TIMER_MS}, got ${describeValue(value)}`);
+  }
+}

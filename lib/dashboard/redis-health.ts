@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ClientAccess } from '../redis/redis-connection.js';
 
 export interface RedisHealth {
   mode: 'standalone' | 'cluster' | 'sentinel';
@@ -15,7 +15,7 @@ export interface RedisHealth {
 }
 
 /** How the module reaches Redis, and how well: what the dashboard's header shows. */
-export async function redisHealth(redis: RedisConnection): Promise<RedisHealth> {
+export async function redisHealth(redis: ClientAccess): Promise<RedisHealth> {
   const client = redis.client;
   const mode = redis.cluster ? 'cluster' : (client as Redis).options.sentinels ? 'sentinel' : 'standalone';
   const [ping, info] = await Promise.allSettled([pingMs(client), serverInfo(redis)]);
@@ -37,7 +37,7 @@ async function pingMs(client: Redis | Cluster): Promise<number> {
   return Math.round((performance.now() - started) * 100) / 100;
 }
 
-async function serverInfo(redis: RedisConnection): Promise<{ server: string; version: string | undefined }> {
+async function serverInfo(redis: ClientAccess): Promise<{ server: string; version: string | undefined }> {
   const node = redis.cluster ? (redis.client as Cluster).nodes('master')[0]! : (redis.client as Redis);
   const info = await node.info('server');
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();

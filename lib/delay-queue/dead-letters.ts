@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ScriptAccess } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import { encodeCursor, type DeadCursor } from './dead-letters.input.js';
 import { parsePayload } from './delay-queue.input.js';
@@ -18,7 +18,7 @@ export const DEAD_BATCH = 200;
  */
 export class DeadLetters {
   constructor(
-    private readonly redis: RedisConnection,
+    private readonly redis: ScriptAccess,
     private readonly wakeUps: WakeUps,
   ) {}
 

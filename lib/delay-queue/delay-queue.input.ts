@@ -142,6 +142,9 @@ export const DELAY_QUEUE_DEFAULTS: Required<DelayQueueOptions> = {
   maxDead: 10_000,
 };
 
+/** Injects DelayQueueService's options, checked (the module provides them). */
+export const DELAY_QUEUE_OPTIONS = Symbol('RedisLimitDelayQueueOptions');
+
 /** The module option `delayQueue`, checked like the consume options. */
 export function resolveDelayQueueOptions(opts: unknown = {}): Required<DelayQueueOptions> {
   return resolveIntegers(opts, DELAY_QUEUE_DEFAULTS, { maxDead: 0 }, 'RedisLimitModule: delayQueue');

@@ -6,12 +6,13 @@ import { QueueReply } from '../redis/replies.js';
 import { Consumer, type MessageSettler } from './consumer.js';
 import { DeadLetters } from './dead-letters.js';
 import { resolveDeadIds, resolveDeadPage } from './dead-letters.input.js';
-import { assertEnqueueOptions, assertName, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
+import { assertEnqueueOptions, assertName, DELAY_QUEUE_OPTIONS, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
 import type {
   ConsumeOptions,
   DeadPage,
   DelayedHandler,
   DelayQueueConsumer,
+  DelayQueueOptions,
   EnqueueManyItem,
   EnqueueOptions,
   QueueSize,
@@ -57,7 +58,11 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   private readonly deadLetters: DeadLetters;
   private settler: MessageSettler | undefined;
 
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+  constructor(
+    @Inject(RedisConnection) private readonly redis: RedisConnection,
+    /** The module's `delayQueue`: how much of each dead set is kept. */
+    @Inject(DELAY_QUEUE_OPTIONS) private readonly deadRetention: Required<DelayQueueOptions>,
+  ) {
     this.wakeUps = new WakeUps(redis, {
       hint: (queue, runAt) => this.consumers.get(queue)?.forEach((consumer) => consumer.hint(runAt)),
       resync: () => this.consumers.forEach((set) => set.forEach((consumer) => consumer.wake())),
@@ -359,7 +364,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       handler: handler as DelayedHandler,
       settle: (message) => this.settler?.(message),
       options,
-      dead: this.redis.options.delayQueue,
+      dead: this.deadRetention,
       onStop: (stopped) => this.forget(queue, stopped),
     });
     const consumers = this.consumers.get(queue) ?? new Set();

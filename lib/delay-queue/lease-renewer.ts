@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
-import { MAX_TIMER_MS } from '../redis-limit.options.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { OutageReports, ScriptAccess } from '../redis/redis-connection.js';
+import { MAX_TIMER_MS } from '../validation.js';
 import type { QueueKeys } from './queue-keys.js';
 
 /** A message a consumer holds, from its claim until its outcome is recorded. */
@@ -18,7 +18,7 @@ export interface Lease {
 }
 
 export interface LeaseRenewerDeps {
-  redis: RedisConnection;
+  redis: ScriptAccess & OutageReports;
   keys: QueueKeys;
   visibilityTimeoutMs: number;
   logger: Logger;

@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ClientAccess, ScriptAccess } from '../redis/redis-connection.js';
 
 /** A process registers a queue again after this long: the registry's score stays this fresh
  * while anyone enqueues to or consumes the queue. */
@@ -18,7 +18,7 @@ export class QueueRegistry {
   /** queue -> local ms until which its registration is fresh */
   private readonly fresh = new Map<string, number>();
 
-  constructor(private readonly redis: RedisConnection) {}
+  constructor(private readonly redis: ClientAccess & ScriptAccess) {}
 
   get key(): string {
     return this.redis.keys.build('dqr', 'queues');

@@ -1,6 +1,6 @@
 import { counterKind } from '../rate-limit/policy.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ScriptAccess } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import type { DelayQueueAdmitLease, DelayQueueAdmitRateKeys } from '../redis/script-bindings.generated.js';
 import type { ScriptReply } from '../redis/scripts.js';
@@ -30,7 +30,7 @@ export class RateAdmission {
   private readonly paceKind: string;
 
   constructor(
-    private readonly redis: RedisConnection,
+    private readonly redis: ScriptAccess,
     private readonly keys: RedisKeys,
     private readonly queue: string,
     private readonly queueKeys: QueueKeys,

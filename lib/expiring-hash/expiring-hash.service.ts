@@ -6,6 +6,7 @@ import { HashReply } from '../redis/replies.js';
 import type { ScriptCall, ScriptReply, ScriptRunner } from '../redis/scripts.js';
 import { assertField, assertHashKey, assertSetOptions, assertTtl, assertValue, ttlOutOfRange } from './expiring-hash.input.js';
 import { ExpiringHashKeys } from './expiring-hash.keys.js';
+import { EXPIRING_HASH_OPTIONS, type ExpiringHashOptions } from './expiring-hash.options.js';
 import type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash.types.js';
 import { LegacyTimers } from './legacy-timers.js';
 import { ExpiryNotifier } from './notifier.js';
@@ -51,10 +52,11 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
   constructor(
     @Inject(RedisConnection) private readonly redis: RedisConnection,
     @Inject(DelayQueueService) queues: DelayQueueService,
+    @Inject(EXPIRING_HASH_OPTIONS) options: Required<ExpiringHashOptions>,
   ) {
-    const { sweepShards, sweepIntervalMs } = redis.options.expiringHash;
+    const { sweepShards, sweepIntervalMs, mode } = options;
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
-    this.paths = new WritePaths(redis, this.keys.hash('hsetex-probe').hash);
+    this.paths = new WritePaths(redis, mode, this.keys.hash('hsetex-probe').hash);
     const notifier = new ExpiryNotifier(redis, this.keys, queues);
     queues.settleWith((message) => notifier.settle(message));
     this.sweeper = new ExpiringHashSweeper(redis, this.keys, notifier, sweepIntervalMs);

@@ -1,7 +1,7 @@
 import { RedisScriptError } from '../errors.js';
 import { HashReply } from '../redis/replies.js';
 import type { ScriptReply } from '../redis/scripts.js';
-import type { ExpiringHashOptions } from '../redis-limit.options.js';
+import type { ExpiringHashOptions } from './expiring-hash.options.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
 
 /** The mode new hashes get: 'native' when the server has HPEXPIRE (unless the option says 'index'). */

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import type { DelayQueueConsumer } from '../delay-queue/delay-queue.types.js';
 import { queueKeys } from '../delay-queue/queue-keys.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ScriptAccess } from '../redis/redis-connection.js';
 
 /** 0.1's internal timer queue of a registry shard (0.1 kept no queue registry: each is asked). */
 export function legacyTimerQueue(shard: number): string {
@@ -32,7 +32,7 @@ export class LegacyTimers {
 
   constructor(
     private readonly queues: DelayQueueService,
-    private readonly redis: RedisConnection,
+    private readonly redis: ScriptAccess,
     private readonly shards: number,
     private readonly list: (key: string, at: number) => Promise<void>,
   ) {}

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import type { DelayQueueService } from '../delay-queue/delay-queue.service.js';
 import type { DelayedMessage } from '../delay-queue/delay-queue.types.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ScriptAccess } from '../redis/redis-connection.js';
 import type { ExpiringHashSweepNoticeReply } from '../redis/script-bindings.generated.js';
 import type { ExpiringHashKeys } from './expiring-hash.keys.js';
 
@@ -38,7 +38,7 @@ export class ExpiryNotifier {
   private readonly logger = new Logger('ExpiryNotifier');
 
   constructor(
-    private readonly redis: RedisConnection,
+    private readonly redis: ScriptAccess,
     private readonly keys: ExpiringHashKeys,
     private readonly queues: DelayQueueService,
   ) {}

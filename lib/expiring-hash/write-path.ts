@@ -1,6 +1,7 @@
 import { RedisScriptError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { HashReply } from '../redis/replies.js';
+import type { ExpiringHashOptions } from './expiring-hash.options.js';
 import type { ExpiryMode } from './expiring-hash.types.js';
 import { detectExpiryMode, detectHsetex } from './expiry-mode.js';
 
@@ -25,9 +26,11 @@ export class WritePaths {
   private knownMode: ExpiryMode | undefined;
   private knownPath: Promise<WritePath> | undefined;
 
-  /** @param probeKey - a hash key under the key prefix, for hsetex-probe.lua's ACL check */
+  /** @param option - the module's `expiringHash.mode`
+   * @param probeKey - a hash key under the key prefix, for hsetex-probe.lua's ACL check */
   constructor(
     private readonly redis: RedisConnection,
+    private readonly option: Required<ExpiringHashOptions>['mode'],
     private readonly probeKey: string,
   ) {}
 
@@ -35,7 +38,7 @@ export class WritePaths {
   async mode(): Promise<ExpiryMode> {
     // until known, asked again on each call: hasCommand keeps the answer, not a failure
     this.knownMode ??= await this.redis.scripts.bounded(
-      detectExpiryMode((command) => this.redis.hasCommand(command), this.redis.options.expiringHash.mode),
+      detectExpiryMode((command) => this.redis.hasCommand(command), this.option),
       'COMMAND INFO',
     );
     return this.knownMode;
@@ -82,7 +85,7 @@ export class WritePaths {
   private forget(refusedPath: Promise<WritePath>): void {
     if (this.knownPath !== refusedPath && this.knownPath !== undefined) return;
     this.knownPath = undefined;
-    if (this.redis.options.expiringHash.mode !== 'auto') return;
+    if (this.option !== 'auto') return;
     this.knownMode = undefined;
     this.redis.forgetCommand('HPEXPIRE');
   }

@@ -1,4 +1,4 @@
-import type { FailMode, KeyResolver } from '../redis-limit.options.js';
+import type { FailMode, KeyResolver } from '../transports/guard.options.js';
 
 export const MAX_PENDING = Symbol('nest-redis-limit:max-pending');
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { assertName } from '../delay-queue/delay-queue.input.js';
 import { assertTtl } from '../expiring-hash/expiring-hash.input.js';
-import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import { assertFailMode, type FailMode, type KeyResolver } from '../transports/guard.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { MAX_PENDING, type MaxPendingEntry } from './max-pending.metadata.js';

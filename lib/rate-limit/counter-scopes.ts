@@ -1,4 +1,4 @@
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ClientAccess, ScriptAccess } from '../redis/redis-connection.js';
 
 /** Scopes remembered per process at most (only declared names are noted, which are finite). */
 const MAX_SCOPES = 10_000;
@@ -17,7 +17,7 @@ const MAX_SCOPES = 10_000;
 export class CounterScopes {
   private readonly seen = new Map<string, Set<string>>();
 
-  constructor(private readonly redis: RedisConnection) {}
+  constructor(private readonly redis: ClientAccess & ScriptAccess) {}
 
   /** Notes that `scope` decides counters of `kind` (counterKind). */
   note(scope: string, kind: string): void {

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ScriptAccess } from '../redis/redis-connection.js';
 
 /** Bytes of HMAC-SHA256 kept in an id: 128 bits, far past guessing. */
 const MAC_BYTES = 16;
@@ -21,7 +21,7 @@ export class GrantIds {
   private key: Buffer | undefined;
   private loading: Promise<Buffer> | undefined;
 
-  constructor(private readonly redis: RedisConnection) {}
+  constructor(private readonly redis: ScriptAccess) {}
 
   /** The secret, from Redis the first time. A failure is the caller's (a Redis error); the next call asks again. */
   ready(): Buffer | Promise<Buffer> {

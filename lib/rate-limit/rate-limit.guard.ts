@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { countRequest } from '../observability/counted-requests.js';
 import { RedisConnection } from '../redis/redis-connection.js';
-import type { KeyResolver } from '../redis-limit.options.js';
+import type { KeyResolver } from '../transports/guard.options.js';
 import { applyFailMode } from '../transports/responses.js';
 import { Outcomes } from './outcome.js';
 import { decideLocally } from './local/local-fail-mode.js';

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { FailMode, KeyResolver } from '../redis-limit.options.js';
+import type { FailMode, KeyResolver } from '../transports/guard.options.js';
 import type { RateLimitAlgorithm } from './policy.js';
 import type { TierResolver } from './tier.js';
 

@@ -1,10 +1,10 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
+import { assertFailMode, type FailMode, type KeyResolver } from '../transports/guard.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
-import type { HeaderPolicy } from './headers.js';
+import type { HeaderPolicy } from '../transports/headers.js';
 import { overrideForRequest } from './overrides.js';
 import type { LimitOverride } from './overrides-policy.js';
 import { assertPermits, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';

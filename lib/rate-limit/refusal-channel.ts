@@ -1,5 +1,5 @@
 import { ChannelSubscription } from '../redis/channel-subscription.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ClientAccess, ScriptAccess, Subscriptions } from '../redis/redis-connection.js';
 import type { RefusalCache } from './refusal-cache.js';
 
 /**
@@ -20,7 +20,7 @@ export class RefusalChannel {
   private generation = 0;
 
   constructor(
-    private readonly redis: RedisConnection,
+    private readonly redis: ClientAccess & ScriptAccess & Subscriptions,
     private readonly cache: RefusalCache,
   ) {
     this.name = redis.keys.build('rc', 'invalidate');

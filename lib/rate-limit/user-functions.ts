@@ -1,5 +1,5 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
-import type { KeyResolver } from '../redis-limit.options.js';
+import type { KeyResolver } from '../transports/guard.options.js';
 import type { CostResolver } from './rate-limit.metadata.js';
 import { describeValue } from '../validation.js';
 

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisConnection } from './redis-connection.js';
+import type { Subscriptions } from './redis-connection.js';
 
 /** What a ChannelSubscription tells its owner. */
 export interface ChannelListener {
@@ -20,7 +20,7 @@ export class ChannelSubscription {
   private subscriber: Redis | Cluster | undefined;
 
   constructor(
-    redis: RedisConnection,
+    redis: Subscriptions,
     readonly channel: string,
     private readonly listener: ChannelListener,
   ) {

@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from './scripts.js';
-import type { ClusterConfig, RedisLimitModuleOptions } from '../redis-limit.options.js';
+import type { ClusterConfig, RedisTarget } from './connection.options.js';
 
 export interface ClientHandle {
   client: RedisClient;
@@ -14,7 +14,7 @@ export interface ClientHandle {
  * commands while disconnected: a request must fail fast (and apply failMode) rather than wait
  * behind an outage; they reconnect in the background with capped backoff.
  */
-export function createClient(redis: RedisLimitModuleOptions['redis'], commandTimeoutMs: number): ClientHandle {
+export function createClient(redis: RedisTarget | undefined, commandTimeoutMs: number): ClientHandle {
   if (isClient(redis)) return { client: redis, owned: false };
   const defaults = {
     enableOfflineQueue: false,

@@ -1,9 +1,8 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { RedisLimitError, RedisScriptError } from '../errors.js';
-import { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import { assertNoLateIsGlobal, REDIS_LIMIT_OPTIONS } from '../redis-limit.module-definition.js';
-import { resolveOptions, type RedisLimitModuleOptions, type ResolvedOptions } from '../redis-limit.options.js';
+import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
+import type { ResolvedOptions } from '../redis-limit.options.js';
 import { createClient, isCluster, reconnectAbortedAttempts, selectedDatabase, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type ScriptReply } from './scripts.js';
@@ -11,13 +10,41 @@ import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type 
 /** How long start-up waits for Redis before going on without it (guards then apply failMode). */
 const STARTUP_WAIT_MS = 2000;
 
+// Narrow views of the connection. The module hands the whole connection to the services it makes;
+// what they build takes only the parts it uses, so what a part depends on can be read from its
+// signature (and a test can hand it a stand-in with just those parts).
+
+/** Runs scripts and names keys: all most Redis-facing code needs. */
+export interface ScriptAccess {
+  readonly scripts: ScriptRunner;
+  readonly keys: RedisKeys;
+}
+
+/** The client itself, for commands no script wraps. */
+export interface ClientAccess {
+  readonly client: RedisClient;
+  /** A Redis Cluster: every call's keys must share one slot. */
+  readonly cluster: boolean;
+}
+
+/** The outage log: a loop or guard reports whether Redis answered, and one warning per outage follows. */
+export interface OutageReports {
+  reportFailure(error: Error): void;
+  reportSuccess(): void;
+}
+
+/** Connections of their own for SUBSCRIBE. */
+export interface Subscriptions {
+  subscriberConnection(sharded?: boolean): Redis | Cluster;
+}
+
 /**
  * The module's connection: options, client, key builder and script runner in one place, plus the
- * outage log shared by every guard (one warning per outage, not one per request).
+ * outage log shared by every guard (one warning per outage, not one per request). The module
+ * makes it (see redis-limit.module.ts) from options it has checked: infrastructure imports no
+ * feature, and only the types of the options and of the events it reports to.
  */
-@Injectable()
-export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
-  readonly options: ResolvedOptions;
+export class RedisConnection implements ScriptAccess, ClientAccess, OutageReports, Subscriptions, OnModuleInit, OnApplicationShutdown {
   readonly client: RedisClient;
   /** A Redis Cluster: every call's keys must share one slot. */
   readonly cluster: boolean;
@@ -30,12 +57,11 @@ export class RedisConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly commands = new Map<string, Promise<boolean>>();
 
   constructor(
-    @Inject(REDIS_LIMIT_OPTIONS) raw: RedisLimitModuleOptions,
+    /** Checked, with their defaults (resolveOptions). */
+    readonly options: ResolvedOptions,
     /** Counters and events: everything that holds the connection reports through it. */
-    @Inject(RedisLimitEvents) readonly events: RedisLimitEvents,
+    readonly events: RedisLimitEvents,
   ) {
-    assertNoLateIsGlobal(raw);
-    this.options = resolveOptions(raw);
     const { client, owned } = createClient(this.options.redis, this.options.commandTimeoutMs);
     this.client = client;
     this.cluster = isCluster(client);

@@ -1,5 +1,5 @@
 import { BadRequestException } from '@nestjs/common';
-import { ipKey } from '../rate-limit/ip-key.js';
+import { ipKey } from './ip-key.js';
 import { proxyTrustWarnings } from './proxy-trust.js';
 
 /** An HTTP request as Express and Fastify give it (`ip` honours `trust proxy`), or Node's own. */

@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { assertIpv6Subnet, DEFAULT_IPV6_SUBNET } from '../redis-limit.options.js';
+import { assertIpv6Subnet, DEFAULT_IPV6_SUBNET } from './guard.options.js';
 import { describeValue } from '../validation.js';
 import { transportTracker } from './transport.adapter.js';
 

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { HeadersMode } from '../redis-limit.options.js';
-import { rateLimitHeaders, retryAfterSeconds, type HeaderPolicy } from '../rate-limit/headers.js';
+import type { HeadersMode } from './guard.options.js';
+import { rateLimitHeaders, retryAfterSeconds, type HeaderPolicy } from './headers.js';
 import type { RateLimitDecision } from '../rate-limit/policy.js';
 import type { RoutePlans } from '../route-plans.js';
 import { transportOf, type TransportAdapter } from './transport.adapter.js';

@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { clientIp } from './client-ip.js';
 import { limiterUnavailable, setHeaders } from './responses.js';
-import { RateLimitException } from '../rate-limit/rate-limit.exception.js';
+import { RateLimitException } from './rate-limit.exception.js';
 import type { TransportAdapter } from './transport.adapter.js';
 
 /** Express and Fastify: headers on the response (reply), 429 and 503 as HttpExceptions. */

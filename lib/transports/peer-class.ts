@@ -40,10 +40,16 @@ export function peerClass(packageName: string, load: () => Promise<ErrorClass>) 
 
 /** How a transport whose answers are a peer class's instances refuses, fails and passes an
  * HttpException on: its error object is `{ statusCode, message, ... }`, as Nest's filters send it. */
-export function peerAnswers(peer: { create(body: object): Error }, httpExceptionBody: (error: HttpException) => object) {
+export function peerAnswers(peer: { create(body: object): Error }) {
   return {
     tooManyRequests: (retryAfterMs: number) => peer.create({ statusCode: 429, message: 'Too Many Requests', retryAfterMs }),
     unavailable: () => peer.create({ statusCode: 503, message: 'Rate limiter unavailable' }),
     httpException: (error: HttpException) => peer.create(httpExceptionBody(error)),
   };
+}
+
+/** An HttpException's answer as a body: its response object, or `{ statusCode, message }`. */
+export function httpExceptionBody(error: HttpException): object {
+  const response = error.getResponse();
+  return typeof response === 'object' && response !== null ? response : { statusCode: error.getStatus(), message: response };
 }

@@ -1,7 +1,8 @@
 import { HttpStatus, ServiceUnavailableException } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
-import type { RedisConnection } from '../redis/redis-connection.js';
-import type { FailMode } from '../redis-limit.options.js';
+import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
+import type { OutageReports } from '../redis/redis-connection.js';
+import type { FailMode } from './guard.options.js';
 
 interface HeaderTarget {
   header?: (name: string, value: string) => unknown;
@@ -26,7 +27,7 @@ export function setHeaders(response: unknown, headers: Record<string, string>): 
 export function applyFailMode(
   error: unknown,
   failMode: FailMode,
-  redis: RedisConnection,
+  redis: Pick<OutageReports, 'reportFailure'> & { readonly events: Pick<RedisLimitEvents, 'failMode'> },
   route: string,
   unavailable: () => Error = limiterUnavailable,
 ): 'open' | 'local' {

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { peerAnswers, peerClass, type ErrorClass } from './peer-class.js';
-import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
+import type { TransportAdapter } from './transport.adapter.js';
 
 // Nest's RPC exception filter passes an error object through only for its own RpcException: the
 // refusal must be the app's class (see peer-class.ts).
@@ -28,5 +28,5 @@ export const rpcAdapter: TransportAdapter = {
     return { req: ctx.getArgs(), res: undefined };
   },
   setHeaders() {},
-  ...peerAnswers(rpcException, httpExceptionBody),
+  ...peerAnswers(rpcException),
 };

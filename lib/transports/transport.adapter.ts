@@ -1,5 +1,5 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
-import type { KeyResolver } from '../redis-limit.options.js';
+import type { KeyResolver } from './guard.options.js';
 import { graphqlAdapter } from './graphql.adapter.js';
 import { httpAdapter } from './http.adapter.js';
 import { rpcAdapter } from './rpc.adapter.js';
@@ -64,10 +64,4 @@ export function transportTracker(ctx: ExecutionContext, ipv6Subnet: number | fal
 /** A user function's failure as the guard throws it: an HttpException in the transport's words. */
 export function userFailure(transport: TransportAdapter, error: unknown): unknown {
   return error instanceof HttpException && transport.httpException !== undefined ? transport.httpException(error) : error;
-}
-
-/** An HttpException's answer as a body: its response object, or `{ statusCode, message }`. */
-export function httpExceptionBody(error: HttpException): object {
-  const response = error.getResponse();
-  return typeof response === 'object' && response !== null ? response : { statusCode: error.getStatus(), message: response };
 }

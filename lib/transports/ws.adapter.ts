@@ -1,7 +1,7 @@
 import { BadRequestException, type ExecutionContext } from '@nestjs/common';
-import { ipKey } from '../rate-limit/ip-key.js';
+import { ipKey } from './ip-key.js';
 import { peerAnswers, peerClass, type ErrorClass } from './peer-class.js';
-import { httpExceptionBody, type TransportAdapter } from './transport.adapter.js';
+import type { TransportAdapter } from './transport.adapter.js';
 
 // Nest's WS exception filter answers a WsException with its error object and anything else with
 // 'Internal server error': the refusal must be the app's own WsException.
@@ -57,7 +57,7 @@ export const wsAdapter: TransportAdapter = {
   setHeaders() {
     // a WebSocket message has no headers
   },
-  ...peerAnswers(wsException, httpExceptionBody),
+  ...peerAnswers(wsException),
   /**
    * socket.io: a message sent with an acknowledgement gets the refusal there too, as the data of
    * the 'exception' event Nest's filter emits, else the client's callback would never be called.

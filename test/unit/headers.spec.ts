@@ -1,4 +1,4 @@
-import { rateLimitHeaders, retryAfterSeconds } from '../../lib/rate-limit/headers.js';
+import { rateLimitHeaders, retryAfterSeconds } from '../../lib/transports/headers.js';
 
 const decision = (limit: number, remaining: number, resetMs: number) => ({
   allowed: remaining > 0,

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ipKey } from '../../lib/rate-limit/ip-key.js';
+import { ipKey } from '../../lib/transports/ip-key.js';
 import { resolveOptions } from '../../lib/redis-limit.options.js';
 
 describe('ipKey', () => {

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { RedisTimeoutError, RedisUnavailableError } from '../../errors.js';
-import type { RedisConnection } from '../../redis/redis-connection.js';
+import type { ClientAccess, ScriptAccess } from '../../redis/redis-connection.js';
 import { counterKind } from '../policy.js';
 import type { OwedCharge, OwedGrants } from './local-owed.js';
 
@@ -29,7 +29,7 @@ export class LocalHandOver {
   private retry: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly redis: RedisConnection,
+    private readonly redis: ClientAccess & ScriptAccess,
     private readonly owed: OwedGrants,
   ) {}
 

@@ -1,5 +1,5 @@
-import type { HeadersMode } from '../redis-limit.options.js';
-import type { RateLimitDecision } from './policy.js';
+import type { HeadersMode } from './guard.options.js';
+import type { RateLimitDecision } from '../rate-limit/policy.js';
 
 export interface HeaderPolicy {
   name: string;
