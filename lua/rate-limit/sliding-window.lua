@@ -2,25 +2,31 @@
 -- before t + windowMs, so no span of windowMs ever holds more than `limit` permits.
 -- State: one sorted set per counter, whose cost grows with grants, never with permits:
 --   grants   member '<seq>:<permits>:<total>', scored by grant time (ms >= 0). <seq> numbers the
---            key's grants, written as a letter for its digit count then the digits ('a7', 'b12'),
---            so grants with one score sort by seq; a grant's time is never before the newest
---            grant's, so rank order is grant order. <total> is the permits the key's grants hold
---            up to this one, so the live permits from grant i to grant j are total(j) -
+--            life's grants, written as a letter for its digit count then the digits ('a7',
+--            'b12'), so grants with one score sort by seq; a grant's time is never before the
+--            newest grant's, so rank order is grant order. <total> is the permits the key's grants
+--            hold up to this one, so the live permits from grant i to grant j are total(j) -
 --            total(i) + permits(i), and the grants a refused request waits for are found by
 --            binary search, not by walking them. A grant refunded in part holds what it has
---            left: the member is its own refund ledger, and a whole refund removes it
---   counter  member '#<seq of the newest grant>.<life id>' (see life.lua), with '!<ms>' after it
---            while a block lasts until then, scored -1 - (permits the live grants hold): always
---            the lowest score, so ZRANGE 0 0 reads it and `used` (and the block) cost O(log n)
--- Grants that age out are removed by the next decision, which takes their permits off the
--- counter. The key expires windowMs after the last grant (or when the block ends, if later); seqs
--- start again with a new life when it is gone.
--- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, used
+--            left: the member is its own refund ledger. A whole refund removes it, except the
+--            newest grant's, which stays holding 0 (the next seq follows it) until the next grant
+--            takes its place: at most one such member, always the newest
+--   counter  member '#<life id>' (see life.lua), with '!<ms>' after it while a block lasts until
+--            then, scored -1 - (permits the live grants hold): always the lowest score, so
+--            ZRANGE 0 1 reads it with the oldest grant. Its name changes only with a new life or
+--            a block, so a grant rewrites its score in the ZADD that adds the grant
+-- Grants that aged out are left for the next write (a grant or a refund) to remove: a check
+-- counts without them, so a refusal writes nothing. The next seq is the newest grant's plus one;
+-- with no grants left the life ends, and the next grant starts a new one at seq 1. The key
+-- expires windowMs after the last grant (or when the block ends, if later).
+-- A decision that grants makes four calls (one read of the counter with the oldest grant, one of
+-- the newest grant, one ZADD, one PEXPIRE), plus two when grants aged out.
+-- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (reset is nil when it takes a lookup that only an uncommitted decision needs: see .reset;
 --   while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
--- sliding_window.commit(key, limit, windowMs, permits, now, used) -> remaining, reset, grant id
+-- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
 --   ('<life>:<seq>'); charges even past the limit (penalize)
--- sliding_window.reset(key, windowMs, now) -> ms until the newest grant ages out
+-- sliding_window.reset(key, windowMs, now) -> ms until the newest grant holding permits ages out
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -29,6 +35,7 @@ local sliding_window = {}
 
 -- members rewritten per call when a refund renumbers totals: bounds the reply held at once
 local SW_CHUNK = 256
+local SW_COUNTER = 35 -- string.byte('#')
 
 local function sw_seq(n)
   local digits = int(n)
@@ -46,42 +53,45 @@ local function sw_total(key, rank)
   return select(2, sw_grant(redis.call('ZRANGE', key, rank, rank)[1]))
 end
 
--- the permits granted on this key before the grant at `rank` (its total minus its permits)
-local function sw_before(key, rank)
-  local member = redis.call('ZRANGE', key, rank, rank)[1]
-  if not member then return nil end
-  local permits, total = sw_grant(member)
-  return total - permits
+-- a counter member's life id (nil for the '#<seq>.<life>' counter of 0.2, whose seqs were its own)
+local function sw_life(counter)
+  return string.match(counter, '^#(%d+)!?%d*$')
 end
 
--- the counter member and the permits the live grants hold, after removing the aged-out ones
-local function sw_used(key, windowMs, now)
-  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if not head[1] then return nil, 0 end
-  local used, cutoff = -1 - tonumber(head[2]), now - windowMs
-  if cutoff >= 0 then
-    local last = redis.call('ZRANGE', key, cutoff, 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
-    if last then
-      -- the aged-out grants are the oldest ones: their permits are two totals apart
-      used = used - (select(2, sw_grant(last)) - sw_before(key, 1))
-      redis.call('ZREMRANGEBYSCORE', key, 0, cutoff)
-      redis.call('ZADD', key, int(-1 - used), head[1])
-    end
-  end
-  return head[1], used
+-- the end of a counter member's block, if it has one (it may be over)
+local function sw_blocked(counter)
+  return tonumber(string.match(counter, '!(%d+)$'))
+end
+
+-- the counter member, the permits the live grants hold, whether aged-out grants are still
+-- stored, and the total before the oldest live grant (nil: no grants)
+local function sw_state(key, windowMs, now)
+  local head = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+  local counter, oldest = head[1], head[3]
+  if not counter or string.byte(counter) ~= SW_COUNTER then return nil, 0, false, nil end
+  local used = -1 - tonumber(head[2])
+  if not oldest then return counter, used, false, nil end
+  local permits, total = sw_grant(oldest)
+  local cutoff = now - windowMs
+  if tonumber(head[4]) > cutoff then return counter, used, false, total - permits end
+  -- the aged-out grants are the oldest ones: their permits are two totals apart
+  local last = redis.call('ZRANGE', key, cutoff, 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
+  local base = select(2, sw_grant(last))
+  return counter, used - (base - (total - permits)), true, base
 end
 
 function sliding_window.check(key, limit, windowMs, permits, now)
-  local head, used = sw_used(key, windowMs, now)
+  local counter, used, aged, base = sw_state(key, windowMs, now)
   local allowed = used + permits <= limit
   local retry = 0
   if not allowed then
-    -- the request fits once (used + permits - limit) permits of the oldest grants have aged
-    -- out: when the first grant whose total reaches that far past the oldest's start does.
-    -- Rank 0 is the counter; gallop from the oldest grant (few usually need to age out), then
-    -- bisect: O(log² grants). (A counter that matches its grants always has them; a key
-    -- someone else rewrote must not promise less than a window.)
-    local target = (sw_before(key, 1) or math.huge) + used + permits - limit
+    -- the request fits once (used + permits - limit) permits of the oldest live grants have
+    -- aged out: when the first grant whose total reaches that far past `base` does. Aged-out
+    -- grants still stored hold totals up to `base`, below that; rank 0 is the counter. Gallop
+    -- from the oldest grant (few usually need to age out), then bisect: O(log² grants). (A
+    -- counter that matches its grants always has them; a key someone else rewrote must not
+    -- promise less than a window.)
+    local target = (base or math.huge) + used + permits - limit
     local n = redis.call('ZCARD', key) - 1
     local lo, hi, step = 1, 1, 1
     while hi < n and sw_total(key, hi) < target do
@@ -101,39 +111,48 @@ function sliding_window.check(key, limit, windowMs, permits, now)
   end
   local reset, remaining = 0, limit - used
   if used > 0 then reset = nil end
-  local blocked = head and string.find(head, '!', 1, true) and tonumber(string.match(head, '!(%d+)$'))
+  local blocked = counter and sw_blocked(counter)
   if blocked and blocked > now then
     allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset or sliding_window.reset(key, windowMs, now))
   end
-  return allowed, remaining, retry, reset, used
+  -- (a table only here: commit needs three values, and a sorted set's calls cost far more)
+  return allowed, remaining, retry, reset, { counter, used, aged }
 end
 
 function sliding_window.reset(key, windowMs, now)
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not newest[1] or string.sub(newest[1], 1, 1) == '#' then return 0 end
-  return tonumber(newest[2]) + windowMs - now
+  -- the newest two: the newest may be a grant given back whole, holding 0
+  local newest = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
+  for i = #newest - 1, 1, -2 do
+    local member = newest[i]
+    if string.byte(member) == SW_COUNTER then return 0 end
+    if sw_grant(member) > 0 then return math.max(0, tonumber(newest[i + 1]) + windowMs - now) end
+  end
+  return 0
 end
 
-function sliding_window.commit(key, limit, windowMs, permits, now, used)
-  local head = redis.call('ZRANGE', key, 0, 0)
-  local seq, total, at, life, blocked = 1, 0, now, nil, nil
-  if head[1] then
-    local last, id, untilMs = string.match(head[1], '^#(%d+)%.?(%d*)!?(%d*)$')
-    seq, life, blocked = tonumber(last) + 1, id ~= '' and id or nil, tonumber(untilMs)
-    redis.call('ZREM', key, head[1])
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    if newest[1] then
-      total = select(2, sw_grant(newest[1]))
-      -- a clock that stepped back must not put this grant before the newest: totals would
-      -- no longer grow with rank
-      at = math.max(now, tonumber(newest[2]))
-    end
+function sliding_window.commit(key, limit, windowMs, permits, now, state)
+  local counter, used, aged = state[1], state[2], state[3]
+  if aged then redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs) end
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local seq, total, at, life = 1, 0, now, nil
+  if newest[1] and string.byte(newest[1]) ~= SW_COUNTER then
+    local last, held, after = string.match(newest[1], '^%l(%d+):(%d+):(%d+)$')
+    seq, total, life = tonumber(last) + 1, tonumber(after), counter and sw_life(counter)
+    -- a clock that stepped back must not put this grant before the newest: totals would no
+    -- longer grow with rank
+    at = math.max(now, tonumber(newest[2]))
+    if held == '0' then redis.call('ZREM', key, newest[1]) end
   end
-  life = life or life_id()
-  local counter, ttl = '#' .. int(seq) .. '.' .. life, windowMs
-  if blocked and blocked > now then
-    counter, ttl = counter .. '!' .. int(blocked), math.max(ttl, blocked - now)
+  if not life then
+    -- no grants left (or a counter of 0.2): a new life, keeping a block in force
+    life = life_id()
+    local blocked = counter and sw_blocked(counter)
+    if counter then redis.call('ZREM', key, counter) end
+    counter = '#' .. life
+    if blocked and blocked > now then counter = counter .. '!' .. int(blocked) end
   end
+  local ttl, blocked = windowMs, sw_blocked(counter)
+  if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
   local id = sw_seq(seq)
   redis.call('ZADD', key, int(-1 - (used + permits)), counter, int(at), id .. ':' .. int(permits) .. ':' .. int(total + permits))
   redis.call('PEXPIRE', key, int(ttl))
@@ -161,11 +180,14 @@ end
 function sliding_window.refund(key, limit, windowMs, permits, now, grant)
   local life, id = string.match(grant, '^(%d+):(%l%d+)$')
   if not life then return 0 end
-  local head, used = sw_used(key, windowMs, now)
-  if not head or string.match(head, '^#%d+%.(%d+)') ~= life then return 0 end
-  -- Aged-out grants are gone now, their permits given back by time. Ranks follow seqs: find the
-  -- grant by its seq, newest first (the usual one to refund), as a refund of another grant may
-  -- have renumbered its total.
+  local counter, used, aged = sw_state(key, windowMs, now)
+  if not counter or sw_life(counter) ~= life then return 0 end
+  if aged then
+    redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs)
+    redis.call('ZADD', key, int(-1 - used), counter)
+  end
+  -- Ranks follow seqs: find the grant by its seq, newest first (the usual one to refund), as a
+  -- refund of another grant may have renumbered its total.
   local n = redis.call('ZCARD', key) - 1
   local lo, hi = n, n
   local found = redis.call('ZRANGE', key, n, n)[1]
@@ -178,8 +200,9 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
     found = redis.call('ZRANGE', key, lo, lo)[1]
   end
   if not found or string.match(found, '^%l%d+') ~= id then return 0 end
-  local rank, at = lo, redis.call('ZSCORE', key, found)
   local held, total = sw_grant(found)
+  if held == 0 then return 0 end
+  local rank, at = lo, redis.call('ZSCORE', key, found)
   local back = math.min(held, permits)
   -- The live permits between two grants are a difference of totals: taking `back` from this
   -- grant lowers the totals from it on, or equally raises those before it. Rewrite the fewer
@@ -191,17 +214,18 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
   else
     sw_shift(key, 1, rank - 1, back)
   end
-  if back < held then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
-  redis.call('ZADD', key, int(-1 - (used - back)), head)
+  -- the newest stays, holding what is left (perhaps 0): the next seq follows it
+  if back < held or rank == n then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
+  redis.call('ZADD', key, int(-1 - (used - back)), counter)
   return back
 end
 
 function sliding_window.block(key, limit, windowMs, now, untilMs)
   local existed = redis.call('PTTL', key)
   local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  local counter, score = '#0.' .. life_id(), -1
-  if head[1] and string.sub(head[1], 1, 1) == '#' then
-    local old = tonumber(string.match(head[1], '!(%d+)$'))
+  local counter, score = '#' .. life_id(), -1
+  if head[1] and string.byte(head[1]) == SW_COUNTER then
+    local old = sw_blocked(head[1])
     if old and old >= untilMs then return end
     redis.call('ZREM', key, head[1])
     counter, score = string.gsub(head[1], '!%d+$', ''), head[2]
