@@ -256,7 +256,9 @@ describe('rate limits agree with reference models', () => {
         const kept = chosen.map((i) => Promise.all([client.persist(stateKeys[i]!), client.pttl(stateKeys[i]!)]));
         // a sliding window's entries (members scored by a time, oldest first): one per grant,
         // not per permit; those aged out stay until the next write
-        const entries = chosen.map((i) => (models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf', 'WITHSCORES') : Promise.resolve(null)));
+        const entries = chosen.map((i) =>
+          models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf', 'WITHSCORES') : Promise.resolve(null),
+        );
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
         expect(reply.allowed).toBe(allowed);
