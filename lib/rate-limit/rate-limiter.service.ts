@@ -8,7 +8,7 @@ import { clusterSlot } from '../redis/slot.js';
 import type { RedisLimitEvent } from '../observability/events.js';
 import { DecisionBatcher, type DecidedStack } from './decision-batch.js';
 import { CounterScopes } from './counter-scopes.js';
-import { GrantIds } from './grant-ids.js';
+import { attachGrantId, GrantIds } from './grant-ids.js';
 import { Overrides } from './overrides.js';
 import type { NamedLimit } from './overrides-declared.js';
 import { assertOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
@@ -688,7 +688,7 @@ function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], sign: (index: n
   for (const group of groups) {
     for (const { index, decision, grant, lockedOut: blocked } of group.limits) {
       // a refused stack charged nothing (what a slot charged was given back): no grant to name
-      if (allowed && grant !== '') decision.grantId = sign(index, grant);
+      if (allowed && grant !== '') attachGrantId(decision, () => sign(index, grant));
       if (blocked) (lockedOut ??= []).push(index);
       decisions[index] = decision;
     }

@@ -9,16 +9,21 @@
 --            total(i) + permits(i), and the grants a refused request waits for are found by
 --            binary search, not by walking them. A grant refunded in part holds what it has
 --            left: the member is its own refund ledger, and a whole refund removes it
---   counter  member '#<seq of the newest grant>.<life id>' (see life.lua), with '!<ms>' after it
---            while a block lasts until then, scored -1 - (permits the live grants hold): always
---            the lowest score, so ZRANGE 0 0 reads it and `used` (and the block) cost O(log n)
--- Grants that age out are removed by the next decision, which takes their permits off the
--- counter. The key expires windowMs after the last grant (or when the block ends, if later); seqs
--- start again with a new life when it is gone.
--- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, used
+--   counter  member '#<life>:<seq>:<total>:<base>:<at>:<oldest>' (life: see life.lua), with
+--            '!<ms>' after it while a block lasts until then, scored -1 (always rank 0): the
+--            newest grant's seq, the total after it and its time; the total before the oldest
+--            live grant, and that grant's time ('' when none is live). The live grants hold
+--            total - base permits, so a decision reads the counter alone, scores and all,
+--            until the oldest grant ages out
+-- Grants that aged out are left for the next grant or refund to remove: a check counts without
+-- them, so a refusal writes nothing. The key expires windowMs after the last grant (or when the
+-- block ends, if later); seqs start again with a new life when it is gone.
+-- A grant makes four calls (read the counter; ZREM it; ZADD the new counter and the grant;
+-- PEXPIRE), and two more when grants aged out (find the oldest live one; remove those before it).
+-- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (reset is nil when it takes a lookup that only an uncommitted decision needs: see .reset;
 --   while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
--- sliding_window.commit(key, limit, windowMs, permits, now, used) -> remaining, reset, grant id
+-- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
 --   ('<life>:<seq>'); charges even past the limit (penalize)
 -- sliding_window.reset(key, windowMs, now) -> ms until the newest grant ages out
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
@@ -46,42 +51,74 @@ local function sw_total(key, rank)
   return select(2, sw_grant(redis.call('ZRANGE', key, rank, rank)[1]))
 end
 
--- the permits granted on this key before the grant at `rank` (its total minus its permits)
-local function sw_before(key, rank)
-  local member = redis.call('ZRANGE', key, rank, rank)[1]
-  if not member then return nil end
-  local permits, total = sw_grant(member)
-  return total - permits
-end
-
--- the counter member and the permits the live grants hold, after removing the aged-out ones
-local function sw_used(key, windowMs, now)
-  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if not head[1] then return nil, 0 end
-  local used, cutoff = -1 - tonumber(head[2]), now - windowMs
-  if cutoff >= 0 then
-    local last = redis.call('ZRANGE', key, cutoff, 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
-    if last then
-      -- the aged-out grants are the oldest ones: their permits are two totals apart
-      used = used - (select(2, sw_grant(last)) - sw_before(key, 1))
-      redis.call('ZREMRANGEBYSCORE', key, 0, cutoff)
-      redis.call('ZADD', key, int(-1 - used), head[1])
+-- The counter, as a table: member (as stored, nil when new), life, seq, total, base, at, oldest
+-- (nil: no live grant), blocked (ms, nil: none). A key without one in this shape (new, or a
+-- counter of 0.2 '#<seq>.<life>', or grants someone else wrote) is read from its grants: seqs
+-- go on from the newest, in a new life.
+local function sw_counter(key)
+  local member = redis.call('ZRANGE', key, 0, 0)[1]
+  if member then
+    local life, seq, total, base, at, oldest, blocked = string.match(member, '^#(%d+):(%d+):(%d+):(%d+):(%d+):(%d*)!?(%d*)$')
+    if life then
+      return { member = member, life = life, seq = tonumber(seq), total = tonumber(total), base = tonumber(base), at = tonumber(at), oldest = tonumber(oldest), blocked = tonumber(blocked) }
     end
   end
-  return head[1], used
+  local counter = { seq = 0, total = 0, base = 0, at = 0 }
+  if member and string.byte(member) == 35 then
+    counter.member, counter.blocked = member, tonumber(string.match(member, '!(%d+)$'))
+  end
+  local first = counter.member and 1 or 0
+  local oldest = redis.call('ZRANGE', key, first, first, 'WITHSCORES')
+  if oldest[1] then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local permits, total = sw_grant(oldest[1])
+    counter.seq = tonumber(string.match(newest[1], '^%l(%d+)'))
+    counter.total, counter.at = select(2, sw_grant(newest[1])), tonumber(newest[2])
+    counter.base, counter.oldest = total - permits, tonumber(oldest[2])
+  end
+  return counter
+end
+
+-- the counter member for `c`
+local function sw_member(c, now)
+  local member = '#' .. c.life .. ':' .. int(c.seq) .. ':' .. int(c.total) .. ':' .. int(c.base) .. ':' .. int(c.at) .. ':' .. (c.oldest and int(c.oldest) or '')
+  if c.blocked and c.blocked > now then member = member .. '!' .. int(c.blocked) end
+  return member
+end
+
+-- `c` counts from the grant `first` (ZRANGE ... WITHSCORES: member, time), or holds none live
+local function sw_oldest(c, first)
+  if first[1] then
+    local permits, total = sw_grant(first[1])
+    c.base, c.oldest = total - permits, tonumber(first[2])
+  else
+    c.base, c.oldest = c.total, nil
+  end
+end
+
+-- what the grants that aged out held: `c` then counts only live ones (their members stay, for
+-- the next write to remove); true when there were any
+local function sw_age(key, c, windowMs, now)
+  local cutoff = now - windowMs
+  if not c.oldest or c.oldest > cutoff then return false end
+  sw_oldest(c, redis.call('ZRANGE', key, '(' .. int(cutoff), '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES'))
+  return true
 end
 
 function sliding_window.check(key, limit, windowMs, permits, now)
-  local head, used = sw_used(key, windowMs, now)
+  local c = sw_counter(key)
+  c.aged = sw_age(key, c, windowMs, now)
+  local used = c.total - c.base
   local allowed = used + permits <= limit
   local retry = 0
   if not allowed then
-    -- the request fits once (used + permits - limit) permits of the oldest grants have aged
-    -- out: when the first grant whose total reaches that far past the oldest's start does.
-    -- Rank 0 is the counter; gallop from the oldest grant (few usually need to age out), then
-    -- bisect: O(log² grants). (A counter that matches its grants always has them; a key
-    -- someone else rewrote must not promise less than a window.)
-    local target = (sw_before(key, 1) or math.huge) + used + permits - limit
+    -- the request fits once (used + permits - limit) permits of the oldest live grants have
+    -- aged out: when the first grant whose total reaches that far past `base` does. Grants that
+    -- aged out and are still stored hold totals up to `base`, below that; rank 0 is the counter.
+    -- Gallop from the oldest grant (few usually need to age out), then bisect: O(log² grants).
+    -- (A counter that matches its grants always has them; a key someone else rewrote must not
+    -- promise less than a window.)
+    local target = c.total + permits - limit
     local n = redis.call('ZCARD', key) - 1
     local lo, hi, step = 1, 1, 1
     while hi < n and sw_total(key, hi) < target do
@@ -93,7 +130,7 @@ function sliding_window.check(key, limit, windowMs, permits, now)
       if sw_total(key, mid) < target then lo = mid + 1 else hi = mid end
     end
     local found = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-    if found[1] and select(2, sw_grant(found[1])) >= target then
+    if found[1] and string.byte(found[1]) ~= 35 and select(2, sw_grant(found[1])) >= target then
       retry = tonumber(found[2]) + windowMs - now
     else
       retry = windowMs
@@ -101,43 +138,39 @@ function sliding_window.check(key, limit, windowMs, permits, now)
   end
   local reset, remaining = 0, limit - used
   if used > 0 then reset = nil end
-  local blocked = head and string.find(head, '!', 1, true) and tonumber(string.match(head, '!(%d+)$'))
-  if blocked and blocked > now then
-    allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset or sliding_window.reset(key, windowMs, now))
+  if c.blocked and c.blocked > now then
+    allowed, remaining, retry, reset = with_block(c.blocked, now, allowed, remaining, retry, reset or sliding_window.reset(key, windowMs, now))
   end
-  return allowed, remaining, retry, reset, used
+  return allowed, remaining, retry, reset, c
 end
 
 function sliding_window.reset(key, windowMs, now)
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not newest[1] or string.sub(newest[1], 1, 1) == '#' then return 0 end
-  return tonumber(newest[2]) + windowMs - now
+  if not newest[1] or string.byte(newest[1]) == 35 then return 0 end
+  return math.max(0, tonumber(newest[2]) + windowMs - now)
 end
 
-function sliding_window.commit(key, limit, windowMs, permits, now, used)
-  local head = redis.call('ZRANGE', key, 0, 0)
-  local seq, total, at, life, blocked = 1, 0, now, nil, nil
-  if head[1] then
-    local last, id, untilMs = string.match(head[1], '^#(%d+)%.?(%d*)!?(%d*)$')
-    seq, life, blocked = tonumber(last) + 1, id ~= '' and id or nil, tonumber(untilMs)
-    redis.call('ZREM', key, head[1])
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    if newest[1] then
-      total = select(2, sw_grant(newest[1]))
-      -- a clock that stepped back must not put this grant before the newest: totals would
-      -- no longer grow with rank
-      at = math.max(now, tonumber(newest[2]))
-    end
-  end
-  life = life or life_id()
-  local counter, ttl = '#' .. int(seq) .. '.' .. life, windowMs
-  if blocked and blocked > now then
-    counter, ttl = counter .. '!' .. int(blocked), math.max(ttl, blocked - now)
-  end
-  local id = sw_seq(seq)
-  redis.call('ZADD', key, int(-1 - (used + permits)), counter, int(at), id .. ':' .. int(permits) .. ':' .. int(total + permits))
+-- writes counter `c` in place of the stored one (and removes what aged out)
+local function sw_store(key, c, windowMs, now, ...)
+  if c.aged then redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs) end
+  if c.member then redis.call('ZREM', key, c.member) end
+  c.member = sw_member(c, now)
+  redis.call('ZADD', key, -1, c.member, ...)
+end
+
+function sliding_window.commit(key, limit, windowMs, permits, now, c)
+  c.life = c.life or life_id()
+  -- a clock that stepped back must not put this grant before the newest: totals would no
+  -- longer grow with rank
+  local at = math.max(now, c.at)
+  local before = c.total
+  c.seq, c.total, c.at, c.oldest = c.seq + 1, c.total + permits, at, c.oldest or at
+  local id = sw_seq(c.seq)
+  sw_store(key, c, windowMs, now, int(at), id .. ':' .. int(permits) .. ':' .. int(c.total))
+  local ttl = windowMs
+  if c.blocked and c.blocked > now then ttl = math.max(ttl, c.blocked - now) end
   redis.call('PEXPIRE', key, int(ttl))
-  return limit - used - permits, at + windowMs - now, life .. ':' .. id
+  return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. id
 end
 
 -- add `delta` to the totals of the grants at ranks from..to
@@ -161,51 +194,52 @@ end
 function sliding_window.refund(key, limit, windowMs, permits, now, grant)
   local life, id = string.match(grant, '^(%d+):(%l%d+)$')
   if not life then return 0 end
-  local head, used = sw_used(key, windowMs, now)
-  if not head or string.match(head, '^#%d+%.(%d+)') ~= life then return 0 end
-  -- Aged-out grants are gone now, their permits given back by time. Ranks follow seqs: find the
-  -- grant by its seq, newest first (the usual one to refund), as a refund of another grant may
-  -- have renumbered its total.
+  local c = sw_counter(key)
+  if c.life ~= life then return 0 end
+  if sw_age(key, c, windowMs, now) then
+    redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs)
+  end
+  -- Ranks follow seqs: find the grant by its seq, newest first (the usual one to refund), as a
+  -- refund of another grant may have renumbered its total.
   local n = redis.call('ZCARD', key) - 1
   local lo, hi = n, n
-  local found = redis.call('ZRANGE', key, n, n)[1]
+  local found = n > 0 and redis.call('ZRANGE', key, n, n)[1]
   if not found or string.match(found, '^%l%d+') ~= id then
     lo = 1
     while lo < hi do
       local mid = math.floor((lo + hi) / 2)
       if string.match(redis.call('ZRANGE', key, mid, mid)[1], '^%l%d+') < id then lo = mid + 1 else hi = mid end
     end
-    found = redis.call('ZRANGE', key, lo, lo)[1]
+    found = lo >= 1 and redis.call('ZRANGE', key, lo, lo)[1]
   end
-  if not found or string.match(found, '^%l%d+') ~= id then return 0 end
-  local rank, at = lo, redis.call('ZSCORE', key, found)
-  local held, total = sw_grant(found)
-  local back = math.min(held, permits)
-  -- The live permits between two grants are a difference of totals: taking `back` from this
-  -- grant lowers the totals from it on, or equally raises those before it. Rewrite the fewer
-  -- (a refund of a recent grant, the usual one, rewrites almost none).
-  redis.call('ZREM', key, found)
-  if n - rank <= rank - 1 then
-    sw_shift(key, rank, n - 1, -back)
-    total = total - back
-  else
-    sw_shift(key, 1, rank - 1, back)
+  local back = 0
+  if found and string.match(found, '^%l%d+') == id then
+    local rank, at = lo, redis.call('ZSCORE', key, found)
+    local held, total = sw_grant(found)
+    back = math.min(held, permits)
+    -- The live permits between two grants are a difference of totals: taking `back` from this
+    -- grant lowers the totals from it on (the counter's too), or equally raises those before it.
+    -- Rewrite the fewer (a refund of a recent grant, the usual one, rewrites almost none).
+    redis.call('ZREM', key, found)
+    if n - rank <= rank - 1 then
+      sw_shift(key, rank, n - 1, -back)
+      total, c.total = total - back, c.total - back
+    else
+      sw_shift(key, 1, rank - 1, back)
+    end
+    if back < held then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
   end
-  if back < held then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
-  redis.call('ZADD', key, int(-1 - (used - back)), head)
+  -- the oldest grant may have gone or been renumbered: the counter reads it again
+  sw_oldest(c, redis.call('ZRANGE', key, 1, 1, 'WITHSCORES'))
+  sw_store(key, c, windowMs, now)
   return back
 end
 
 function sliding_window.block(key, limit, windowMs, now, untilMs)
   local existed = redis.call('PTTL', key)
-  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  local counter, score = '#0.' .. life_id(), -1
-  if head[1] and string.sub(head[1], 1, 1) == '#' then
-    local old = tonumber(string.match(head[1], '!(%d+)$'))
-    if old and old >= untilMs then return end
-    redis.call('ZREM', key, head[1])
-    counter, score = string.gsub(head[1], '!%d+$', ''), head[2]
-  end
-  redis.call('ZADD', key, score, counter .. '!' .. int(untilMs))
+  local c = sw_counter(key)
+  if c.blocked and c.blocked >= untilMs then return end
+  c.life, c.blocked = c.life or life_id(), untilMs
+  sw_store(key, c, windowMs, now)
   keep_until(key, untilMs - now, existed)
 end

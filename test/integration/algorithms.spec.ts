@@ -121,6 +121,20 @@ describe('rate-limit algorithms at explicit times', () => {
       expect(await grants((await stored(big, key)).redisKey)).toHaveLength(1);
     });
 
+    it('goes on counting a key written before 0.3 (its counter member then was #<seq>.<life>)', async () => {
+      const key = nextKey();
+      const { redisKey } = await stored(policy, key);
+      // two grants of 1 and one of 2 permits is 4, over the limit of 3; the counter held them
+      await ctx.app.raw.zadd(redisKey, -5, '#3.1700000000000123', T0, 'a1:1:1', T0 + 10_000, 'a2:1:2', T0 + 20_000, 'a3:2:4');
+      expect(await peekAt(key, policy, T0 + 50_000)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 60_000, resetMs: 70_000 });
+      // the first two age out: the grant of 2 leaves 1
+      expect(await at(key, policy, T0 + 110_000)).toEqual({ allowed: true, limit: 3, remaining: 0, retryAfterMs: 0, resetMs: 100_000 });
+      // seqs go on from the newest grant; the old counter is gone
+      const members = await ctx.app.raw.zrange(redisKey, 0, -1);
+      expect(members.filter((m) => m.startsWith('#'))).toHaveLength(1);
+      expect(members.filter((m) => !m.startsWith('#'))).toEqual(['a3:2:4', 'a4:1:5']);
+    });
+
     it('waits for just enough of the oldest grants to age out', async () => {
       const key = nextKey();
       const six: RateLimitPolicy = { limit: 6, windowMs: 100_000 };

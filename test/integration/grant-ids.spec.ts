@@ -91,4 +91,28 @@ describe('grant ids are authenticated', () => {
       await stranger?.close();
     }
   });
+
+  it('an id is a plain own property of the decision, however it is read', async () => {
+    const { limiter } = ctx.app;
+    const key = nextKey();
+    const policy = { limit: 10, windowMs: DAY_MS, algorithm: 'fixed-window' as const };
+    const decision = await limiter.consume(key, policy, 2);
+    const { grantId, ...rest } = decision;
+    expect(grantId).toMatch(/^[^.]+\.[A-Za-z0-9_-]{22}$/);
+    expect(Object.keys(decision)).toContain('grantId');
+    expect({ ...decision }).toEqual({ ...rest, grantId });
+    expect(JSON.parse(JSON.stringify(decision))).toEqual({ ...rest, grantId });
+    expect(decision.grantId).toBe(grantId);
+    // a copy's id refunds as the original's; an id set by the caller is kept
+    expect(await limiter.refund(key, policy, { ...decision }.grantId!)).toBe(2);
+    decision.grantId = 'mine';
+    expect(decision.grantId).toBe('mine');
+    const unread = await limiter.consume(key, policy, 3);
+    expect(JSON.parse(JSON.stringify(unread)).grantId).toMatch(/^[^.]+\.[A-Za-z0-9_-]{22}$/);
+    expect(await limiter.refund(key, policy, JSON.parse(JSON.stringify(unread)).grantId)).toBe(3);
+    // a refused decision has none
+    await limiter.consume(key, policy, 10);
+    const refused = await limiter.consume(key, policy, 1);
+    expect([refused.allowed, 'grantId' in refused]).toEqual([false, false]);
+  });
 });

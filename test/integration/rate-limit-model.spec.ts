@@ -17,9 +17,11 @@ import { modelOf, SlidingWindowModel, type Kind, type LimitConfig, type ModelGra
 /**
  * A sliding window's grant members in rank order ('<seq>:<permits>:<total>', seq written as a
  * letter for its digit count then the digits): seqs increase, and each total is the one before
- * it plus the grant's permits, which the binary search for retryAfterMs relies on.
+ * it plus the grant's permits, which the binary search for retryAfterMs relies on. No member
+ * holds 0: a grant given back whole is removed.
  */
 function expectGrantMembers(members: string[]): void {
+  expect(members.filter((member) => member.split(':')[1] === '0')).toEqual([]);
   let seq = 0;
   let total: number | undefined;
   // (one expect for the lot: a key can hold 20,000 members)
@@ -252,9 +254,11 @@ describe('rate limits agree with reference models', () => {
         );
         // (PTTL, not EXISTS: the least-privilege ACL user has no EXISTS; -2 is a missing key)
         const kept = chosen.map((i) => Promise.all([client.persist(stateKeys[i]!), client.pttl(stateKeys[i]!)]));
-        // a sliding window's entries (members scored by a time, oldest first): one per live
-        // grant, not per permit
-        const entries = chosen.map((i) => (models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf') : Promise.resolve(null)));
+        // a sliding window's entries (members scored by a time, oldest first): one per grant,
+        // not per permit; those aged out stay until the next write
+        const entries = chosen.map((i) =>
+          models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf', 'WITHSCORES') : Promise.resolve(null),
+        );
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
         expect(reply.allowed).toBe(allowed);
@@ -273,9 +277,15 @@ describe('rate limits agree with reference models', () => {
         chosen.forEach((i, j) => {
           const model = models[i]!;
           if (model instanceof SlidingWindowModel) {
-            expectGrantMembers(stored[j]!);
-            const permits = stored[j]!.map((member) => Number(member.split(':')[1])).sort((a, b) => a - b);
-            expect(permits).toEqual(model.stored());
+            const flat = stored[j]!;
+            const members = flat.filter((_, k) => k % 2 === 0);
+            expectGrantMembers(members);
+            const cutoff = now - limits[i]!.windowMs;
+            const live = members.filter((_, k) => Number(flat[2 * k + 1]) > cutoff);
+            // a grant removes what aged out: one per live grant is left
+            if (allowed && !peek) expect(live).toEqual(members);
+            const permits = live.map((member) => Number(member.split(':')[1]));
+            expect(permits.sort((a, b) => a - b)).toEqual(model.stored());
           }
         });
         if (allowed && !peek) {
@@ -369,9 +379,10 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
       const asks = [1, 2, 3, 4, 5, 6, 100, 999, 1_000, 1_001, 4_321, 12_000, used() - 1, used()].map((k) => left + k).filter((p) => p > left && p <= LIMIT);
       const got = await Promise.all(asks.map((p) => decide(now, p).then((r) => ({ p, allowed: r[0], remaining: r[2], retry: r[3] }))));
       expect(got).toEqual(asks.map((p) => ({ p, allowed: 0, remaining: left, retry: expectedRetry(p) })));
-      const members = await ctx.app.raw.zrangebyscore(key, 0, '+inf');
-      expect(members).toHaveLength(grants.length);
-      expectGrantMembers(members);
+      // a refusal writes nothing: grants that aged out stay until the next grant or refund
+      expectGrantMembers(await ctx.app.raw.zrangebyscore(key, 0, '+inf'));
+      const live = await ctx.app.raw.zrangebyscore(key, `(${now - WINDOW_MS}`, '+inf');
+      expect(live).toHaveLength(grants.length);
     };
     const giveBack = async (index: number, permits: number, expected = Math.min(permits, byIndex[index]!.permits)) => {
       const grant = byIndex[index]!;
