@@ -7,6 +7,7 @@ import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
 import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
+import { DecisionEngine } from './rate-limit/decision-engine.js';
 import { DefaultLimitsGuard } from './rate-limit/default-limits.guard.js';
 import { GatewayEnhancers } from './rate-limit/gateway-enhancers.js';
 import { OutcomeInterceptor } from './rate-limit/outcome.interceptor.js';
@@ -22,6 +23,7 @@ import { RedisConnection } from './redis/redis-connection.js';
 const PROVIDERS = [
   RedisLimitEvents,
   RedisConnection,
+  DecisionEngine,
   RateLimiterService,
   ExpiringHashService,
   DelayQueueService,

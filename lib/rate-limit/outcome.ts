@@ -1,6 +1,7 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
 import type { CountIf, RequestOutcome } from './rate-limit.metadata.js';
-import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { StackDecision, StackedLimit } from './decision.types.js';
+import type { RateLimiterService } from './rate-limiter.service.js';
 import type { RouteLog } from './route-log.js';
 
 /** A granted limit whose charge waits on the request's outcome. */

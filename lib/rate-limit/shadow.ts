@@ -1,5 +1,5 @@
 import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import type { DecideOptions, StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { DecideOptions, StackDecision, StackedLimit } from './decision.types.js';
 import type { RouteLog } from './route-log.js';
 
 // the common answers, shared: nobody writes to them

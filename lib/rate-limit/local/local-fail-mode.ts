@@ -1,7 +1,7 @@
 import type { LimitVerdict } from '../../observability/events.js';
 import type { RedisConnection } from '../../redis/redis-connection.js';
 import { KIND_NAMES, rateLimitSpec } from '../policy.js';
-import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
+import type { StackDecision, StackedLimit } from '../decision.types.js';
 import { LocalHandOver } from './local-hand-over.js';
 import { LocalLimiter } from './local-limiter.js';
 

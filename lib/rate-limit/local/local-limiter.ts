@@ -1,6 +1,6 @@
 import type { RateLimitDecision, LimitSpec } from '../policy.js';
 import { counterKind, funnelSpec, rateLimitSpec } from '../policy.js';
-import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
+import type { StackDecision, StackedLimit } from '../decision.types.js';
 import type { LocalAlgorithm, LocalVerdict } from './local-algorithm.js';
 import { localFixedWindow } from './local-fixed-window.js';
 import { localSlidingWindow } from './local-sliding-window.js';

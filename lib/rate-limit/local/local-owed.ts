@@ -1,5 +1,5 @@
 import type { LimitSpec } from '../policy.js';
-import type { StackedLimit } from '../rate-limiter.service.js';
+import type { StackedLimit } from '../decision.types.js';
 import type { LocalAlgorithm } from './local-algorithm.js';
 
 /**
