@@ -3,7 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { assertFailMode, type FailMode, type KeyResolver } from '../redis-limit.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
-import type { StackedLimit } from './decision.types.js';
+import { checkedLimit, type CheckedLimit } from './checked-limit.js';
 import { DecisionEngine } from './decision-engine.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from './headers.js';
@@ -150,9 +150,10 @@ const DEFAULTS_ROUTE: RouteRef = {
   scope: 'defaultLimits',
 };
 
-/** One request's limits: what RateLimiterService.decide takes, and the policies the headers name. */
+/** One request's limits: what DecisionEngine.decide takes (checked: the plan was at start-up, and
+ * what the request resolved is checked here), and the policies the headers name. */
 export interface RequestLimits {
-  stack: StackedLimit[];
+  stack: CheckedLimit[];
   policies: HeaderPolicy[];
 }
 
@@ -183,7 +184,7 @@ export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, trac
   );
   if (plan.limits.some((limit) => typeof limit.spec.windowMs === 'function')) assertResolvedCounters(resolved);
   return {
-    stack: resolved.map(({ limit, spec, key, permits }) => stackFor(limit, spec, key, permits)),
+    stack: resolved.map(({ limit, spec, key, permits }) => checkedLimit(key, limit.scope, spec, permits)),
     policies: (overridden ? undefined : fixedPolicies.get(plan)) ?? headerPolicies(plan, resolved, !overridden),
   };
 }
@@ -197,12 +198,6 @@ function headerPolicies(plan: RoutePlan, resolved: readonly { limit: PlannedLimi
   const policies = resolved.map(({ spec }, i) => ({ name: names[i]!, limit: spec.limit, windowMs: spec.windowMs }));
   if (declared && plan.limits.every((limit) => isFixed(limit.spec))) fixedPolicies.set(plan, policies);
   return policies;
-}
-
-function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: number): StackedLimit {
-  return limit.isFunnel
-    ? { key, scope: limit.scope, permits, funnel: { capacity: spec.limit, leakingDurationMs: spec.windowMs } }
-    : { key, scope: limit.scope, permits, policy: { limit: spec.limit, windowMs: spec.windowMs, algorithm: KIND_NAMES[spec.algorithm] } };
 }
 
 function compile(
