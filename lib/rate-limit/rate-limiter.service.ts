@@ -142,9 +142,11 @@ export class RateLimiterService {
   async acquire(key: string, policy: RateLimitPolicy, opts: { permits?: number; timeoutMs?: number } = {}): Promise<boolean> {
     assertAcquireOptions(opts);
     const { permits = 1, timeoutMs } = opts;
+    // checked once, however many tries it takes
+    const limits = [checkStackedLimit({ key, policy, permits })];
     const deadline = performance.now() + (timeoutMs ?? Infinity);
     for (;;) {
-      const decision = await this.consume(key, policy, permits);
+      const decision = (await this.engine.decide(limits)).decisions[0]!;
       if (decision.allowed) return true;
       if (performance.now() + decision.retryAfterMs > deadline) return false;
       await sleep(Math.max(1, decision.retryAfterMs));
