@@ -6,7 +6,7 @@ export type { FailMode, HeadersMode, KeyResolver } from './transports/guard.opti
 export type { SkipIf } from './rate-limit/rate-limit.options.js';
 export type { ExpiringHashOptions } from './expiring-hash/expiring-hash.options.js';
 export { RateLimiterService } from './rate-limit/rate-limiter.service.js';
-export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/rate-limiter.service.js';
+export type { DecideOptions, StackDecision, StackedLimit } from './rate-limit/decision.types.js';
 export type { FunnelPolicy, LimitKind, RateLimitAlgorithm, RateLimitDecision, RateLimitPolicy } from './rate-limit/policy.js';
 export { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 export type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, SlotReservation } from './expiring-hash/expiring-hash.types.js';
@@ -43,7 +43,7 @@ export { RedisLimitEvents } from './observability/redis-limit-events.js';
 export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEventType, RedisLimitListener } from './observability/events.js';
 export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.js';
 export type { ShadowVerdict } from './observability/events.js';
-export type { LimitOperationOptions } from './rate-limit/rate-limiter.service.js';
+export type { LimitOperationOptions } from './rate-limit/decision.types.js';
 export type { AppliedOverride, LimitOverride } from './rate-limit/overrides-policy.js';
 export type { NamedLimit } from './rate-limit/overrides-declared.js';
 export { RedisLimitDashboardModule } from './dashboard/dashboard.module.js';

@@ -17,6 +17,7 @@ import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
 import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
+import { DecisionEngine } from './rate-limit/decision-engine.js';
 import { DefaultLimitsGuard } from './rate-limit/default-limits.guard.js';
 import { GatewayEnhancers } from './rate-limit/gateway-enhancers.js';
 import { OutcomeInterceptor } from './rate-limit/outcome.interceptor.js';
@@ -53,6 +54,7 @@ const CONNECTION: Provider = {
 const PROVIDERS = [
   RedisLimitEvents,
   CONNECTION,
+  DecisionEngine,
   RateLimiterService,
   ExpiringHashService,
   DelayQueueService,

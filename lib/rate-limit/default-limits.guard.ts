@@ -1,9 +1,9 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { DecisionEngine } from './decision-engine.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit.plans.js';
-import { RateLimiterService } from './rate-limiter.service.js';
 
 // GUARDS_METADATA of @nestjs/common/constants (no public entry point; unchanged since Nest 5)
 const GUARDS = '__guards__';
@@ -32,12 +32,12 @@ export class DefaultLimitsGuard extends RateLimitGuard {
   private appGuards: AppGuards | undefined;
 
   constructor(
-    @Inject(RateLimiterService) limiter: RateLimiterService,
+    @Inject(DecisionEngine) engine: DecisionEngine,
     @Inject(RateLimitPlans) plans: RateLimitPlans,
     @Inject(RedisConnection) redis: RedisConnection,
     @Inject(ApplicationConfig) private readonly config: ApplicationConfig,
   ) {
-    super(limiter, plans, redis);
+    super(engine, plans, redis);
     const defaults = redis.options.defaultLimits;
     // anything but an array fails app.init() in RateLimitPlans
     this.active = !Array.isArray(defaults) || defaults.length > 0;

@@ -2,10 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ApplicationConfig, ModulesContainer } from '@nestjs/core';
 import { handlerKind } from '../handler-kind.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { DecisionEngine } from './decision-engine.js';
 import { GatewayDefaultLimitsGuard } from './default-limits.guard.js';
 import { OutcomeInterceptor } from './outcome.interceptor.js';
 import { RateLimitPlans } from './rate-limit.plans.js';
-import { RateLimiterService } from './rate-limiter.service.js';
 
 // @nestjs/common/constants' GUARDS_METADATA and INTERCEPTORS_METADATA (unchanged since Nest 5)
 const GUARDS = '__guards__';
@@ -30,14 +30,14 @@ const ATTACHED = Symbol('nest-redis-limit gateway enhancer');
 export class GatewayEnhancers {
   constructor(
     @Inject(ModulesContainer) modules: ModulesContainer,
-    @Inject(RateLimiterService) limiter: RateLimiterService,
+    @Inject(DecisionEngine) engine: DecisionEngine,
     @Inject(RateLimitPlans) plans: RateLimitPlans,
     @Inject(RedisConnection) redis: RedisConnection,
     @Inject(ApplicationConfig) config: ApplicationConfig,
   ) {
     const gateways = [...modules.values()].flatMap((module) => [...module.providers.values()].map((wrapper) => wrapper.metatype)).filter(isGateway);
     if (gateways.length === 0) return;
-    const guard = tagged(new GatewayDefaultLimitsGuard(limiter, plans, redis, config));
+    const guard = tagged(new GatewayDefaultLimitsGuard(engine, plans, redis, config));
     const interceptor = tagged(new OutcomeInterceptor());
     for (const gateway of new Set(gateways)) {
       attach(gateway, GUARDS, guard, 'first');

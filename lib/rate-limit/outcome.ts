@@ -1,11 +1,13 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
 import type { CountIf, RequestOutcome } from './rate-limit.metadata.js';
-import type { RateLimiterService, StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { CheckedLimit } from './checked-limit.js';
+import type { DecisionEngine } from './decision-engine.js';
+import type { StackDecision } from './decision.types.js';
 import type { RouteLog } from './route-log.js';
 
 /** A granted limit whose charge waits on the request's outcome. */
 interface CountedLimit {
-  limit: StackedLimit;
+  limit: CheckedLimit;
   grantId: string;
   countIf: CountIf;
   /** How errors name it, e.g. `@RateLimit(#1)`. */
@@ -17,7 +19,7 @@ interface PendingOutcome {
   ctx: ExecutionContext;
   route: string;
   limits: CountedLimit[];
-  refund: (limit: StackedLimit, grantId: string) => Promise<number>;
+  refund: (limit: CheckedLimit, grantId: string) => Promise<number>;
   log: RouteLog;
   /** What the handler threw, seen by OutcomeInterceptor. */
   error?: unknown;
@@ -36,7 +38,7 @@ export interface Decided {
   route: string;
   req: object;
   res: unknown;
-  stack: StackedLimit[];
+  stack: CheckedLimit[];
   limits: readonly { countIf: CountIf | undefined; blockMs: number | undefined; at: string }[];
   result: StackDecision;
   /** Decided in process memory (failMode 'local'): Redis is not answering, so no lockout starts
@@ -55,7 +57,8 @@ export interface Decided {
  */
 export class Outcomes {
   constructor(
-    private readonly limiter: RateLimiterService,
+    /** Where blocks and refunds go: the guard's limits are checked already. */
+    private readonly engine: Pick<DecisionEngine, 'block' | 'refund'>,
     private readonly log: RouteLog,
   ) {}
 
@@ -80,7 +83,7 @@ export class Outcomes {
 
   private async block({ route, stack, limits }: Decided, i: number, blockMs: number): Promise<void> {
     try {
-      await this.limiter.blockLimit(stack[i]!, blockMs);
+      await this.engine.block(stack[i]!, blockMs);
     } catch (error) {
       this.log.error(route, `${limits[i]!.at}: could not block the key for blockMs ${blockMs}: ${(error as Error).message}`);
     }
@@ -90,7 +93,7 @@ export class Outcomes {
    * response that is not Node's) it is the handler's, seen by OutcomeInterceptor. */
   private watch({ ctx, route, req, res }: Decided, limits: CountedLimit[]): void {
     const raw = ctx.getType() === 'http' ? rawResponse(res) : undefined;
-    const refund = (limit: StackedLimit, grantId: string) => this.limiter.refundLimit(limit, grantId);
+    const refund = (limit: CheckedLimit, grantId: string) => this.engine.refund(limit, grantId, undefined);
     const outcome: PendingOutcome = { ctx, route, limits, refund, log: this.log, byHandler: raw === undefined, settled: false };
     pending.set(req, outcome);
     // 'close' follows 'finish'; without it the client went away mid-request, the handler may

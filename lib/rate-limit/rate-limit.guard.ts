@@ -3,10 +3,11 @@ import { countRequest } from '../observability/counted-requests.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import type { KeyResolver } from '../transports/guard.options.js';
 import { applyFailMode } from '../transports/responses.js';
+import { DecisionEngine } from './decision-engine.js';
+import type { StackDecision } from './decision.types.js';
 import { Outcomes } from './outcome.js';
 import { decideLocally } from './local/local-fail-mode.js';
 import { RateLimitPlans, resolveLimits, type RequestLimits } from './rate-limit.plans.js';
-import { RateLimiterService, type StackDecision } from './rate-limiter.service.js';
 import { RouteLog } from './route-log.js';
 import { decideShadowed, reportShadowRefusal } from './shadow.js';
 import { resolveSkip } from './skip-if.js';
@@ -39,14 +40,14 @@ const firstDecision = (req: object): boolean => decided.has(req) || (decided.add
 export class RateLimitGuard implements CanActivate {
   private readonly log = new RouteLog(new Logger('RateLimitGuard'));
   private readonly shadowLog = new RouteLog({ error: (message: string) => new Logger('RateLimitGuard').warn(message) });
-  private readonly outcomes = new Outcomes(this.limiter, this.log);
+  private readonly outcomes = new Outcomes(this.engine, this.log);
   /** The default key of limits without their own `key`. */
   private readonly tracker: KeyResolver = (ctx) => this.getTracker(ctx);
   /** The overridable hook, bound once rather than a closure per request. */
   private readonly requestResponse = (ctx: ExecutionContext) => this.getRequestResponse(ctx);
 
   constructor(
-    @Inject(RateLimiterService) private readonly limiter: RateLimiterService,
+    @Inject(DecisionEngine) private readonly engine: DecisionEngine,
     @Inject(RateLimitPlans) private readonly plans: RateLimitPlans,
     @Inject(RedisConnection) private readonly redis: RedisConnection,
   ) {}
@@ -86,7 +87,8 @@ export class RateLimitGuard implements CanActivate {
     let local = false;
     try {
       const route = plan.route;
-      result = await decideShadowed({ decide: (stack, options) => this.limiter.decide(stack, { ...options, route }) }, limits.stack, plan.limits);
+      // the plan was checked at start-up: straight to the engine, nothing checked again
+      result = await decideShadowed({ decide: (stack, options) => this.engine.decide(stack, { ...options, route }) }, limits.stack, plan.limits);
       this.redis.reportSuccess();
       if (result.allowed) countRequest(req, result.shadowRefused.length > 0 ? 'shadow-refused' : 'allowed');
     } catch (error) {

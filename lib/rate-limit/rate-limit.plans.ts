@@ -3,13 +3,14 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { assertFailMode, type FailMode, type KeyResolver } from '../transports/guard.options.js';
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
+import { checkedLimit, type CheckedLimit } from './checked-limit.js';
+import { DecisionEngine } from './decision-engine.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from '../transports/headers.js';
 import { overrideForRequest } from './overrides.js';
 import type { LimitOverride } from './overrides-policy.js';
 import { assertPermits, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
-import { RateLimiterService, type StackedLimit } from './rate-limiter.service.js';
 import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { checkCost, costOf, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from '../transports/rpc.adapter.js';
@@ -59,7 +60,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   protected readonly what = 'rate-limit';
   protected readonly decorators = '@RateLimit / @Funnel';
 
-  @Inject(RateLimiterService) private readonly limiter!: RateLimiterService;
+  @Inject(DecisionEngine) private readonly engine!: DecisionEngine;
   @Inject(HttpAdapterHost) private readonly http!: HttpAdapterHost;
 
   protected declaredOn(target: Function): boolean {
@@ -79,7 +80,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 
   protected compile(route: RouteRef): RoutePlan | null {
-    const plan = this.declared(compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow, this.limiter.limitOverrides.table));
+    const plan = this.declared(compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow, this.engine.overrides.table));
     if (plan !== null && route.kind === 'rpc') {
       if (this.redis.options.tracker === undefined && this.guardReaches(route)) assertKeyed(plan);
       this.rpcLimited = true;
@@ -110,7 +111,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   private defaults(): LimitEntry[] {
     if (this.defaultLimits === undefined) {
       const entries = defaultEntries(this.redis.options.defaultLimits);
-      this.declared(compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow, this.limiter.limitOverrides.table));
+      this.declared(compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow, this.engine.overrides.table));
       this.defaultLimits = entries;
     }
     return this.defaultLimits;
@@ -120,7 +121,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   private declared(plan: RoutePlan | null): RoutePlan | null {
     for (const limit of plan?.limits ?? []) {
       if (limit.name === undefined) continue;
-      this.limiter.limitOverrides.declare(limit.name, {
+      this.engine.overrides.declare(limit.name, {
         at: `${plan!.route}: ${limit.at}`,
         kind: limit.spec.kind,
         limit: typeof limit.spec.limit === 'number' ? limit.spec.limit : undefined,
@@ -149,9 +150,10 @@ const DEFAULTS_ROUTE: RouteRef = {
   scope: 'defaultLimits',
 };
 
-/** One request's limits: what RateLimiterService.decide takes, and the policies the headers name. */
+/** One request's limits: what DecisionEngine.decide takes (checked: the plan was at start-up, and
+ * what the request resolved is checked here), and the policies the headers name. */
 export interface RequestLimits {
-  stack: StackedLimit[];
+  stack: CheckedLimit[];
   policies: HeaderPolicy[];
 }
 
@@ -182,7 +184,7 @@ export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, trac
   );
   if (plan.limits.some((limit) => typeof limit.spec.windowMs === 'function')) assertResolvedCounters(resolved);
   return {
-    stack: resolved.map(({ limit, spec, key, permits }) => stackFor(limit, spec, key, permits)),
+    stack: resolved.map(({ limit, spec, key, permits }) => checkedLimit(key, limit.scope, spec, permits)),
     policies: (overridden ? undefined : fixedPolicies.get(plan)) ?? headerPolicies(plan, resolved, !overridden),
   };
 }
@@ -196,12 +198,6 @@ function headerPolicies(plan: RoutePlan, resolved: readonly { limit: PlannedLimi
   const policies = resolved.map(({ spec }, i) => ({ name: names[i]!, limit: spec.limit, windowMs: spec.windowMs }));
   if (declared && plan.limits.every((limit) => isFixed(limit.spec))) fixedPolicies.set(plan, policies);
   return policies;
-}
-
-function stackFor(limit: PlannedLimit, spec: LimitSpec, key: string, permits: number): StackedLimit {
-  return limit.isFunnel
-    ? { key, scope: limit.scope, permits, funnel: { capacity: spec.limit, leakingDurationMs: spec.windowMs } }
-    : { key, scope: limit.scope, permits, policy: { limit: spec.limit, windowMs: spec.windowMs, algorithm: KIND_NAMES[spec.algorithm] } };
 }
 
 function compile(

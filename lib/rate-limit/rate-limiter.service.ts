@@ -1,107 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { assertKey } from '../redis/keys.js';
-import { RedisConnection } from '../redis/redis-connection.js';
-import { RateLimitReply } from '../redis/replies.js';
-import type { RateLimitDecideLimit } from '../redis/script-bindings.generated.js';
-import { clusterSlot } from '../redis/slot.js';
-import type { RedisLimitEvent } from '../observability/events.js';
-import { DecisionBatcher, type DecidedStack } from './decision-batch.js';
-import { CounterScopes } from './counter-scopes.js';
-import { attachGrantId, GrantIds } from './grant-ids.js';
-import { Overrides } from './overrides.js';
+import { checkStackedLimit, checkTarget } from './checked-limit.js';
+import { DecisionEngine, type CheckedTarget } from './decision-engine.js';
+import type { DecideOptions, LimitOperationOptions, StackDecision, StackedLimit } from './decision.types.js';
 import type { NamedLimit } from './overrides-declared.js';
 import { assertOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
-import { Refusals } from './refusals.js';
 import {
   assertAcquireOptions,
   assertBlockDuration,
   assertGrantId,
   assertLimitInput,
   assertPenalty,
-  assertPermits,
   assertStackInput,
-  counterKind,
-  funnelSpec,
-  KIND_NAMES,
   rateLimitSpec,
   type FunnelPolicy,
-  type LimitSpec,
   type RateLimitDecision,
   type RateLimitPolicy,
 } from './policy.js';
 import { assertPositiveInteger } from '../validation.js';
-
-/** One limit of a stack decided together: a rate-limit policy or a funnel (not both), on a key. */
-export interface StackedLimit {
-  /** What is counted, e.g. a user id: any non-empty string (escaped into the Redis key). */
-  key: string;
-  /** Separates counters that share a key, e.g. a route or a shared limit's name; a non-empty
-   * string.
-   * @default none: the key's own counter under this policy */
-  scope?: string;
-  /** A rate limit; give this or `funnel`. */
-  policy?: RateLimitPolicy;
-  /** A leaky bucket; give this or `policy`. */
-  funnel?: FunnelPolicy;
-  /** Permits (funnel: quota) to charge: a positive integer no larger than the limit (capacity).
-   * @default 1 */
-  permits?: number;
-}
-
-/** `decide`'s verdict on a stack: all granted and charged, or none charged. */
-export interface StackDecision {
-  /** True when every limit granted; nothing is charged otherwise. */
-  allowed: boolean;
-  /** 0 when allowed; else ms until every refusing limit could grant. */
-  retryAfterMs: number;
-  /** One per limit, in order: each limit's own verdict. When the stack is refused, none is
-   * charged, so `remaining` is what each limit has left now. */
-  decisions: RateLimitDecision[];
-  /** Indexes of the limits that refused because a block (lockout) was in force: such a refusal
-   * is the lockout's own, and never starts or lengthens one. Absent when none did. */
-  lockedOut?: number[];
-  /** Refused from this process's refusal cache, without asking Redis (a refusal Redis gave for
-   * the same stack moments ago, whose consequences that one already had). */
-  cached?: true;
-}
-
-/** `decide`'s options. */
-export interface DecideOptions {
-  /** Inspect without charging (permits are taken as 1); not counted, no event.
-   * @default false */
-  peek?: boolean;
-  /** Test hook: decide at this time (ms since the epoch) instead of the Redis server's clock.
-   * @default the Redis server's clock */
-  now?: number;
-  /** Who decides (a guard: its route, `Class.method`): told in the decision event. A non-empty
-   * string.
-   * @default none */
-  route?: string;
-  /** Indexes of the stack's shadow limits (decided and counted, never refusing; see `shadow` on
-   * `@RateLimit`). A refusal by these alone is reported as `shadow-refused`, not as a refusal,
-   * and no refusal they take part in is remembered by the refusal cache.
-   * @default none */
-  shadows?: readonly number[];
-  /** This stack is a request's enforced limits decided again after its shadow limits alone
-   * refused it: a grant is reported as `shadow-refused`.
-   * @default false */
-  shadowRefused?: boolean;
-}
-
-/** Options of refundLimit, penalizeLimit and blockLimit. */
-export interface LimitOperationOptions {
-  /** Test hook: act at this time (ms since the epoch) instead of the Redis server's clock.
-   * @default the Redis server's clock */
-  now?: number;
-}
-
-/** A limit of a stack, checked; also decide.lua's row for it (algorithm, limit, windowMs, permits),
- * which a decision sends as it is: no second object per limit. */
-interface CheckedLimit extends RateLimitDecideLimit {
-  key: string;
-  spec: LimitSpec;
-}
 
 /**
  * Rate limits from code: consume, peek, wait, refund, penalize, block and reset a key's counter,
@@ -123,32 +40,9 @@ interface CheckedLimit extends RateLimitDecideLimit {
  * ```
  */
 @Injectable()
-export class RateLimiterService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly batcher: DecisionBatcher;
-  private readonly refusals: Refusals;
-  private readonly grants: GrantIds;
-  private readonly scopes: CounterScopes;
-  /** The runtime overrides in force here; route plans read them and declare their names. */
-  readonly limitOverrides: Overrides;
-
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
-    this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
-    this.refusals = new Refusals(redis);
-    this.grants = new GrantIds(redis);
-    this.scopes = new CounterScopes(redis);
-    // a refusal remembered under the old numbers must not outlive a raised limit
-    this.limitOverrides = new Overrides(redis, () => this.refusals.clear());
-  }
-
-  /** After every route's plan is compiled (their names declared), before the first request. */
-  async onApplicationBootstrap(): Promise<void> {
-    await this.limitOverrides.start();
-  }
-
-  onApplicationShutdown(): void {
-    this.refusals.close();
-    this.limitOverrides.close();
-  }
+export class RateLimiterService {
+  // checks what callers give and turns it into checked limits; the engine decides
+  constructor(@Inject(DecisionEngine) private readonly engine: DecisionEngine) {}
 
   /**
    * Every limit this app declares with `name` (`@RateLimit`, `@Funnel`, defaultLimits) uses `policy`
@@ -178,8 +72,8 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    */
   async setOverride(name: string, policy: LimitOverride | null): Promise<void> {
     const override = assertOverride(name, policy);
-    if (override !== null) this.limitOverrides.declared.assertApplies(name, override);
-    await this.limitOverrides.set(name, override);
+    if (override !== null) this.engine.overrides.declared.assertApplies(name, override);
+    await this.engine.overrides.set(name, override);
   }
 
   /**
@@ -189,13 +83,13 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
   async overrides(): Promise<Record<string, AppliedOverride>> {
-    return this.limitOverrides.list();
+    return this.engine.overrides.list();
   }
 
   /** The names this app's limits carry (decorators and defaultLimits), each with its limits as
    * declared: what setOverride can change. Known once the app has started; never asks Redis. */
   namedLimits(): Record<string, NamedLimit[]> {
-    return this.limitOverrides.declared.list();
+    return this.engine.overrides.declared.list();
   }
 
   /**
@@ -248,9 +142,11 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   async acquire(key: string, policy: RateLimitPolicy, opts: { permits?: number; timeoutMs?: number } = {}): Promise<boolean> {
     assertAcquireOptions(opts);
     const { permits = 1, timeoutMs } = opts;
+    // checked once, however many tries it takes
+    const limits = [checkStackedLimit({ key, policy, permits })];
     const deadline = performance.now() + (timeoutMs ?? Infinity);
     for (;;) {
-      const decision = await this.consume(key, policy, permits);
+      const decision = (await this.engine.decide(limits)).decisions[0]!;
       if (decision.allowed) return true;
       if (performance.now() + decision.retryAfterMs > deadline) return false;
       await sleep(Math.max(1, decision.retryAfterMs));
@@ -331,69 +227,26 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    * `options` when not an object or with an option other than `now`.
    */
   async refundLimit(limit: StackedLimit, grantId: string, permits?: number, options: LimitOperationOptions = {}): Promise<number> {
-    const { key, spec, redisKey, scope } = this.target(limit, options);
+    const target = checkedTarget(limit, options);
     assertGrantId(grantId);
     if (permits !== undefined) assertPositiveInteger(permits, 'permits');
-    // an id this library did not issue for this counter never reaches a script
-    const opened = this.grants.open(redisKey, grantId);
-    const grant = opened instanceof Promise ? await opened : opened;
-    if (grant === undefined) return 0;
-    // a grant never holds more than the limit, so the limit stands for "all of it"
-    const ask = Math.min(permits ?? spec.limit, spec.limit);
-    const limits = [{ ...spec, permits: ask, grant }];
-    const { given } = await this.redis.scripts.call('rateLimitRefund', {
-      keys: { states: [redisKey] },
-      args: { now: options.now, limits, channel: this.refusals.publishChannel },
-    });
-    const back = given[0]!;
-    this.refusals.forget([redisKey]);
-    this.redis.events.refund(back, () => ({ type: 'redis-limit.refund', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, permits: back }));
-    return back;
+    return this.engine.refund(target, grantId, permits, options);
   }
 
   /** `penalize` for one limit of a stack (its `permits` are ignored: `permits` is the charge).
    * @throws as `penalize`, and TypeError `limit` as `refundLimit`. */
   async penalizeLimit(limit: StackedLimit, permits: number, options: LimitOperationOptions = {}): Promise<RateLimitDecision> {
-    const { key, spec, redisKey, scope } = this.target(limit, options);
-    assertPenalty(permits, spec);
-    const args = { ...spec, now: options.now, permits };
-    const { verdict, remaining, retryAfterMs, resetMs } = await this.redis.scripts.call('rateLimitPenalize', { keys: { state: redisKey }, args });
-    const decision: RateLimitDecision = {
-      allowed: verdict === RateLimitReply.GRANTED,
-      limit: spec.limit,
-      remaining: Math.max(0, remaining),
-      retryAfterMs,
-      resetMs,
-    };
-    this.redis.events.penalize(permits, () => ({
-      type: 'redis-limit.penalize',
-      key,
-      ...scope,
-      kind: KIND_NAMES[spec.kind],
-      limit: spec.limit,
-      permits,
-      remaining: decision.remaining,
-    }));
-    return decision;
+    const target = checkedTarget(limit, options);
+    assertPenalty(permits, target.spec);
+    return this.engine.penalize(target, permits, options);
   }
 
   /** `block` for one limit of a stack (its `permits` are ignored).
    * @throws as `block`, and TypeError `limit` as `refundLimit`. */
   async blockLimit(limit: StackedLimit, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
-    const { key, spec, redisKey, scope } = this.target(limit, options);
+    const target = checkedTarget(limit, options);
     assertBlockDuration(durationMs);
-    const args = { ...spec, now: options.now, durationMs, channel: this.refusals.publishChannel };
-    await this.redis.scripts.call('rateLimitBlock', { keys: { state: redisKey }, args });
-    this.refusals.forget([redisKey]);
-    this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scope, kind: KIND_NAMES[spec.kind], limit: spec.limit, durationMs }));
-  }
-
-  /** One limit's checked key and spec, for the single-limit operations. */
-  private target(limit: StackedLimit, options: LimitOperationOptions) {
-    assertLimitInput(limit, options);
-    const { key, spec } = checkLimit(limit, '');
-    const redisKey = this.redis.keys.build(counterKind(spec), key, limit.scope);
-    return { key, spec, redisKey, scope: limit.scope === undefined ? {} : { scope: limit.scope } };
+    return this.engine.block(target, durationMs, options);
   }
 
   /**
@@ -410,11 +263,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    */
   async reset(key: string, policy: RateLimitPolicy): Promise<void> {
     assertKey(key);
-    const redisKey = this.redis.keys.build(counterKind(rateLimitSpec(policy)), key);
-    await this.redis.scripts.bounded(this.redis.client.del(redisKey), 'DEL');
-    // not awaited: this process forgets at once, others when the message arrives, which waiting
-    // would not hasten (refund and block publish from their scripts instead)
-    this.refusals.invalidate([redisKey]).catch(() => undefined);
+    await this.engine.reset(key, rateLimitSpec(policy));
   }
 
   /**
@@ -439,12 +288,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   async resetLimit(name: string, key: string): Promise<number> {
     assertKey(name, 'name');
     assertKey(key);
-    const counters = (await this.scopes.kinds(name)).map((kind) => this.redis.keys.build(kind, key, name));
-    if (counters.length === 0) return 0;
-    // one hash tag, the key's: one slot, one call
-    const reset = await this.redis.scripts.bounded(this.redis.client.del(...counters), 'DEL');
-    await this.refusals.invalidate(counters);
-    return reset;
+    return this.engine.resetNamed(name, key);
   }
 
   /**
@@ -471,7 +315,7 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
   /**
    * Decides a stack of limits: all grant and all are charged, or none is. One atomic Redis call
    * when the stack's keys share a cluster slot (always off a cluster); otherwise one call per
-   * slot, and what those charged is given back if another refuses (see decideAcrossSlots).
+   * slot, and what those charged is given back if another refuses (see DecisionEngine).
    * A refusal remembered by the refusal cache answers without Redis.
    * @param limits - the stack: each `{ key, scope?, policy | funnel, permits? }`
    * @returns `allowed`, the stack's `retryAfterMs` (the longest wait) and one decision per limit,
@@ -493,206 +337,15 @@ export class RateLimiterService implements OnApplicationBootstrap, OnApplication
    */
   async decide(limits: readonly StackedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
     assertStackInput(limits, options);
-    const checked = limits.map((limit, i) => check(limit, options.peek === true, limits.length > 1 ? `limits[${i}]` : ''));
-    const kinds = checked.map(({ spec }) => counterKind(spec));
-    const keys = checked.map(({ key }, i) => this.redis.keys.build(kinds[i]!, key, limits[i]!.scope));
-    // peeks and the test clock ask Redis every time
-    const cached =
-      options.peek || options.now !== undefined
-        ? undefined
-        : this.refusals.lookup({ keys, specs: checked.map((c) => c.spec), permits: checked.map((c) => c.permits) });
-    if (cached !== undefined && 'hit' in cached) {
-      const result: StackDecision = { allowed: false, ...cached.hit, cached: true };
-      this.redis.events.decision('refused', () => ({ ...decisionEvent(result, checked, limits, options.route), cached: true }));
-      return result;
-    }
-    let secret: Buffer | Promise<Buffer> | undefined;
-    if (!options.peek) {
-      // resetLimit finds a name's counters by the kinds they have used (names are finite: declared in code)
-      for (let i = 0; i < limits.length; i++) {
-        const scope = limits[i]!.scope;
-        if (scope !== undefined && this.limitOverrides.declared.has(scope)) this.scopes.note(scope, kinds[i]!);
-      }
-      // the grants are signed when they come back; a process's first asks for the secret on the
-      // way, ahead of the decision on the same connection (a failure is the decision's, below)
-      secret = this.grants.ready();
-      if (secret instanceof Promise) secret.catch(() => undefined);
-    }
-    const sign = (i: number, grant: string) => this.grants.sign(keys[i]!, grant);
-    const groups = this.redis.cluster ? bySlot(keys) : [checked.map((_, i) => i)];
-    let result: StackDecision;
-    if (groups.length === 1) {
-      const reply = await this.send(groups[0]!, checked, keys, options);
-      if (secret instanceof Promise) await secret;
-      result = stackOf(checked, [parseGroup(reply, groups[0]!, checked)], sign);
-    } else {
-      // slot by slot, charges are refunded when one refuses: nothing charged before the secret is here
-      if (secret instanceof Promise) await secret;
-      result = await this.decideAcrossSlots(groups, checked, keys, options, sign);
-    }
-    const { outcome, cacheable } = verdictOf(result, limits.length, options);
-    if (cached !== undefined && cacheable) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
-    // a peek decides nothing: not counted, not announced
-    if (!options.peek && outcome !== undefined) this.redis.events.decision(outcome, () => decisionEvent(result, checked, limits, options.route, outcome));
-    return result;
-  }
-
-  /**
-   * A stack over several cluster slots: each slot's limits are decided (and charged) atomically
-   * by their own call, all at once; if any refuses or fails, the slots that charged are given
-   * their grants back. No limit ever grants more than it allows; a concurrent request may see a
-   * charge that is about to be refunded. A refund that fails leaves its charge counted, which
-   * errs towards refusing.
-   */
-  private async decideAcrossSlots(
-    groups: number[][],
-    checked: CheckedLimit[],
-    keys: string[],
-    options: DecideOptions,
-    sign: (index: number, grant: string) => string,
-  ): Promise<StackDecision> {
-    const settled = await Promise.allSettled(groups.map((group) => this.send(group, checked, keys, options)));
-    const parsed = settled.map((s, g) => (s.status === 'fulfilled' ? parseGroup(s.value, groups[g]!, checked) : undefined));
-    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const allowed = failure === undefined && parsed.every((group) => group!.allowed);
-    if (!allowed && !options.peek) {
-      const charged = parsed.filter((group): group is ParsedGroup => group?.allowed === true);
-      await Promise.all(charged.map((group) => this.refundGroup(group, checked, keys, options).catch(() => undefined)));
-    }
-    if (failure) throw failure.reason;
-    return stackOf(checked, parsed as ParsedGroup[], sign, allowed);
-  }
-
-  /** One slot's limits (indexes into the stack) in one decide.lua call. */
-  private send(group: number[], checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<DecidedStack> {
-    return this.batcher.decide(
-      group.map((i) => keys[i]!),
-      options.peek ? '0' : '1',
-      group.map((i) => checked[i]!),
-      options.now,
-    );
-  }
-
-  /** Gives back what one slot's call charged; the limits' `remaining` then counts it again. */
-  private async refundGroup(group: ParsedGroup, checked: CheckedLimit[], keys: string[], options: DecideOptions): Promise<void> {
-    const states = group.limits.map(({ index }) => keys[index]!);
-    const limits = group.limits.map(({ index, grant }) => ({ ...checked[index]!, grant }));
-    const { given } = await this.redis.scripts.call('rateLimitRefund', {
-      keys: { states },
-      args: { now: options.now, limits, channel: this.refusals.publishChannel },
-    });
-    this.refusals.forget(states);
-    group.limits.forEach((limit, i) => {
-      limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + given[i]!);
-    });
+    const peek = options.peek === true;
+    const checked = limits.map((limit, i) => checkStackedLimit(limit, peek, limits.length > 1 ? `limits[${i}]` : ''));
+    return this.engine.decide(checked, options);
   }
 }
 
-/** The stack's limits grouped by cluster slot, in stack order (indexes into the stack). */
-function bySlot(keys: string[]): number[][] {
-  const groups = new Map<number, number[]>();
-  keys.forEach((key, i) => {
-    const slot = clusterSlot(key);
-    const group = groups.get(slot);
-    if (group === undefined) groups.set(slot, [i]);
-    else group.push(i);
-  });
-  return [...groups.values()];
-}
-
-/** A limit's key, scope and policy or funnel, checked; `at` prefixes the names in errors. */
-function checkLimit(limit: StackedLimit, at: string): { key: string; spec: LimitSpec; isFunnel: boolean } {
-  const name = (arg: string) => (at ? `${at}.${arg}` : arg);
-  assertKey(limit.key, name('key'));
-  if (limit.scope !== undefined) assertKey(limit.scope, name('scope'));
-  // a limit that names a funnel (even an undefined one) and no policy is a funnel, and is named so
-  const isFunnel = limit.funnel !== undefined || (limit.policy === undefined && 'funnel' in limit);
-  const spec = isFunnel ? funnelSpec(limit.funnel!, name('funnel')) : rateLimitSpec(limit.policy!, name('policy'));
-  return { key: limit.key, spec, isFunnel };
-}
-
-function check(limit: StackedLimit, peek: boolean, at: string): CheckedLimit {
-  const { key, spec, isFunnel } = checkLimit(limit, at);
-  const permits = peek || limit.permits === undefined ? 1 : limit.permits;
-  assertPermits(permits, spec.limit, at ? `${at}.${isFunnel ? 'quota' : 'permits'}` : isFunnel ? 'quota' : 'permits');
-  return { key, spec, permits, algorithm: spec.algorithm, limit: spec.limit, windowMs: spec.windowMs };
-}
-
-type Outcome = 'allowed' | 'refused' | 'shadow-refused';
-
-/**
- * How a decided stack is reported, and whether its refusal may be remembered. A shadow's refusal
- * is no refusal: never remembered (its wait is not the request's), and reported as
- * `shadow-refused` when shadows alone refused; where enforced limits remain those are decided
- * again (see decideShadowed), and that call reports the request (`outcome` undefined here).
- */
-function verdictOf(result: StackDecision, count: number, options: DecideOptions): { outcome: Outcome | undefined; cacheable: boolean } {
-  if (result.allowed) return { outcome: options.shadowRefused === true ? 'shadow-refused' : 'allowed', cacheable: false };
-  const shadows = options.shadows ?? [];
-  const refusing = result.decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
-  const byShadows = refusing.filter((i) => shadows.includes(i)).length;
-  if (byShadows < refusing.length) return { outcome: 'refused', cacheable: byShadows === 0 };
-  return { outcome: shadows.length < count ? undefined : 'shadow-refused', cacheable: false };
-}
-
-function decisionEvent(
-  result: StackDecision,
-  checked: CheckedLimit[],
-  limits: readonly StackedLimit[],
-  route: string | undefined,
-  outcome?: Outcome,
-): RedisLimitEvent {
-  return {
-    type: 'redis-limit.decision',
-    ...(route === undefined ? {} : { route }),
-    // a request shadow limits alone refused goes on
-    allowed: result.allowed || outcome === 'shadow-refused',
-    ...(outcome === 'shadow-refused' ? { shadowRefused: true as const } : {}),
-    retryAfterMs: result.retryAfterMs,
-    limits: checked.map(({ key, spec }, i) => ({
-      key,
-      ...(limits[i]!.scope === undefined ? {} : { scope: limits[i]!.scope }),
-      kind: KIND_NAMES[spec.kind],
-      limit: spec.limit,
-      allowed: result.decisions[i]!.allowed,
-      remaining: result.decisions[i]!.remaining,
-    })),
-  };
-}
-
-/** One slot's verdicts: its limits' decisions and grant ids (decide.lua's reply). */
-interface ParsedGroup {
-  allowed: boolean;
-  limits: { index: number; decision: RateLimitDecision; grant: string; lockedOut: boolean }[];
-}
-
-function parseGroup(stack: DecidedStack, group: number[], checked: CheckedLimit[]): ParsedGroup {
-  const limits = group.map((index, i) => {
-    const { verdict, remaining, retryAfterMs, resetMs, grant } = stack.limits[i]!;
-    const decision: RateLimitDecision = {
-      allowed: verdict === RateLimitReply.GRANTED,
-      limit: checked[index]!.spec.limit,
-      remaining: Math.max(0, remaining),
-      retryAfterMs: verdict === RateLimitReply.GRANTED ? 0 : retryAfterMs,
-      resetMs,
-    };
-    return { index, decision, grant, lockedOut: verdict === RateLimitReply.BLOCKED };
-  });
-  return { allowed: stack.verdict === RateLimitReply.GRANTED, limits };
-}
-
-/** The stack's verdict from its slots' verdicts, decisions in stack order. */
-function stackOf(checked: CheckedLimit[], groups: ParsedGroup[], sign: (index: number, grant: string) => string, allowed = groups[0]!.allowed): StackDecision {
-  const decisions = new Array<RateLimitDecision>(checked.length);
-  let lockedOut: number[] | undefined;
-  for (const group of groups) {
-    for (const { index, decision, grant, lockedOut: blocked } of group.limits) {
-      // a refused stack charged nothing (what a slot charged was given back): no grant to name
-      if (allowed && grant !== '') attachGrantId(decision, () => sign(index, grant));
-      if (blocked) (lockedOut ??= []).push(index);
-      decisions[index] = decision;
-    }
-  }
-  const retryAfterMs = Math.max(0, ...decisions.map((d) => d.retryAfterMs));
-  return lockedOut === undefined ? { allowed, retryAfterMs, decisions } : { allowed, retryAfterMs, decisions, lockedOut };
+/** One limit of refundLimit, penalizeLimit or blockLimit, and their options, checked. */
+function checkedTarget(limit: StackedLimit, options: LimitOperationOptions): CheckedTarget {
+  assertLimitInput(limit, options);
+  const { key, scope, spec } = checkTarget(limit);
+  return { key, scope, spec };
 }

@@ -1,5 +1,5 @@
 import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
-import type { DecideOptions, StackDecision, StackedLimit } from './rate-limiter.service.js';
+import type { DecideOptions, StackDecision } from './decision.types.js';
 import type { RouteLog } from './route-log.js';
 
 // the common answers, shared: nobody writes to them
@@ -20,11 +20,11 @@ export interface ShadowedDecision extends StackDecision {
  * enforced limits are then decided again on their own, in a second atomic call whose verdict
  * stands, and the refusing shadows stay uncharged, as a refused request would have left them.
  */
-export async function decideShadowed(
-  /** RateLimiterService, or failMode 'local''s in-process limiter: told which limits are shadows,
-   * and when a stack is the enforced rest of one they alone refused (see DecideOptions) */
-  limiter: { decide(stack: StackedLimit[], options: Pick<DecideOptions, 'shadows' | 'shadowRefused'>): StackDecision | Promise<StackDecision> },
-  stack: StackedLimit[],
+export async function decideShadowed<L>(
+  /** DecisionEngine, or failMode 'local''s in-process limiter: told which limits are shadows, and
+   * when a stack is the enforced rest of one they alone refused (see DecideOptions) */
+  limiter: { decide(stack: L[], options: Pick<DecideOptions, 'shadows' | 'shadowRefused'>): StackDecision | Promise<StackDecision> },
+  stack: L[],
   limits: readonly { shadow: boolean }[],
 ): Promise<ShadowedDecision> {
   const shadows = shadowIndexes(limits);
@@ -74,7 +74,7 @@ export function reportShadowRefusal(
   events: RedisLimitEvents,
   log: RouteLog,
   route: string,
-  stack: readonly StackedLimit[],
+  stack: readonly { key: string; scope?: string | undefined }[],
   result: StackDecision & { shadowRefused?: number[] },
 ): void {
   const refused = result.shadowRefused;

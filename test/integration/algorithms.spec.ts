@@ -130,7 +130,7 @@ describe('rate-limit algorithms at explicit times', () => {
       // the first two age out: the grant of 2 leaves 1
       expect(await at(key, policy, T0 + 110_000)).toEqual({ allowed: true, limit: 3, remaining: 0, retryAfterMs: 0, resetMs: 100_000 });
       // seqs go on from the newest grant; the old counter is gone
-      const members = await ctx.app.raw.zrange(redisKey, 0, -1);
+      const members = await ctx.app.raw.zrange(redisKey, '0', '-1');
       expect(members.filter((m) => m.startsWith('#'))).toHaveLength(1);
       expect(members.filter((m) => !m.startsWith('#'))).toEqual(['a3:2:4', 'a4:1:5']);
     });

@@ -1,5 +1,7 @@
 import { RedisLimitEvents, type RateLimitPolicy, type RateLimiterService, type RedisLimitEvent, type StackedLimit } from '../../lib/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { checkStackedLimit, type CheckedLimit } from '../../lib/rate-limit/checked-limit.js';
+import { DecisionEngine } from '../../lib/rate-limit/decision-engine.js';
 import { Outcomes } from '../../lib/rate-limit/outcome.js';
 import { RouteLog } from '../../lib/rate-limit/route-log.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
@@ -257,22 +259,23 @@ describe('lockouts from a guard decision', () => {
       const limit: StackedLimit = { key: 'round-robin', scope: 'login', policy: { limit: 2, windowMs: 2_000, algorithm: 'fixed-window' } };
       // when each block call began and when it returned: Redis ran it in between
       const blocks: { called: number; returned: number }[] = [];
-      const instances = [ctx.app.limiter, other.limiter].map((limiter) => {
+      const instances = [ctx.app, other].map(({ limiter, moduleRef }) => {
+        const engine = moduleRef.get(DecisionEngine);
         const counting = {
-          blockLimit: async (l: StackedLimit, ms: number) => {
+          block: async (l: CheckedLimit, ms: number) => {
             const called = performance.now();
-            const blocked = await limiter.blockLimit(l, ms);
+            const blocked = await engine.block(l, ms);
             blocks.push({ called, returned: performance.now() });
             return blocked;
           },
-        } as unknown as RateLimiterService;
+        } as unknown as DecisionEngine;
         return { limiter, outcomes: new Outcomes(counting, new RouteLog({ error: () => undefined })) };
       });
       const limits = [{ countIf: undefined, blockMs, at: '@RateLimit(#1)' }];
       const knock = async (n: number) => {
         const { limiter, outcomes } = instances[n % 2]!;
         const result = await limiter.decide([limit]);
-        await outcomes.after({ ctx: undefined as never, route: 'POST /login', req: {}, res: undefined, stack: [limit], limits, result });
+        await outcomes.after({ ctx: undefined as never, route: 'POST /login', req: {}, res: undefined, stack: [checkStackedLimit(limit)], limits, result });
         return result.allowed;
       };
       // knock every 50 ms, alternating instances, until let in again after the lockout began
@@ -303,14 +306,15 @@ describe('lockouts from a guard decision', () => {
 
   it('a slow block call: knocks refused until Redis lets the key in block nothing more', async () => {
     const { limiter } = ctx.app;
+    const engine = ctx.app.moduleRef.get(DecisionEngine);
     let blocks = 0;
     const slowBlocks = {
-      blockLimit: async (limit: StackedLimit, ms: number) => {
+      block: async (limit: CheckedLimit, ms: number) => {
         blocks++;
         await sleep(150);
-        return limiter.blockLimit(limit, ms);
+        return engine.block(limit, ms);
       },
-    } as unknown as RateLimiterService;
+    } as unknown as DecisionEngine;
     const errors: string[] = [];
     const outcomes = new Outcomes(slowBlocks, new RouteLog({ error: (message: string) => void errors.push(message) }));
     // a window of seconds, so the two knocks below fall in it however a busy machine stalls
@@ -320,7 +324,7 @@ describe('lockouts from a guard decision', () => {
     const knock = async () => {
       const result = await limiter.decide([limit]);
       const limits = [{ countIf: undefined, blockMs: windowMs + 500, at: '@RateLimit(#1)' }];
-      await outcomes.after({ ctx: undefined as never, route: 'POST /pin', req: {}, res: undefined, stack: [limit], limits, result });
+      await outcomes.after({ ctx: undefined as never, route: 'POST /pin', req: {}, res: undefined, stack: [checkStackedLimit(limit)], limits, result });
       return result.allowed;
     };
     expect([await knock(), await knock()]).toEqual([true, false]);

@@ -1,5 +1,6 @@
 import { Controller, Get, type LoggerService } from '@nestjs/common';
 import { Funnel, RateLimiterService, RateLimit, RedisLimitEvents, type RedisLimitEvent } from '../../lib/index.js';
+import { DecisionEngine } from '../../lib/rate-limit/decision-engine.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
@@ -289,7 +290,7 @@ describe('runtime limit overrides', () => {
       );
 
       // no subscription at all: re-read about every second
-      const overrides = limiter.limitOverrides as unknown as { subscription: { close(): void }; poll(on: boolean): void };
+      const overrides = app.app.get(DecisionEngine).overrides as unknown as { subscription: { close(): void }; poll(on: boolean): void };
       overrides.subscription.close();
       overrides.poll(true);
       await raw.hset(hash(), 'shared', JSON.stringify({ limit: 4 }));

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { RedisLimitEvents, type RateLimitAlgorithm, type RateLimitPolicy } from '../../lib/index.js';
+import { DecisionEngine } from '../../lib/rate-limit/decision-engine.js';
 import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import type { Refusals } from '../../lib/rate-limit/refusals.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
@@ -38,7 +39,7 @@ describe('refusal cache', () => {
     await redis?.stop();
   });
 
-  const refusalsOf = (app: LimiterApp) => (app.limiter as unknown as { refusals: Refusals }).refusals;
+  const refusalsOf = (app: LimiterApp) => app.moduleRef.get<DecisionEngine, { refusals: Refusals }>(DecisionEngine).refusals;
   const hits = (app: LimiterApp) => app.moduleRef.get(RedisLimitEvents).counters().refusalCacheHits;
   const counterOf = (app: LimiterApp, key: string, policy: RateLimitPolicy) =>
     app.moduleRef.get(RedisConnection).keys.build(counterKind(rateLimitSpec(policy)), key);

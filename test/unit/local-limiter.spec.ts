@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { StackedLimit } from '../../lib/index.js';
 import { LocalLimiter } from '../../lib/rate-limit/local/local-limiter.js';
+import { decideStacked } from '../harness/local-stack.js';
 import { modelOf, type Kind, type LimitConfig, type LimitModel, type Verdict } from '../harness/rate-limit-models.js';
 
 // failMode 'local' decides in process memory what Redis's scripts decide: the same reference
@@ -78,7 +79,8 @@ function agree(limits: LimitConfig[], divisor: number, offset: number, moves: Mo
       const allowed = verdicts.every((v) => v.allowed);
       const expected = allowed ? models.map((m, i) => m.decide(permits[i]!, true)) : verdicts;
 
-      const result = local.decide(
+      const result = decideStacked(
+        local,
         limits.map((c, i) => asStacked(c, `s${i}`, permits[i]!)),
         now,
       );
@@ -113,13 +115,13 @@ describe('LocalLimiter agrees with the reference models', () => {
 describe('LocalLimiter', () => {
   const policy = (algorithm: 'fixed-window' | 'sliding-window' | 'token-bucket', limit = 5) => ({ limit, windowMs: 60_000, algorithm });
   const at = (key: string, permits = 1, scope?: string): StackedLimit => ({ key, scope, permits, policy: policy('fixed-window', 1) });
-  const granted = (local: LocalLimiter, stack: StackedLimit[], now: number) => local.decide(stack, now).allowed;
+  const granted = (local: LocalLimiter, stack: StackedLimit[], now: number) => decideStacked(local, stack, now).allowed;
 
   it.each(['fixed-window', 'sliding-window', 'token-bucket'] as const)('%s grants ceil(limit / localDivisor) in a window, then refuses', (algorithm) => {
     const local = new LocalLimiter(2);
     const statuses = Array.from({ length: 5 }, () => granted(local, [{ key: 'k', policy: policy(algorithm) }], T0));
     expect(statuses).toEqual([true, true, true, false, false]);
-    const refused = local.decide([{ key: 'k', policy: policy(algorithm) }], T0);
+    const refused = decideStacked(local, [{ key: 'k', policy: policy(algorithm) }], T0);
     expect(refused.decisions[0]).toMatchObject({ allowed: false, limit: 3, remaining: 0 });
     expect(refused.retryAfterMs).toBeGreaterThan(0);
   });
@@ -128,15 +130,15 @@ describe('LocalLimiter', () => {
     const local = new LocalLimiter(1);
     const sw = (permits = 1): StackedLimit => ({ key: 'k', permits, policy: policy('sliding-window', 2) });
     expect([granted(local, [sw()], T0), granted(local, [sw()], T0 + 10)]).toEqual([true, true]);
-    expect(local.decide([sw()], T0 + 59_999).decisions[0]).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 1 });
-    expect(local.decide([sw(2)], T0 + 60_000).decisions[0]).toMatchObject({ allowed: false, remaining: 1, retryAfterMs: 10 });
-    expect(local.decide([sw()], T0 + 60_000).decisions[0]).toMatchObject({ allowed: true, remaining: 0, resetMs: 60_000 });
+    expect(decideStacked(local, [sw()], T0 + 59_999).decisions[0]).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 1 });
+    expect(decideStacked(local, [sw(2)], T0 + 60_000).decisions[0]).toMatchObject({ allowed: false, remaining: 1, retryAfterMs: 10 });
+    expect(decideStacked(local, [sw()], T0 + 60_000).decisions[0]).toMatchObject({ allowed: true, remaining: 0, resetMs: 60_000 });
   });
 
   it('a divisor above the limit still leaves 1; more permits than the divided limit wait a window', () => {
     const local = new LocalLimiter(10);
-    expect(local.decide([{ key: 'k', policy: policy('sliding-window', 3) }], T0).decisions[0]).toMatchObject({ allowed: true, limit: 1 });
-    const big = local.decide([{ key: 'j', permits: 2, policy: policy('sliding-window', 3) }], T0);
+    expect(decideStacked(local, [{ key: 'k', policy: policy('sliding-window', 3) }], T0).decisions[0]).toMatchObject({ allowed: true, limit: 1 });
+    const big = decideStacked(local, [{ key: 'j', permits: 2, policy: policy('sliding-window', 3) }], T0);
     expect(big).toEqual({ allowed: false, retryAfterMs: 60_000, decisions: [{ allowed: false, limit: 1, remaining: 1, retryAfterMs: 60_000, resetMs: 0 }] });
   });
 
@@ -183,9 +185,9 @@ describe('LocalLimiter', () => {
     // the window ended at w + 60 s, the grant aged out at w + 60.01 s, 3 of 5 tokens a minute
     // were back at w + 36.02 s
     const later = w + 60_010;
-    expect(local.decide([fw, blocker], later).decisions[0]).toEqual({ allowed: true, limit: 1, remaining: 1, retryAfterMs: 0, resetMs: 0 });
-    expect(local.decide([sw, blocker], later).decisions[0]).toEqual({ allowed: true, limit: 5, remaining: 5, retryAfterMs: 0, resetMs: 0 });
-    expect(local.decide([tb, blocker], later).decisions[0]).toEqual({ allowed: true, limit: 5, remaining: 5, retryAfterMs: 0, resetMs: 0 });
+    expect(decideStacked(local, [fw, blocker], later).decisions[0]).toEqual({ allowed: true, limit: 1, remaining: 1, retryAfterMs: 0, resetMs: 0 });
+    expect(decideStacked(local, [sw, blocker], later).decisions[0]).toEqual({ allowed: true, limit: 5, remaining: 5, retryAfterMs: 0, resetMs: 0 });
+    expect(decideStacked(local, [tb, blocker], later).decisions[0]).toEqual({ allowed: true, limit: 5, remaining: 5, retryAfterMs: 0, resetMs: 0 });
     expect(local.size).toBe(1);
   });
 });

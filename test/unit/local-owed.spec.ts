@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type { StackedLimit } from '../../lib/index.js';
 import { LocalLimiter } from '../../lib/rate-limit/local/local-limiter.js';
 import type { OwedCharge } from '../../lib/rate-limit/local/local-owed.js';
+import { decideStacked } from '../harness/local-stack.js';
 import { modelOf, type Kind, type LimitConfig, type LimitModel } from '../harness/rate-limit-models.js';
 
 // failMode 'local' hands over: what a counter owes Redis when it answers again is what Redis's own
@@ -51,7 +52,7 @@ describe('what failMode local owes Redis', () => {
               now += move.ms;
               redis.advance(move.ms);
             } else if (move.kind === 'grant') {
-              if (local.decide([asStacked(config, move.permits)], now).allowed) redis.penalize(move.permits);
+              if (decideStacked(local, [asStacked(config, move.permits)], now).allowed) redis.penalize(move.permits);
             } else {
               const owed = limit - redis.decide(1, false).remaining;
               expect(owedOf(local.owed.take(now))).toEqual(owed > 0 ? [{ key: 'k', permits: owed }] : []);
@@ -70,49 +71,49 @@ describe('what failMode local owes Redis', () => {
 
   it('a fixed window that ended owes nothing; one still running owes its grants', () => {
     const local = new LocalLimiter(3);
-    expect(local.decide([{ key: 'fw', policy: policy('fixed-window'), permits: 2 }], w + 59_000).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'fw', policy: policy('fixed-window'), permits: 2 }], w + 59_000).allowed).toBe(true);
     expect(owedOf(local.owed.take(w + 59_999))).toEqual([{ key: 'fw', permits: 2 }]);
-    expect(local.decide([{ key: 'fw', policy: policy('fixed-window'), permits: 2 }], w + 59_000).allowed).toBe(false); // its local counter stays
-    expect(local.decide([{ key: 'fw', policy: policy('fixed-window'), permits: 2 }], w + 60_000).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'fw', policy: policy('fixed-window'), permits: 2 }], w + 59_000).allowed).toBe(false); // its local counter stays
+    expect(decideStacked(local, [{ key: 'fw', policy: policy('fixed-window'), permits: 2 }], w + 60_000).allowed).toBe(true);
     expect(owedOf(local.owed.take(w + 120_000))).toEqual([]);
     expect(local.owed.size).toBe(0);
   });
 
   it('a sliding window owes the grants younger than its window; a bucket refilled since owes nothing', () => {
     const local = new LocalLimiter(3);
-    expect(local.decide([{ key: 'sw', policy: policy('sliding-window') }], w).allowed).toBe(true);
-    expect(local.decide([{ key: 'sw', policy: policy('sliding-window') }], w + 30_000).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'sw', policy: policy('sliding-window') }], w).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'sw', policy: policy('sliding-window') }], w + 30_000).allowed).toBe(true);
     // 6 a minute: a token back each 10 s (Redis's rate, not the divided one): full again at w + 20 s
-    expect(local.decide([{ key: 'tb', policy: policy('token-bucket'), permits: 2 }], w).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'tb', policy: policy('token-bucket'), permits: 2 }], w).allowed).toBe(true);
     expect(owedOf(local.owed.take(w + 60_000))).toEqual([{ key: 'sw', permits: 1 }]);
   });
 
   it('a bucket owes what has not refilled yet at the declared rate', () => {
     const local = new LocalLimiter(3);
-    expect(local.decide([{ key: 'tb', policy: policy('token-bucket'), permits: 2 }], w).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'tb', policy: policy('token-bucket'), permits: 2 }], w).allowed).toBe(true);
     expect(owedOf(local.owed.take(w + 9_999))).toEqual([{ key: 'tb', permits: 2 }]);
-    expect(local.decide([{ key: 'tb2', policy: policy('token-bucket'), permits: 2 }], w).allowed).toBe(true);
+    expect(decideStacked(local, [{ key: 'tb2', policy: policy('token-bucket'), permits: 2 }], w).allowed).toBe(true);
     expect(owedOf(local.owed.take(w + 10_000))).toEqual([{ key: 'tb2', permits: 1 }]);
   });
 
   it('a charge that did not reach Redis is owed again: as it was, or added to what was granted since', () => {
     const local = new LocalLimiter(1);
     const sw: StackedLimit = { key: 'sw', policy: policy('sliding-window') };
-    expect(local.decide([{ ...sw, permits: 2 }], w).allowed).toBe(true);
+    expect(decideStacked(local, [{ ...sw, permits: 2 }], w).allowed).toBe(true);
     const [charge] = local.owed.take(w + 1_000);
     local.owed.restore(charge!.counter, w + 2_000);
     expect(owedOf(local.owed.take(w + 59_999))).toEqual([{ key: 'sw', permits: 2 }]); // as it was: ages out at w + 60 s
 
-    expect(local.decide([{ ...sw, permits: 1 }], w + 1_000).allowed).toBe(true);
+    expect(decideStacked(local, [{ ...sw, permits: 1 }], w + 1_000).allowed).toBe(true);
     const [again] = local.owed.take(w + 1_000);
-    expect(local.decide([{ ...sw, permits: 1 }], w + 2_000).allowed).toBe(true); // granted while the charge was out
+    expect(decideStacked(local, [{ ...sw, permits: 1 }], w + 2_000).allowed).toBe(true); // granted while the charge was out
     local.owed.restore(again!.counter, w + 3_000);
     expect(owedOf(local.owed.take(w + 3_000))).toEqual([{ key: 'sw', permits: 2 }]);
   });
 
   it('holds at most maxKeys counters, the least recently granted dropped first', () => {
     const local = new LocalLimiter(1, 3);
-    for (const key of ['a', 'b', 'c', 'd']) expect(local.decide([{ key, policy: policy('fixed-window') }], w).allowed).toBe(true);
+    for (const key of ['a', 'b', 'c', 'd']) expect(decideStacked(local, [{ key, policy: policy('fixed-window') }], w).allowed).toBe(true);
     expect(local.owed.size).toBe(3);
     expect(owedOf(local.owed.take(w)).map((c) => c.key)).toEqual(['b', 'c', 'd']);
   });

@@ -1,7 +1,8 @@
 import type { LimitVerdict } from '../../observability/events.js';
 import type { RedisConnection } from '../../redis/redis-connection.js';
-import { KIND_NAMES, rateLimitSpec } from '../policy.js';
-import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
+import type { CheckedLimit } from '../checked-limit.js';
+import type { StackDecision } from '../decision.types.js';
+import { KIND_NAMES } from '../policy.js';
 import { LocalHandOver } from './local-hand-over.js';
 import { LocalLimiter } from './local-limiter.js';
 
@@ -23,7 +24,7 @@ function limiterOf(redis: RedisConnection): LocalLimiter {
 }
 
 /** failMode 'local': decides `stack` in this process's memory and reports the decision. */
-export function decideLocally(redis: RedisConnection, route: string, stack: readonly StackedLimit[]): StackDecision {
+export function decideLocally(redis: RedisConnection, route: string, stack: readonly CheckedLimit[]): StackDecision {
   const limiter = limiterOf(redis);
   const result = limiter.decide(stack);
   redis.events.localDecision(result.allowed, () => ({
@@ -36,7 +37,6 @@ export function decideLocally(redis: RedisConnection, route: string, stack: read
   return result;
 }
 
-function verdict({ key, scope, policy, funnel }: StackedLimit, { limit, allowed, remaining }: StackDecision['decisions'][number]): LimitVerdict {
-  const kind = KIND_NAMES[funnel === undefined ? rateLimitSpec(policy!).kind : 'fn'];
-  return { key, ...(scope === undefined ? {} : { scope }), kind, limit, allowed, remaining };
+function verdict({ key, scope, spec }: CheckedLimit, { limit, allowed, remaining }: StackDecision['decisions'][number]): LimitVerdict {
+  return { key, ...(scope === undefined ? {} : { scope }), kind: KIND_NAMES[spec.kind], limit, allowed, remaining };
 }

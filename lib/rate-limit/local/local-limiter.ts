@@ -1,6 +1,7 @@
+import type { CheckedLimit } from '../checked-limit.js';
+import type { StackDecision } from '../decision.types.js';
 import type { RateLimitDecision, LimitSpec } from '../policy.js';
-import { counterKind, funnelSpec, rateLimitSpec } from '../policy.js';
-import type { StackDecision, StackedLimit } from '../rate-limiter.service.js';
+import { counterKind } from '../policy.js';
 import type { LocalAlgorithm, LocalVerdict } from './local-algorithm.js';
 import { localFixedWindow } from './local-fixed-window.js';
 import { localSlidingWindow } from './local-sliding-window.js';
@@ -35,13 +36,12 @@ interface LocalLimit {
   limit: number;
   windowMs: number;
   permits: number;
-  /** The limit as decided, and its Redis numbers: what the grant is owed on. */
-  target: StackedLimit;
-  spec: LimitSpec;
+  /** The limit as decided, with its Redis numbers: what the grant is owed on. */
+  target: CheckedLimit;
 }
 
 /**
- * The limits of failMode 'local': RateLimiterService.decide's algorithms and all-or-nothing
+ * The limits of failMode 'local': DecisionEngine.decide's algorithms and all-or-nothing
  * stacks, in this process's memory on its own clock, each `limit` divided by `divisor` (rounded
  * up, at least 1) so that `divisor` instances together grant about what Redis would. A request for
  * more permits than the divided limit is refused with a window's wait rather than a RangeError:
@@ -67,25 +67,24 @@ export class LocalLimiter {
   }
 
   /** Decides a stack (already checked by the guard's plan) at `now`, ms on the process clock. */
-  decide(stack: readonly StackedLimit[], now = Date.now()): StackDecision {
+  decide(stack: readonly CheckedLimit[], now = Date.now()): StackDecision {
     const limits = stack.map((limit) => this.localLimit(limit));
     const verdicts = limits.map((limit) => this.check(limit, now));
     const allowed = verdicts.every((v) => v.allowed);
     const decisions = limits.map((limit, i): RateLimitDecision => {
       const verdict = allowed ? { ...verdicts[i]!, ...this.commit(limit, now) } : verdicts[i]!;
-      if (allowed) this.owed.add(limit.id, limit.target, limit.spec, limit.algorithm, limit.permits, now);
+      if (allowed) this.owed.add(limit.id, limit.target, limit.target.spec, limit.algorithm, limit.permits, now);
       return { ...verdict, limit: limit.limit, remaining: Math.max(0, verdict.remaining) };
     });
     return { allowed, retryAfterMs: Math.max(0, ...decisions.map((d) => d.retryAfterMs)), decisions };
   }
 
-  private localLimit({ key, scope, policy, funnel, permits = 1 }: StackedLimit): LocalLimit {
-    const spec = funnel === undefined ? rateLimitSpec(policy!) : funnelSpec(funnel);
+  private localLimit(target: CheckedLimit): LocalLimit {
+    const { key, scope, spec, permits } = target;
     // the counter's identity is Redis's: scope, key, algorithm and window (see counterKind)
     const id = JSON.stringify([counterKind(spec), scope ?? null, key]);
     const limit = Math.max(1, Math.ceil(spec.limit / this.divisor));
-    const target: StackedLimit = funnel === undefined ? { key, scope, policy } : { key, scope, funnel };
-    return { id, algorithm: ALGORITHMS[spec.algorithm], limit, windowMs: spec.windowMs, permits, target, spec };
+    return { id, algorithm: ALGORITHMS[spec.algorithm], limit, windowMs: spec.windowMs, permits, target };
   }
 
   private check({ id, algorithm, limit, windowMs, permits }: LocalLimit, now: number): LocalVerdict {

@@ -1,5 +1,5 @@
 import type { LimitSpec } from '../policy.js';
-import type { StackedLimit } from '../rate-limiter.service.js';
+import type { CheckedLimit } from '../checked-limit.js';
 import type { LocalAlgorithm } from './local-algorithm.js';
 
 /**
@@ -10,8 +10,8 @@ import type { LocalAlgorithm } from './local-algorithm.js';
 export interface OwedCounter {
   /** The counter's identity, as LocalLimiter names it. */
   id: string;
-  /** The limit as decided: key, scope, policy or funnel (what the charge is made on). */
-  target: StackedLimit;
+  /** The limit as decided: key, scope and spec (what the charge is made on). */
+  target: CheckedLimit;
   spec: LimitSpec;
   algorithm: LocalAlgorithm<unknown>;
   state: unknown;
@@ -50,7 +50,7 @@ export class OwedGrants {
   }
 
   /** Records `permits` granted locally at `now` on the counter `id` (limited by `target`). */
-  add(id: string, target: StackedLimit, spec: LimitSpec, algorithm: LocalAlgorithm<unknown>, permits: number, now: number): void {
+  add(id: string, target: CheckedLimit, spec: LimitSpec, algorithm: LocalAlgorithm<unknown>, permits: number, now: number): void {
     const held = this.counters.get(id);
     this.counters.delete(id);
     const state = algorithm.commit(held !== undefined && held.expiresAt > now ? held.state : undefined, spec.limit, spec.windowMs, permits, now).state;

@@ -1,0 +1,238 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { RateLimitReply } from '../redis/replies.js';
+import type { CheckedLimit } from './checked-limit.js';
+import { CounterScopes } from './counter-scopes.js';
+import { DecisionBatcher, type DecidedStack } from './decision-batch.js';
+import type { DecideOptions, LimitOperationOptions, StackDecision } from './decision.types.js';
+import { GrantIds } from './grant-ids.js';
+import { Overrides } from './overrides.js';
+import { counterKind, KIND_NAMES, type LimitSpec, type RateLimitDecision } from './policy.js';
+import { Refusals } from './refusals.js';
+import { bySlot, decisionEvent, parseGroup, stackOf, verdictOf, type ParsedGroup } from './stack-verdict.js';
+
+/** One limit as refund, penalize and block act on it: its counter, whatever its permits. */
+export type CheckedTarget = Pick<CheckedLimit, 'key' | 'scope' | 'spec'>;
+
+/**
+ * Deciding, under RateLimiterService and the guards: checked limits in, Redis's verdict out, with
+ * the refusal cache, grant ids, batching, cross-slot stacks and events on the way. It checks
+ * nothing it is given: RateLimiterService checks public input, the guards' plans were checked at
+ * start-up, so no request is checked twice.
+ */
+@Injectable()
+export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly batcher: DecisionBatcher;
+  private readonly refusals: Refusals;
+  private readonly grants: GrantIds;
+  private readonly scopes: CounterScopes;
+  /** The runtime overrides in force here; route plans read them and declare their names. */
+  readonly overrides: Overrides;
+
+  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+    this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
+    this.refusals = new Refusals(redis);
+    this.grants = new GrantIds(redis);
+    this.scopes = new CounterScopes(redis);
+    // a refusal remembered under the old numbers must not outlive a raised limit
+    this.overrides = new Overrides(redis, () => this.refusals.clear());
+  }
+
+  /** After every route's plan is compiled (their names declared), before the first request. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.overrides.start();
+  }
+
+  onApplicationShutdown(): void {
+    this.refusals.close();
+    this.overrides.close();
+  }
+
+  /** A limit's counter: its Redis key. */
+  counter({ key, scope, spec }: CheckedTarget): string {
+    return this.redis.keys.build(counterKind(spec), key, scope);
+  }
+
+  /**
+   * Decides a stack: all grant and all are charged, or none is. One atomic Redis call when the
+   * stack's keys share a cluster slot (always off a cluster); otherwise one call per slot, and
+   * what those charged is given back if another refuses (see decideAcrossSlots). A refusal
+   * remembered by the refusal cache answers without Redis. `limits` of a peek carry 1 permit.
+   */
+  async decide(limits: readonly CheckedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
+    const kinds = limits.map(({ spec }) => counterKind(spec));
+    const keys = limits.map(({ key, scope }, i) => this.redis.keys.build(kinds[i]!, key, scope));
+    // peeks and the test clock ask Redis every time
+    const cached =
+      options.peek || options.now !== undefined
+        ? undefined
+        : this.refusals.lookup({ keys, specs: limits.map((c) => c.spec), permits: limits.map((c) => c.permits) });
+    if (cached !== undefined && 'hit' in cached) {
+      const result: StackDecision = { allowed: false, ...cached.hit, cached: true };
+      this.redis.events.decision('refused', () => ({ ...decisionEvent(result, limits, options.route), cached: true }));
+      return result;
+    }
+    let secret: Buffer | Promise<Buffer> | undefined;
+    if (!options.peek) {
+      // resetLimit finds a name's counters by the kinds they have used (names are finite: declared in code)
+      for (let i = 0; i < limits.length; i++) {
+        const scope = limits[i]!.scope;
+        if (scope !== undefined && this.overrides.declared.has(scope)) this.scopes.note(scope, kinds[i]!);
+      }
+      // the grants are signed when they come back; a process's first asks for the secret on the
+      // way, ahead of the decision on the same connection (a failure is the decision's, below)
+      secret = this.grants.ready();
+      if (secret instanceof Promise) secret.catch(() => undefined);
+    }
+    const sign = (i: number, grant: string) => this.grants.sign(keys[i]!, grant);
+    const groups = this.redis.cluster ? bySlot(keys) : [limits.map((_, i) => i)];
+    let result: StackDecision;
+    if (groups.length === 1) {
+      const reply = await this.send(groups[0]!, limits, keys, options);
+      if (secret instanceof Promise) await secret;
+      result = stackOf(limits, [parseGroup(reply, groups[0]!, limits)], sign);
+    } else {
+      // slot by slot, charges are refunded when one refuses: nothing charged before the secret is here
+      if (secret instanceof Promise) await secret;
+      result = await this.decideAcrossSlots(groups, limits, keys, options, sign);
+    }
+    const { outcome, cacheable } = verdictOf(result, limits.length, options);
+    if (cached !== undefined && cacheable) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
+    // a peek decides nothing: not counted, not announced
+    if (!options.peek && outcome !== undefined) this.redis.events.decision(outcome, () => decisionEvent(result, limits, options.route, outcome));
+    return result;
+  }
+
+  /**
+   * A stack over several cluster slots: each slot's limits are decided (and charged) atomically
+   * by their own call, all at once; if any refuses or fails, the slots that charged are given
+   * their grants back. No limit ever grants more than it allows; a concurrent request may see a
+   * charge that is about to be refunded. A refund that fails leaves its charge counted, which
+   * errs towards refusing.
+   */
+  private async decideAcrossSlots(
+    groups: number[][],
+    limits: readonly CheckedLimit[],
+    keys: string[],
+    options: DecideOptions,
+    sign: (index: number, grant: string) => string,
+  ): Promise<StackDecision> {
+    const settled = await Promise.allSettled(groups.map((group) => this.send(group, limits, keys, options)));
+    const parsed = settled.map((s, g) => (s.status === 'fulfilled' ? parseGroup(s.value, groups[g]!, limits) : undefined));
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    const allowed = failure === undefined && parsed.every((group) => group!.allowed);
+    if (!allowed && !options.peek) {
+      const charged = parsed.filter((group): group is ParsedGroup => group?.allowed === true);
+      await Promise.all(charged.map((group) => this.refundGroup(group, limits, keys, options).catch(() => undefined)));
+    }
+    if (failure) throw failure.reason;
+    return stackOf(limits, parsed as ParsedGroup[], sign, allowed);
+  }
+
+  /** One slot's limits (indexes into the stack) in one decide.lua call. */
+  private send(group: number[], limits: readonly CheckedLimit[], keys: string[], options: DecideOptions): Promise<DecidedStack> {
+    return this.batcher.decide(
+      group.map((i) => keys[i]!),
+      options.peek ? '0' : '1',
+      group.map((i) => limits[i]!),
+      options.now,
+    );
+  }
+
+  /** Gives back what one slot's call charged; the limits' `remaining` then counts it again. */
+  private async refundGroup(group: ParsedGroup, limits: readonly CheckedLimit[], keys: string[], options: DecideOptions): Promise<void> {
+    const states = group.limits.map(({ index }) => keys[index]!);
+    const grants = group.limits.map(({ index, grant }) => ({ ...limits[index]!, grant }));
+    const { given } = await this.redis.scripts.call('rateLimitRefund', {
+      keys: { states },
+      args: { now: options.now, limits: grants, channel: this.refusals.publishChannel },
+    });
+    this.refusals.forget(states);
+    group.limits.forEach((limit, i) => {
+      limit.decision.remaining = Math.min(limit.decision.limit, limit.decision.remaining + given[i]!);
+    });
+  }
+
+  /** Gives back up to `permits` (undefined: all) of the grant `grantId` names on `limit`'s counter;
+   * resolves to how many came back (0 for an id this library did not issue for it). */
+  async refund(limit: CheckedTarget, grantId: string, permits: number | undefined, options: LimitOperationOptions = {}): Promise<number> {
+    const { key, spec } = limit;
+    const counter = this.counter(limit);
+    // an id this library did not issue for this counter never reaches a script
+    const opened = this.grants.open(counter, grantId);
+    const grant = opened instanceof Promise ? await opened : opened;
+    if (grant === undefined) return 0;
+    // a grant never holds more than the limit, so the limit stands for "all of it"
+    const ask = Math.min(permits ?? spec.limit, spec.limit);
+    const { given } = await this.redis.scripts.call('rateLimitRefund', {
+      keys: { states: [counter] },
+      args: { now: options.now, limits: [{ ...spec, permits: ask, grant }], channel: this.refusals.publishChannel },
+    });
+    const back = given[0]!;
+    this.refusals.forget([counter]);
+    this.redis.events.refund(back, () => ({
+      type: 'redis-limit.refund',
+      key,
+      ...scopeOf(limit),
+      kind: KIND_NAMES[spec.kind],
+      limit: spec.limit,
+      permits: back,
+    }));
+    return back;
+  }
+
+  /** Charges `permits` on `limit`'s counter whether or not they fit; the verdict on one more after. */
+  async penalize(limit: CheckedTarget, permits: number, options: LimitOperationOptions = {}): Promise<RateLimitDecision> {
+    const { key, spec } = limit;
+    const args = { ...spec, now: options.now, permits };
+    const { verdict, remaining, retryAfterMs, resetMs } = await this.redis.scripts.call('rateLimitPenalize', { keys: { state: this.counter(limit) }, args });
+    const decision: RateLimitDecision = {
+      allowed: verdict === RateLimitReply.GRANTED,
+      limit: spec.limit,
+      remaining: Math.max(0, remaining),
+      retryAfterMs,
+      resetMs,
+    };
+    this.redis.events.penalize(permits, () => ({
+      type: 'redis-limit.penalize',
+      key,
+      ...scopeOf(limit),
+      kind: KIND_NAMES[spec.kind],
+      limit: spec.limit,
+      permits,
+      remaining: decision.remaining,
+    }));
+    return decision;
+  }
+
+  /** Refuses `limit`'s counter for `durationMs` (a longer block in force stays). */
+  async block(limit: CheckedTarget, durationMs: number, options: LimitOperationOptions = {}): Promise<void> {
+    const { key, spec } = limit;
+    const counter = this.counter(limit);
+    const args = { ...spec, now: options.now, durationMs, channel: this.refusals.publishChannel };
+    await this.redis.scripts.call('rateLimitBlock', { keys: { state: counter }, args });
+    this.refusals.forget([counter]);
+    this.redis.events.block(() => ({ type: 'redis-limit.block', key, ...scopeOf(limit), kind: KIND_NAMES[spec.kind], limit: spec.limit, durationMs }));
+  }
+
+  /** Forgets `key`'s counter of `spec`'s algorithm and window (no scope), and any block. */
+  async reset(key: string, spec: LimitSpec): Promise<void> {
+    const counter = this.counter({ key, scope: undefined, spec });
+    await this.redis.scripts.bounded(this.redis.client.del(counter), 'DEL');
+    // not awaited: this process forgets at once, others when the message arrives, which waiting
+    // would not hasten (refund and block publish from their scripts instead)
+    this.refusals.invalidate([counter]).catch(() => undefined);
+  }
+
+  /** Forgets every counter of the limits named `name` for `key`; resolves to how many held something. */
+  async resetNamed(name: string, key: string): Promise<number> {
+    const counters = (await this.scopes.kinds(name)).map((kind) => this.redis.keys.build(kind, key, name));
+    if (counters.length === 0) return 0;
+    // one hash tag, the key's: one slot, one call
+    const reset = await this.redis.scripts.bounded(this.redis.client.del(...counters), 'DEL');
+    await this.refusals.invalidate(counters);
+    return reset;
+  }
+}
+
+const scopeOf = ({ scope }: CheckedTarget) => (scope === undefined ? {} : { scope });
