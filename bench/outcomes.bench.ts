@@ -81,8 +81,9 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
       round += 1;
       const keys = Array.from({ length: KEYS_PER_ROUND }, (_, i) => `bench:outcomes:${code}:{${round}:${i}}`);
       const limitArgs = [code, LIMIT, WINDOW_MS];
-      const halfUse = (key: string) => raw.evalsha(decide, 1, key, '', '1', 1, ...limitArgs, LIMIT / 2);
-      await Promise.all(keys.flatMap((key) => [halfUse(key), halfUse(`${key}:before`)]));
+      // each script on state of its own shape
+      const halfUse = (script: string, key: string) => raw.evalsha(script, 1, key, '', '1', 1, ...limitArgs, LIMIT / 2);
+      await Promise.all(keys.flatMap((key) => [halfUse(decide, key), ...(before === undefined ? [] : [halfUse(before, `${key}:before`)])]));
       // the commit before first, then this one: neither always runs on a warmer server
       if (before !== undefined) {
         const old = keys.map((key) => `${key}:before`);

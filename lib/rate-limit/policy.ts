@@ -90,11 +90,18 @@ export function countsScaled(algorithm: AlgorithmCode): boolean {
 }
 
 /**
+ * Where a counter's state changed shape since 0.2, its key says so: processes of two versions
+ * side by side (a rolling deploy) then keep a counter each, rather than one reading state it
+ * cannot (a script error, so its failMode). 'sw3': the sliding window's layout of 0.3.
+ */
+const KEY_KINDS: Partial<Record<LimitSpec['kind'], string>> = { sw: 'sw3' };
+
+/**
  * The key kind of a limit's counter: its algorithm (or funnel) and window. A counter is its
  * scope, key, algorithm and windowMs: two windows never share one, and a changed `limit` keeps it.
  */
 export function counterKind(spec: LimitSpec): string {
-  return `${spec.kind}.${spec.windowMs}`;
+  return `${KEY_KINDS[spec.kind] ?? spec.kind}.${spec.windowMs}`;
 }
 
 const ALGORITHMS = Object.fromEntries(

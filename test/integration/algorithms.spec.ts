@@ -121,11 +121,29 @@ describe('rate-limit algorithms at explicit times', () => {
       expect(await grants((await stored(big, key)).redisKey)).toHaveLength(1);
     });
 
-    it('goes on counting a key written before 0.3 (its counter member then was #<seq>.<life>)', async () => {
+    it("keeps 0.2's counter apart: a process of each version side by side counts on its own", async () => {
+      const key = nextKey();
+      const { redisKey } = await stored(policy, key);
+      // 0.2's key: kind 'sw', counter '#<seq>.<life>' scored -1 - (permits held); full
+      const old = redisKey.replace(':sw3.', ':sw.');
+      const state = ['-4', '#3.1700000000000123', String(T0), 'a1:1:1', String(T0 + 10_000), 'a2:2:3'];
+      await ctx.app.raw.zadd(old, ...state);
+      expect(await at(key, policy, T0 + 20_000)).toMatchObject({ allowed: true, remaining: 2 });
+      expect(await ctx.app.raw.zrange(old, '0', '-1', 'WITHSCORES')).toEqual([
+        '#3.1700000000000123',
+        '-4',
+        'a1:1:1',
+        String(T0),
+        'a2:2:3',
+        String(T0 + 10_000),
+      ]);
+    });
+
+    it("reads a counter member of another shape (0.2's) from the grants, and goes on counting", async () => {
       const key = nextKey();
       const { redisKey } = await stored(policy, key);
       // two grants of 1 and one of 2 permits is 4, over the limit of 3; the counter held them
-      await ctx.app.raw.zadd(redisKey, -5, '#3.1700000000000123', T0, 'a1:1:1', T0 + 10_000, 'a2:1:2', T0 + 20_000, 'a3:2:4');
+      await ctx.app.raw.zadd(redisKey, '-5', '#3.1700000000000123', String(T0), 'a1:1:1', String(T0 + 10_000), 'a2:1:2', String(T0 + 20_000), 'a3:2:4');
       expect(await peekAt(key, policy, T0 + 50_000)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 60_000, resetMs: 70_000 });
       // the first two age out: the grant of 2 leaves 1
       expect(await at(key, policy, T0 + 110_000)).toEqual({ allowed: true, limit: 3, remaining: 0, retryAfterMs: 0, resetMs: 100_000 });

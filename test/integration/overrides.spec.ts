@@ -444,7 +444,7 @@ describe('runtime limit overrides', () => {
 
   it.each([
     ['fixed-window', 'wide', 'fw'],
-    ['sliding-window', 'slide', 'sw'],
+    ['sliding-window', 'slide', 'sw3'],
     ['token-bucket', 'refill', 'tb'],
   ])('%s: a changed windowMs counts on a fresh counter, leaving the old one as it was (issue 26 #14)', async (_algorithm, name, kind) => {
     // On the server clock: the old counter must stay as the refusal left it, and a fixed window's
