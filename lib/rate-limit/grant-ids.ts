@@ -65,32 +65,3 @@ export class GrantIds {
     return createHmac('sha256', key).update(`${counter.length}:${counter}\n${grant}`).digest().subarray(0, MAC_BYTES);
   }
 }
-
-/** The signer of each decision whose grant id is not read yet, then the id. */
-const grantIds = new WeakMap<object, string | (() => string)>();
-
-/** One descriptor for every decision, so they all share one shape (a getter per decision would
- * give each its own, at several µs apiece). */
-const LAZY_GRANT_ID: PropertyDescriptor = {
-  get(this: object) {
-    let id = grantIds.get(this);
-    if (typeof id === 'function') grantIds.set(this, (id = id()));
-    return id;
-  },
-  set(this: object, value: string) {
-    grantIds.set(this, value);
-  },
-  enumerable: true,
-  configurable: true,
-};
-
-/**
- * Gives `decision` the grant id `sign` makes, signed when it is first read: most decisions never
- * have theirs read (a guard without outcome rules, a consume whose grant is kept), and the HMAC
- * was about a seventh of the CPU a consume took in Node (a CPU profile of 150,000). An own enumerable
- * property all the same, so destructuring, spreads, JSON and equality see it as a plain one.
- */
-export function attachGrantId(decision: { grantId?: string }, sign: () => string): void {
-  Object.defineProperty(decision, 'grantId', LAZY_GRANT_ID);
-  grantIds.set(decision, sign);
-}

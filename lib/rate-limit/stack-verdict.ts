@@ -3,7 +3,6 @@ import { RateLimitReply } from '../redis/replies.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { CheckedLimit } from './checked-limit.js';
 import type { DecidedStack } from './decision-batch.js';
-import { attachGrantId } from './grant-ids.js';
 import type { DecideOptions, StackDecision } from './decision.types.js';
 import { KIND_NAMES, type RateLimitDecision } from './policy.js';
 
@@ -55,7 +54,7 @@ export function stackOf(
   for (const group of groups) {
     for (const { index, decision, grant, lockedOut: blocked } of group.limits) {
       // a refused stack charged nothing (what a slot charged was given back): no grant to name
-      if (allowed && grant !== '') attachGrantId(decision, () => sign(index, grant));
+      if (allowed && grant !== '') decision.grantId = sign(index, grant);
       if (blocked) (lockedOut ??= []).push(index);
       decisions[index] = decision;
     }
