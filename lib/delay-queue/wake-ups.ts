@@ -105,6 +105,7 @@ export class WakeUps {
 
   private createSubscriber(command: WakeCommand): Redis | Cluster {
     const subscriber = this.redis.subscriberConnection(command === 'SPUBLISH');
+    if (!this.redis.cluster) subscriber.on('ready', () => this.subscribeAgain(subscriber));
     // wake-ups published while it was disconnected (or moving between shards) are lost
     subscriber.on('ready', () => this.listener.resync());
     subscriber.on('subscribersReady', () => this.listener.resync());
@@ -121,6 +122,15 @@ export class WakeUps {
     subscriber.on('message', onMessage);
     subscriber.on('smessage', onMessage);
     return subscriber;
+  }
+
+  /** After a reconnect off a cluster: every channel listened to (see subscriberConnection). */
+  private subscribeAgain(subscriber: Redis | Cluster): void {
+    const channels = [...this.queueOf.keys()];
+    if (channels.length === 0 || subscriber !== this.subscriber) return;
+    subscriber
+      .subscribe(...channels)
+      .catch((error: Error) => this.logger.warn(`could not subscribe again to ${channels.length} wake-up channel(s): ${error.message}`));
   }
 
   /** Probes every channel, once at a time (a call meanwhile probes again after). */

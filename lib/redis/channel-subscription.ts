@@ -12,9 +12,9 @@ export interface ChannelListener {
 
 /**
  * SUBSCRIBE to one channel on a connection of its own (plain PUBLISH, which a Redis Cluster
- * delivers on every node), saying when it is live and when it may miss messages. ioredis
- * subscribes again on reconnect; the subscription is live once that is confirmed. Nothing is
- * reported after `close`.
+ * delivers on every node), saying when it is live and when it may miss messages. It subscribes
+ * again on every reconnect (see subscriberConnection); the subscription is live once that is
+ * confirmed, and lost while it is refused. Nothing is reported after `close`.
  */
 export class ChannelSubscription {
   private subscriber: Redis | Cluster | undefined;

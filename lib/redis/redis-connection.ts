@@ -176,12 +176,16 @@ export class RedisConnection implements ScriptAccess, ClientAccess, OutageReport
    * A connection of its own for SUBSCRIBE (DelayQueue wake-ups, refusal-cache invalidations): a
    * duplicate of the client that, unlike it, queues commands until connected and retries them, and
    * reports its connection errors as outages. `sharded`: a cluster's sharded subscribers.
+   *
+   * Off a cluster the caller subscribes again on every 'ready': ioredis would, but leaves that
+   * command's promise unhandled (ioredis#2187, in no release yet), so a refused SUBSCRIBE, or a
+   * close while it is on its way, was an unhandled rejection. A cluster's subscriber handles its own.
    */
   subscriberConnection(sharded = false): Redis | Cluster {
     const override = { enableOfflineQueue: true, maxRetriesPerRequest: null };
     const subscriber = this.cluster
       ? (this.client as Cluster).duplicate(undefined, { ...override, shardedSubscribers: sharded })
-      : (this.client as Redis).duplicate(override);
+      : (this.client as Redis).duplicate({ ...override, autoResubscribe: false });
     if (!this.cluster && (subscriber as Redis).options.sentinels) reconnectAbortedAttempts(subscriber as Redis);
     subscriber.on('error', (error: Error) => this.reportFailure(new RedisLimitError(error.message, 'REDIS_UNAVAILABLE')));
     return subscriber;

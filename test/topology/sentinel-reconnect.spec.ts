@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { RateLimiterService, RedisLimitModule } from '../../lib/index.js';
+import { ChannelSubscription } from '../../lib/redis/channel-subscription.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { ask } from '../harness/ask.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
@@ -32,10 +33,10 @@ describe('Sentinel: a failover announced while a reconnect is asking a sentinel 
   let sentinel: TestSentinel | undefined;
   let moduleRef: TestingModule | undefined;
   let watcher: Redis | undefined;
-  let subscription: Redis | undefined;
+  let subscription: ChannelSubscription | undefined;
   afterEach(async () => {
     watcher?.disconnect();
-    subscription?.disconnect(); // not the module's: its own shutdown leaves it be
+    subscription?.close(); // not the module's: its own shutdown leaves it be
     await moduleRef?.close();
     await sentinel?.stop();
   });
@@ -51,8 +52,11 @@ describe('Sentinel: a failover announced while a reconnect is asking a sentinel 
     const limiter = moduleRef.get(RateLimiterService);
     const policy = { limit: 1_000_000, windowMs: 600_000 };
     const client = connection.client as Redis;
-    const subscriber = (subscription = connection.subscriberConnection() as Redis);
-    await subscriber.subscribe(channel);
+    // how the library subscribes (refusal-cache invalidations, overrides): again on every reconnect
+    let live = 0;
+    subscription = new ChannelSubscription(connection, channel, { message: () => undefined, live: () => void live++, lost: () => undefined });
+    const subscriber = (subscription as unknown as { subscriber: Redis }).subscriber;
+    expect(await eventually(() => live >= 1)).toBe(true);
     const ended: string[] = [];
     client.on('end', () => ended.push('client'));
     subscriber.on('end', () => ended.push('subscriber'));
