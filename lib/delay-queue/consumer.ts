@@ -4,7 +4,8 @@ import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import type { DelayQueueClaimMessageReply, DelayQueueClaimReply } from '../redis/script-bindings.generated.js';
-import { retryDelayMs } from './backoff.js';
+import { failureDelayMs } from './backoff.js';
+import { isRetryLater, isUnrecoverable, type RetryLater } from './handler-outcomes.js';
 import { parsePayload, type ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
@@ -73,6 +74,14 @@ export class Consumer implements DelayQueueConsumer {
   private readonly acks: AckBatcher;
   /** With a rate limit, what admits claimed messages to their handlers. */
   private readonly admission: RateAdmission | undefined;
+  private backoffReported = false;
+  private pauseUnkeyedReported = false;
+  /** A `backoff` option that failed: said once per consumer, the doubling stands in. */
+  private readonly reportBackoff = (problem: string): void => {
+    if (this.backoffReported) return;
+    this.backoffReported = true;
+    this.logger.error(`${problem}: the doubling of backoffMs stands in (logged once)`);
+  };
 
   constructor(private readonly deps: ConsumerDeps) {
     this.logger = new Logger(`DelayQueue:${deps.queue}`);
@@ -256,7 +265,8 @@ export class Consumer implements DelayQueueConsumer {
         if (holdMs > 0) this.hold(lease, holdMs);
         else this.acks.ack(lease);
       } catch (error) {
-        await this.fail(message, lease, error);
+        if (isRetryLater(error)) await this.retryLater(message, lease, error);
+        else await this.fail(message, lease, error, isUnrecoverable(error));
       }
     })().finally(() => {
       this.inFlight.delete(running);
@@ -276,7 +286,8 @@ export class Consumer implements DelayQueueConsumer {
 
   /**
    * Records a failure: a retry after the backoff, or death once the last attempt has failed (or
-   * at once, `now`: a message no attempt can handle). One script call, fenced by the lease.
+   * at once, `now`: a message no attempt can handle, or a handler's Unrecoverable). One script
+   * call, fenced by the lease.
    */
   private async fail(message: DelayedMessage, lease: Lease, error: unknown, now = false): Promise<void> {
     const { options, dead, redis, keys } = this.deps;
@@ -289,28 +300,74 @@ export class Consumer implements DelayQueueConsumer {
         const holdMs = (await this.deps.settle(message)) ?? 0;
         if (holdMs > 0) await sleep(holdMs);
       }
-      let dueAgain: number;
-      let attempt: number;
-      let token: number;
-      do {
-        ({ attempt, token } = lease);
-        const backoffMs = dies(attempt) ? -1 : retryDelayMs(attempt, options);
+      let attempt = lease.attempt;
+      const dueAgain = await this.fenced(lease, (token, current) => {
+        attempt = current;
+        const backoffMs = dies(attempt) ? -1 : failureDelayMs(attempt, error, options, this.reportBackoff);
         const { deadRetentionMs, maxDead } = dead;
-        dueAgain = await redis.scripts.call('queueFail', {
-          keys,
-          args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH },
-        });
-        // that claim no longer holds the message; unless our own claim took it back meanwhile
-        // (then this failure is the new claim's), nothing to record or report
-      } while (dueAgain === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(id) === lease);
+        return redis.scripts.call('queueFail', { keys, args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH } });
+      });
       if (dueAgain >= 0) this.schedule.at(dueAgain);
-      if (dueAgain === QueueReply.DIED) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
-      else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
+      if (dueAgain === QueueReply.DIED) {
+        redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error, ...(isUnrecoverable(error) ? { unrecoverable: true as const } : {}) });
+      } else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
     } catch (failure) {
       this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);
     } finally {
       // recorded, refused, or lost to an outage: either way it comes back without us
       this.leases.release(lease);
     }
+  }
+
+  /**
+   * A handler's RetryLater: the message is due again after its delay, and that claim was no
+   * attempt; with pauseKey, every message of its rate key waits as long (admit.lua). Fenced by
+   * the lease as a failure is.
+   */
+  private async retryLater(message: DelayedMessage, lease: Lease, request: RetryLater): Promise<void> {
+    const { redis, keys } = this.deps;
+    const { id, queue } = message;
+    const paces = request.pauseKey ? this.paceToPause(message) : [];
+    try {
+      const dueAt = await this.fenced(lease, (token) =>
+        redis.scripts.call('queueRetryLater', { keys: { ...keys, paces }, args: { id, delayMs: request.delayMs, token } }),
+      );
+      if (dueAt >= 0) {
+        this.schedule.at(dueAt);
+        redis.events.queue({ type: 'redis-limit.queue.retry-later', queue, id, attempt: message.attempt, dueAt, pausedKey: paces.length > 0 });
+      }
+    } catch (failure) {
+      // the lease runs out and the message comes back (as an attempt: the claim stays counted)
+      this.logger.warn(`could not schedule ${id} again as its handler asked: ${(failure as Error).message}`);
+    } finally {
+      this.leases.release(lease);
+    }
+  }
+
+  /** The pace key a RetryLater with pauseKey pauses: none without a rate key (said once). */
+  private paceToPause(message: DelayedMessage): string[] {
+    const pace = this.admission?.paceKey(message);
+    if (typeof pace === 'string') return [pace];
+    if (!this.pauseUnkeyedReported) {
+      this.pauseUnkeyedReported = true;
+      const why = pace === undefined ? 'this consumer has no rateLimit' : `its rate key failed: ${pace.message}`;
+      this.logger.warn(`RetryLater with pauseKey: ${why}, so only the message waits (logged once)`);
+    }
+    return [];
+  }
+
+  /**
+   * Runs a lease-fenced script with the lease's token. LEASE_LOST: that claim no longer holds the
+   * message; unless our own claim took it back meanwhile (then the outcome is the new claim's, and
+   * it is sent again with its token), there is nothing to record or report.
+   */
+  private async fenced(lease: Lease, call: (token: number, attempt: number) => Promise<number>): Promise<number> {
+    let reply: number;
+    let token: number;
+    do {
+      token = lease.token;
+      reply = await call(token, lease.attempt);
+    } while (reply === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(lease.id) === lease);
+    return reply;
   }
 }

@@ -71,10 +71,24 @@ export interface ConsumeOptions<T = unknown> {
    * @default 1000
    * @throws TypeError / RangeError `opts.backoffMs` when not an integer >= 0. */
   backoffMs?: number;
-  /** ms a retry waits at most, however often the delay has doubled.
+  /** ms a retry waits at most, however often the delay has doubled (or whatever `backoff` says).
    * @default 3_600_000 (an hour)
    * @throws TypeError / RangeError `opts.maxBackoffMs` when not an integer >= 0. */
   maxBackoffMs?: number;
+  /**
+   * ms before the next attempt once attempt `attempt` (1 on first delivery) failed with `error`:
+   * replaces the doubling of `backoffMs` (so not given with it), still capped by `maxBackoffMs`.
+   * A throw, or a result that is not a finite number >= 0, falls back to the doubling (logged
+   * once per consumer). Not called for `RetryLater` (its own delay) or `Unrecoverable` (no retry).
+   * @default the doubling of `backoffMs`
+   * @throws TypeError `opts.backoff` when not a function, or given with `opts.backoffMs`.
+   */
+  backoff?: (attempt: number, error: unknown) => number;
+  /** Each retry's delay drawn uniformly from [delay / 2, delay] rather than the delay itself, so
+   * messages that failed together (an upstream outage) do not all come back at once.
+   * @default false
+   * @throws TypeError `opts.jitter` when not a boolean. */
+  jitter?: boolean;
   /**
    * At most `limit` handler starts per `windowMs` per key (e.g. per tenant), across every process
    * consuming the queue, counted by the rate limiter's own algorithm (default sliding window).
@@ -173,6 +187,7 @@ export interface DelayQueueConsumer {
 }
 
 /** A consumer's handler: resolving acknowledges the message; throwing or rejecting is a failed
- * attempt (retried with backoff, dead after `maxAttempts`). */
+ * attempt (retried with backoff, dead after `maxAttempts`), except `RetryLater` (due again after
+ * its delay, no attempt) and `Unrecoverable` (dead now). */
 // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- says a handler may return a promise, as the API's contract reads
 export type DelayedHandler<T = unknown> = (message: DelayedMessage<T>) => unknown | Promise<unknown>;

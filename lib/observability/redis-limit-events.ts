@@ -163,8 +163,19 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
 
   /** Queue events: counted per queue under the event's last word. */
   queue(event: Extract<RedisLimitEvent, { queue: string }>): void {
-    const counts = (this.counts.queues[event.queue] ??= { enqueued: 0, delivered: 0, handled: 0, retried: 0, dead: 0, deadRetried: 0, deadPurged: 0 });
+    const counts = (this.counts.queues[event.queue] ??= {
+      enqueued: 0,
+      delivered: 0,
+      handled: 0,
+      retried: 0,
+      retriedLater: 0,
+      dead: 0,
+      unrecoverable: 0,
+      deadRetried: 0,
+      deadPurged: 0,
+    });
     counts[QUEUE_COUNTER[event.type]] += 'count' in event ? event.count : 1;
+    if (event.type === 'redis-limit.queue.dead' && event.unrecoverable) counts.unrecoverable += 1;
     if (this.listened) this.emit(event);
   }
 
@@ -196,6 +207,7 @@ const QUEUE_COUNTER: Record<Extract<RedisLimitEvent, { queue: string }>['type'],
   'redis-limit.queue.delivered': 'delivered',
   'redis-limit.queue.handled': 'handled',
   'redis-limit.queue.retry': 'retried',
+  'redis-limit.queue.retry-later': 'retriedLater',
   'redis-limit.queue.dead': 'dead',
   'redis-limit.queue.dead-retried': 'deadRetried',
   'redis-limit.queue.dead-purged': 'deadPurged',

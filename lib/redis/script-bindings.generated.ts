@@ -37,7 +37,7 @@ const DELAY_QUEUE_ACK: ScriptBinding<DelayQueueAckCall, DelayQueueAckReply> = {
 };
 
 // delay-queue/admit.lua
-/** two per message, in ARGV order, all in the queue's hash slot (a key may repeat) */ export interface DelayQueueAdmitRateKeys { /** the counter of its rate key */ readonly counter: string; /** that key's pace (hash { d = the due time last given to one of its refused messages }) */ readonly pace: string; }
+/** two per message, in ARGV order, all in the queue's hash slot (a key may repeat) */ export interface DelayQueueAdmitRateKeys { /** the counter of its rate key */ readonly counter: string; /** that key's pace (hash { d = the due time last given to one of its refused messages, p = the end of a pause a handler asked for (retry-later.lua) }) */ readonly pace: string; }
 /** delay-queue/admit.lua: KEYS, by name. */ export interface DelayQueueAdmitKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; /** two per message, in ARGV order, all in the queue's hash slot (a key may repeat) */ readonly rates: readonly DelayQueueAdmitRateKeys[]; }
 /** pairs, in KEYS order */ export interface DelayQueueAdmitLease { readonly id: string; /** the lease token of the claim that took it */ readonly token: number; }
 /** delay-queue/admit.lua: ARGV, by name. */ export interface DelayQueueAdmitArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** starts per window */ readonly limit: number; readonly windowMs: number; /** pairs, in KEYS order */ readonly leases: readonly DelayQueueAdmitLease[]; }
@@ -184,6 +184,13 @@ const DELAY_QUEUE_RESCHEDULE: ScriptBinding<DelayQueueRescheduleCall, DelayQueue
 /** delay-queue/retry-dead.lua: its reply, by name. */ export interface DelayQueueRetryDeadReply { /** how many moved */ readonly done: number; /** how many dead remain */ readonly remaining: number; readonly now: number; }
 /** Move dead messages back to the scheduled set, due now, their next delivery attempt 1 (and their lease token still growing: revive.lua). */ export interface DelayQueueRetryDeadCall { readonly keys: DelayQueueRetryDeadKeys; readonly args: DelayQueueRetryDeadArgs; }
 const DELAY_QUEUE_RETRY_DEAD: ScriptBinding<DelayQueueRetryDeadCall, DelayQueueRetryDeadReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.wakeChannel, args.publish, args.count, args.diedBy ?? '', ...args.ids], decode: (reply) => { const r = list(reply, "delay-queue/retry-dead.lua"); return { done: Number(r[0]), remaining: Number(r[1]), now: Number(r[2]) }; } };
+
+// delay-queue/retry-later.lua
+/** delay-queue/retry-later.lua: KEYS, by name. */ export interface DelayQueueRetryLaterKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; /** none, or the pace key of the message's rate key (admit.lua), in the queue's hash slot: that key is paused until the message is due */ readonly paces: readonly string[]; }
+/** delay-queue/retry-later.lua: ARGV, by name. */ export interface DelayQueueRetryLaterArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; /** before the message is due again */ readonly delayMs: number; /** the lease token of the claim whose handler asked */ readonly token: number; }
+/** delay-queue/retry-later.lua: when the message is due again (ms), or LEASE_LOST when that claim no longer holds it (replies.lua). Unless LEASE_LOST, a slot of the queue's global concurrency came free: a consumer waiting for one is woken (free-slot.lua) */ export type DelayQueueRetryLaterReply = number;
+/** A handler asked for its message to run again later (RetryLater): back to the scheduled set, due after delayMs, and the claim counted as no attempt ('d:'..id), so it never dies of asking. Its last error stays as it was. With a pace key, that rate key is paused until then as well: admit.lua gives every message of the key back, uncharged, until the pause ends. */ export interface DelayQueueRetryLaterCall { readonly keys: DelayQueueRetryLaterKeys; readonly args: DelayQueueRetryLaterArgs; }
+const DELAY_QUEUE_RETRY_LATER: ScriptBinding<DelayQueueRetryLaterCall, DelayQueueRetryLaterReply> = { encode: ({ keys, args }) => [4 + keys.paces.length, keys.scheduled, keys.inFlight, keys.dead, keys.data, ...keys.paces, args.now ?? '', args.id, args.delayMs, args.token], decode: (reply) => Number(reply) };
 
 // delay-queue/size.lua
 /** delay-queue/size.lua: KEYS, by name. */ export interface DelayQueueSizeKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; readonly dead: string; /** (unused) */ readonly data: string; }
@@ -447,6 +454,7 @@ export interface ScriptSignatures {
   "delay-queue/renew.lua": { call: DelayQueueRenewCall; reply: DelayQueueRenewReply };
   "delay-queue/reschedule.lua": { call: DelayQueueRescheduleCall; reply: DelayQueueRescheduleReply };
   "delay-queue/retry-dead.lua": { call: DelayQueueRetryDeadCall; reply: DelayQueueRetryDeadReply };
+  "delay-queue/retry-later.lua": { call: DelayQueueRetryLaterCall; reply: DelayQueueRetryLaterReply };
   "delay-queue/size.lua": { call: DelayQueueSizeCall; reply: DelayQueueSizeReply };
   "expiring-hash/count.lua": { call: ExpiringHashCountCall; reply: ExpiringHashCountReply };
   "expiring-hash/delete.lua": { call: ExpiringHashDeleteCall; reply: ExpiringHashDeleteReply };
@@ -484,6 +492,7 @@ export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBi
   "delay-queue/renew.lua": DELAY_QUEUE_RENEW,
   "delay-queue/reschedule.lua": DELAY_QUEUE_RESCHEDULE,
   "delay-queue/retry-dead.lua": DELAY_QUEUE_RETRY_DEAD,
+  "delay-queue/retry-later.lua": DELAY_QUEUE_RETRY_LATER,
   "delay-queue/size.lua": DELAY_QUEUE_SIZE,
   "expiring-hash/count.lua": EXPIRING_HASH_COUNT,
   "expiring-hash/delete.lua": EXPIRING_HASH_DELETE,

@@ -31,6 +31,7 @@ export const SCRIPT_FILES = {
   queueAdmit: 'delay-queue/admit.lua',
   queueAck: 'delay-queue/ack.lua',
   queueFail: 'delay-queue/fail.lua',
+  queueRetryLater: 'delay-queue/retry-later.lua',
   queueRenew: 'delay-queue/renew.lua',
   queueCancel: 'delay-queue/cancel.lua',
   queueReschedule: 'delay-queue/reschedule.lua',
