@@ -13,7 +13,7 @@ export type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, S
 export type { ExpiredField } from './expiring-hash/notifier.js';
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
-export { RetryLater, Unrecoverable, type RetryLaterOptions } from './delay-queue/handler-outcomes.js';
+export { DelayQueueTimeoutError, RetryLater, Unrecoverable, type RetryLaterOptions } from './delay-queue/handler-outcomes.js';
 export type {
   ConsumeOptions,
   DelayedHandler,

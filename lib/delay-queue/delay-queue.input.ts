@@ -1,7 +1,7 @@
 import { assertKey } from '../redis/keys.js';
 import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from '../rate-limit/policy.js';
 import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
-import { assertWellFormed, describeValue, numberError } from '../validation.js';
+import { assertTimerMs, assertWellFormed, describeValue, numberError } from '../validation.js';
 
 /**
  * The payload as JSON, checked to come back as it was: plain objects, arrays, strings, finite
@@ -92,7 +92,7 @@ export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts i
 
 /** The consume options that are plain integers, with their defaults (the `@default`s
  * ConsumeOptions states). */
-type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency' | 'backoff' | 'jitter'>>;
+type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency' | 'backoff' | 'jitter' | 'timeoutMs'>>;
 
 export const CONSUME_DEFAULTS: IntegerConsumeOptions = {
   concurrency: 10,
@@ -113,6 +113,7 @@ export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
   globalConcurrency: number | undefined;
   backoff: ((attempt: number, error: unknown) => number) | undefined;
   jitter: boolean;
+  timeoutMs: number | undefined;
 }
 
 /**
@@ -122,8 +123,8 @@ export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
  */
 export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): ResolvedConsumeOptions {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
-  const { rateLimit, globalConcurrency, backoff, jitter = false, ...integers } = opts as ConsumeOptions;
-  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'globalConcurrency', 'backoff', 'jitter'];
+  const { rateLimit, globalConcurrency, backoff, jitter = false, timeoutMs, ...integers } = opts as ConsumeOptions;
+  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'globalConcurrency', 'backoff', 'jitter', 'timeoutMs'];
   const resolved = resolveIntegers(integers, CONSUME_DEFAULTS, { backoffMs: 0, maxBackoffMs: 0 }, at, names);
   if (globalConcurrency !== undefined && (typeof globalConcurrency !== 'number' || !Number.isSafeInteger(globalConcurrency) || globalConcurrency < 1)) {
     throw new (numberError(globalConcurrency))(`${at}.globalConcurrency must be an integer >= 1, got ${describeValue(globalConcurrency)}`);
@@ -134,12 +135,15 @@ export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Resolved
     if (integers.backoffMs !== undefined) throw new TypeError(`${at}: give backoff or backoffMs, not both (backoff replaces the doubling of backoffMs)`);
   }
   if (typeof jitter !== 'boolean') throw new TypeError(`${at}.jitter must be a boolean, got ${describeValue(jitter)}`);
+  // a longer Node timer fires after 1 ms
+  if (timeoutMs !== undefined) assertTimerMs(timeoutMs, 'a positive integer', `${at}.timeoutMs`);
   return {
     ...resolved,
     rateLimit: rateLimit === undefined ? undefined : resolveRateLimit(rateLimit, `${at}.rateLimit`),
     globalConcurrency,
     backoff,
     jitter,
+    timeoutMs,
   };
 }
 

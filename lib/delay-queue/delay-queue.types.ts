@@ -15,6 +15,21 @@ export interface DelayedMessage<T = unknown> {
    * (or an admission that never happened) is no attempt. It dies when attempt `maxAttempts`
    * fails. */
   attempt: number;
+  /**
+   * Fires when this delivery should end: `timeoutMs` passed (reason: a DelayQueueTimeoutError;
+   * the attempt has failed already), its lease was lost (another consumer may hold the message
+   * now; whatever this handler does next is ignored), or its consumer is stopping (reason: an
+   * AbortError; a handler that then gives up, throwing that reason or any AbortError, puts its
+   * message back at once, as no attempt). Pass it to `fetch` and the like.
+   */
+  signal: AbortSignal;
+  /**
+   * A number that grows with every claim of any message of this queue: for this id it grows with
+   * every delivery and never repeats, across acknowledgements and enqueues of the same id again.
+   * A token for fenced writes downstream (write only if the stored fence is lower), so a late
+   * write from a handler that lost its lease or timed out loses to a newer delivery's.
+   */
+  fence: number;
 }
 
 /** `enqueue`'s options: when the message is due (`delayMs` or `runAt`, not both) and its id. */
@@ -121,6 +136,15 @@ export interface ConsumeOptions<T = unknown> {
    * @throws TypeError / RangeError `opts.globalConcurrency` when not an integer >= 1.
    */
   globalConcurrency?: number;
+  /**
+   * ms a handler may run: then `message.signal` fires with a DelayQueueTimeoutError, and the
+   * attempt fails with it (retried after the backoff, dead after `maxAttempts`), even if the
+   * handler ignores the signal; what that handler does afterwards (its resolve, its throw) changes
+   * nothing. Until it really ends it still takes one of `concurrency`'s places.
+   * @default none: a handler runs as long as it takes (its lease is renewed meanwhile)
+   * @throws TypeError / RangeError `opts.timeoutMs` when not an integer from 1 to 2^31 − 1.
+   */
+  timeoutMs?: number;
 }
 
 /** Module option `delayQueue`: how much of each queue's dead set is kept. Checked when the

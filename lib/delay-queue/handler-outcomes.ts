@@ -76,3 +76,22 @@ export const isRetryLater = (error: unknown): error is RetryLater =>
 
 export const isUnrecoverable = (error: unknown): error is Unrecoverable =>
   typeof error === 'object' && error !== null && (error as { [UNRECOVERABLE]?: unknown })[UNRECOVERABLE] === true;
+
+/**
+ * Why a handler's `message.signal` fired when it ran past the consumer's `timeoutMs`, and the
+ * error its attempt failed with (`Name: message` in the dead set when it was the last).
+ */
+export class DelayQueueTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`the handler ran past timeoutMs (${timeoutMs} ms)`);
+    this.name = 'DelayQueueTimeoutError';
+  }
+}
+
+/** The signal's reason when the lease was lost, or the consumer is stopping: an AbortError, as
+ * `fetch` and timers reject with. */
+export function abortReason(why: string): Error {
+  const error = new Error(why);
+  error.name = 'AbortError';
+  return error;
+}

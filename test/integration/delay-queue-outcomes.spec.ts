@@ -1,8 +1,7 @@
-import { DelayQueueService, RedisLimitEvents, RetryLater, Unrecoverable, type DelayedMessage, type RedisLimitEvent } from '../../lib/index.js';
+import { DelayQueueService, RedisLimitEvents, RetryLater, Unrecoverable, type DelayedMessage } from '../../lib/index.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
+import { recordQueueEvents } from '../harness/queue-events.js';
 import { until } from '../harness/until.js';
-
-type QueueEvent<T extends RedisLimitEvent['type']> = Extract<RedisLimitEvent, { type: T }>;
 
 // What a handler can say besides "done" and "failed" (issue 30, item 3): RetryLater (no attempt;
 // with pauseKey its rate key waits too, in every process), Unrecoverable (dead now), and how
@@ -10,14 +9,7 @@ type QueueEvent<T extends RedisLimitEvent['type']> = Extract<RedisLimitEvent, { 
 describe('DelayQueue handler outcomes', () => {
   const ctx = withLimiterApp();
   const queues = () => ctx.app.moduleRef.get(DelayQueueService);
-  const seen: RedisLimitEvent[] = [];
-  let unlisten: () => void;
-  beforeAll(() => {
-    unlisten = ctx.app.moduleRef.get(RedisLimitEvents).on((event) => void seen.push(event));
-  });
-  afterAll(() => unlisten());
-  const eventsOf = <T extends RedisLimitEvent['type']>(type: T, queue: string) =>
-    seen.filter((event): event is QueueEvent<T> => event.type === type && (event as { queue?: string }).queue === queue);
+  const eventsOf = recordQueueEvents(ctx);
   /** The Redis server's clock, which due times are on. */
   const serverNow = async () => {
     const [s, us] = await ctx.app.raw.time();
