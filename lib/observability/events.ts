@@ -64,6 +64,9 @@ export type RedisLimitEvent =
        * `decisions` (it is a refusal now); absent when no rate limit decided it */
       counted?: 'allowed' | 'shadow-refused';
     }
+  /** A concurrency slot of `key` was refused: all `limit` were held. `route`: the `@MaxConcurrent`
+   * handler (absent for `acquireSlot`); `name`: the slots' name, if any. */
+  | { type: 'redis-limit.concurrency.refused'; route?: string; name?: string; key: string; limit: number; retryAfterMs: number }
   /** setOverride changed the limits named `name` in every instance (from this one); `override`
    * is what now applies, null when removed. */
   | { type: 'redis-limit.override'; name: string; override: { limit: number; windowMs: number } | null }
@@ -98,6 +101,8 @@ export interface RedisLimitCounters {
   /** 1 while Redis answers, 0 during an outage. */
   redisUp: 0 | 1;
   maxPendingRefused: number;
+  /** Concurrency slots (`@MaxConcurrent`, `acquireSlot`) taken, and refused because all were held. */
+  concurrencySlots: { taken: number; refused: number };
   /** Requests that shadow limits would have refused, let through. */
   shadowRefused: number;
   /** Stacks refused from the refusal cache, without a Redis call (also counted in `decisions`). */

@@ -45,6 +45,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     outages: 0,
     redisUp: 1,
     maxPendingRefused: 0,
+    concurrencySlots: { taken: 0, refused: 0 },
     shadowRefused: 0,
     refusalCacheHits: 0,
     queues: {},
@@ -141,6 +142,26 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   redisUp(): void {
     this.counts.redisUp = 1;
     this.emit({ type: 'redis-limit.redis-up' });
+  }
+
+  /** A concurrency slot taken (`refused` undefined), or refused (and then announced). */
+  concurrencySlot(refused?: { route: string | undefined; name: string | undefined; key: string; limit: number; retryAfterMs: number }): void {
+    if (refused === undefined) {
+      this.counts.concurrencySlots.taken += 1;
+      return;
+    }
+    this.counts.concurrencySlots.refused += 1;
+    const { route, name, key, limit, retryAfterMs } = refused;
+    if (this.listened) {
+      this.emit({
+        type: 'redis-limit.concurrency.refused',
+        ...(route === undefined ? {} : { route }),
+        ...(name === undefined ? {} : { name }),
+        key,
+        limit,
+        retryAfterMs,
+      });
+    }
   }
 
   maxPendingRefused(route: string, owner: string, max: number, counted: CountedOutcome | undefined): void {

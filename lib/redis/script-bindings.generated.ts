@@ -20,6 +20,27 @@ function list(reply: Reply, file: string): readonly Reply[] {
   return reply;
 }
 
+// concurrency/slot-acquire.lua
+/** concurrency/slot-acquire.lua: KEYS, by name. */ export interface ConcurrencySlotAcquireKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
+/** concurrency/slot-acquire.lua: ARGV, by name. */ export interface ConcurrencySlotAcquireArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the new slot's id */ readonly id: string; /** slots held at most */ readonly limit: number; /** how long the slot lasts unless renewed */ readonly leaseMs: number; }
+/** concurrency/slot-acquire.lua: its reply, by name. */ export interface ConcurrencySlotAcquireReply { /** 1 when the slot was taken, else 0 */ readonly taken: number; /** slots held after the call (this one included when taken) */ readonly held: number; /** 0 when taken; else until the soonest lease ends */ readonly retryAfterMs: number; }
+/** Take one of a key's concurrency slots, unless `limit` are held. The slots are a sorted set of slot ids scored by the time their lease ends: a holder renews its lease while it runs, and the slots of one that died (its leases ended unrenewed) are dropped here, which gives them back. */ export interface ConcurrencySlotAcquireCall { readonly keys: ConcurrencySlotAcquireKeys; readonly args: ConcurrencySlotAcquireArgs; }
+const CONCURRENCY_SLOT_ACQUIRE: ScriptBinding<ConcurrencySlotAcquireCall, ConcurrencySlotAcquireReply> = { encode: ({ keys, args }) => [keys.slots, args.now ?? '', args.id, args.limit, args.leaseMs], decode: (reply) => { const r = list(reply, "concurrency/slot-acquire.lua"); return { taken: Number(r[0]), held: Number(r[1]), retryAfterMs: Number(r[2]) }; } };
+
+// concurrency/slot-release.lua
+/** concurrency/slot-release.lua: KEYS, by name. */ export interface ConcurrencySlotReleaseKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
+/** concurrency/slot-release.lua: ARGV, by name. */ export interface ConcurrencySlotReleaseArgs { readonly id: string; }
+/** concurrency/slot-release.lua: 1 when the slot was held, else 0 */ export type ConcurrencySlotReleaseReply = number;
+/** Give a concurrency slot back (its holder ended); a slot already gone changes nothing. */ export interface ConcurrencySlotReleaseCall { readonly keys: ConcurrencySlotReleaseKeys; readonly args: ConcurrencySlotReleaseArgs; }
+const CONCURRENCY_SLOT_RELEASE: ScriptBinding<ConcurrencySlotReleaseCall, ConcurrencySlotReleaseReply> = { encode: ({ keys, args }) => [keys.slots, args.id], decode: (reply) => Number(reply) };
+
+// concurrency/slot-renew.lua
+/** concurrency/slot-renew.lua: KEYS, by name. */ export interface ConcurrencySlotRenewKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
+/** concurrency/slot-renew.lua: ARGV, by name. */ export interface ConcurrencySlotRenewArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; readonly leaseMs: number; }
+/** concurrency/slot-renew.lua: 1 when renewed; 0 when the slot was no longer held (its lease had ended and it was given back): its holder now runs over the limit */ export type ConcurrencySlotRenewReply = number;
+/** Renew a concurrency slot while its holder runs: its lease ends `leaseMs` from now. */ export interface ConcurrencySlotRenewCall { readonly keys: ConcurrencySlotRenewKeys; readonly args: ConcurrencySlotRenewArgs; }
+const CONCURRENCY_SLOT_RENEW: ScriptBinding<ConcurrencySlotRenewCall, ConcurrencySlotRenewReply> = { encode: ({ keys, args }) => [keys.slots, args.now ?? '', args.id, args.leaseMs], decode: (reply) => Number(reply) };
+
 // delay-queue/ack.lua
 /** delay-queue/ack.lua: KEYS, by name. */ export interface DelayQueueAckKeys { /** (unused) */ readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; }
 /** pairs */ export interface DelayQueueAckLease { readonly id: string; /** the lease token of the claim that handled it */ readonly token: number; }
@@ -441,6 +462,9 @@ const RATE_LIMIT_REFUND: ScriptBinding<RateLimitRefundCall, RateLimitRefundReply
 
 /** Every script's call and reply, by its path below lua/. */
 export interface ScriptSignatures {
+  "concurrency/slot-acquire.lua": { call: ConcurrencySlotAcquireCall; reply: ConcurrencySlotAcquireReply };
+  "concurrency/slot-release.lua": { call: ConcurrencySlotReleaseCall; reply: ConcurrencySlotReleaseReply };
+  "concurrency/slot-renew.lua": { call: ConcurrencySlotRenewCall; reply: ConcurrencySlotRenewReply };
   "delay-queue/ack.lua": { call: DelayQueueAckCall; reply: DelayQueueAckReply };
   "delay-queue/admit.lua": { call: DelayQueueAdmitCall; reply: DelayQueueAdmitReply };
   "delay-queue/cancel.lua": { call: DelayQueueCancelCall; reply: DelayQueueCancelReply };
@@ -479,6 +503,9 @@ export interface ScriptSignatures {
 
 /** Every script's binding, by its path below lua/. */
 export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBinding<ScriptSignatures[F]['call'], ScriptSignatures[F]['reply']> } = {
+  "concurrency/slot-acquire.lua": CONCURRENCY_SLOT_ACQUIRE,
+  "concurrency/slot-release.lua": CONCURRENCY_SLOT_RELEASE,
+  "concurrency/slot-renew.lua": CONCURRENCY_SLOT_RENEW,
   "delay-queue/ack.lua": DELAY_QUEUE_ACK,
   "delay-queue/admit.lua": DELAY_QUEUE_ADMIT,
   "delay-queue/cancel.lua": DELAY_QUEUE_CANCEL,

@@ -91,12 +91,12 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     -- payload and non-attempts in one read (the latter exists only for rate-limited consumers)
     local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id)
     local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
+    fence = fence + 1
     reply[#reply + 1] = id
     reply[#reply + 1] = fields[1] or 'null'
     reply[#reply + 1] = tonumber(due[i + 1])
     reply[#reply + 1] = token - (tonumber(fields[2]) or 0)
     reply[#reply + 1] = token
-    fence = fence + 1
     reply[#reply + 1] = fence
     if admitting then rcall('HSET', KEYS[4], 'u:' .. id, token) end
   end

@@ -31,14 +31,13 @@ free_slot(KEYS[4])
 rcall('ZADD', KEYS[1], due, id)
 rcall('HDEL', KEYS[4], 'u:' .. id)
 rcall('HINCRBY', KEYS[4], 'd:' .. id, 1)
-local pace = KEYS[5]
-if pace then
+for i = 5, #KEYS do
   -- a pause only grows; the pace key lasts at least until it ends
+  local pace = KEYS[i]
   local paused = tonumber(rcall('HGET', pace, 'p'))
   if not paused or paused < due then
     rcall('HSET', pace, 'p', int(due))
-    local ttl = rcall('PTTL', pace)
-    if ttl < due - now then rcall('PEXPIRE', pace, int(due - now)) end
+    if rcall('PTTL', pace) < due - now then rcall('PEXPIRE', pace, int(due - now)) end
   end
 end
 return due

@@ -1,6 +1,7 @@
 import { aclRules } from '../../lib/redis/acl.js';
 import { assertName, resolveConsumeOptions, resolveWhen } from '../../lib/delay-queue/delay-queue.input.js';
 import { RetryLater } from '../../lib/delay-queue/handler-outcomes.js';
+import { assertSlotOptions } from '../../lib/rate-limit/slot-options.js';
 import { assertHashKey } from '../../lib/expiring-hash/expiring-hash.input.js';
 import { RedisLimitEvents } from '../../lib/observability/redis-limit-events.js';
 import { assertOverride } from '../../lib/rate-limit/overrides-policy.js';
@@ -227,6 +228,17 @@ describe('bad input, no server needed', () => {
     ['RetryLater: delayMs "30"', () => new RetryLater('30' as never), TypeError, /^RetryLater: delayMs must be a whole number of ms >= 0, got "30"/],
     ['RetryLater: opts null', () => new RetryLater(1, null as never), TypeError, /^RetryLater: opts must be an object, got null/],
     ['RetryLater: opts.pauseKey 1', () => new RetryLater(1, { pauseKey: 1 as never }), TypeError, /^RetryLater: opts\.pauseKey must be a boolean, got 1/],
+    ['acquireSlot: opts null', () => assertSlotOptions(null, 'opts'), TypeError, /^opts must be an object \{ limit, name\?, leaseMs\? \}, got null/],
+    [
+      'acquireSlot: an unknown option',
+      () => assertSlotOptions({ limit: 1, max: 2 }, 'opts'),
+      TypeError,
+      /^opts\.max is not an option \(limit, name, leaseMs\)/,
+    ],
+    ['acquireSlot: limit 0', () => assertSlotOptions({ limit: 0 }, 'opts'), RangeError, /^opts\.limit must be a positive integer, got 0/],
+    ['acquireSlot: name ""', () => assertSlotOptions({ limit: 1, name: '' }, 'opts'), TypeError, /^opts\.name must be a non-empty string/],
+    ['acquireSlot: name with a lone surrogate', () => assertSlotOptions({ limit: 1, name: LONE }, 'opts'), TypeError, /^opts\.name must be well-formed/],
+    ['acquireSlot: leaseMs 1.5', () => assertSlotOptions({ limit: 1, leaseMs: 1.5 }, 'opts'), RangeError, /^opts\.leaseMs must be a positive integer \(ms\)/],
     ['delayQueue null', () => resolveOptions({ delayQueue: null as never }), TypeError, /^RedisLimitModule: delayQueue must be an object, got null/],
     [
       'delayQueue.maxDead -1',
