@@ -6,9 +6,10 @@ import { MAX_CONCURRENT, type MaxConcurrentEntry, type MaxConcurrentOptions } fr
 /**
  * At most `limit` requests per key in flight at once, across every app instance, on every
  * transport (HTTP, GraphQL, WebSocket, microservices). The slot is taken after the guards (so
- * after the rate limits pass: a refused request takes none) and freed when the handler's response
- * ends, whatever its outcome: an HTTP response when it is finished or its connection closes; a
- * GraphQL field, WebSocket message or microservice message when its handler ends. It is renewed
+ * after the rate limits pass: a refused request takes none) and freed when the request ends,
+ * whatever its outcome: a GraphQL field, WebSocket message or microservice message when its
+ * handler ends; an HTTP request when its handler has ended and its response is done (finished, or
+ * its connection closed), whichever is last. It is renewed
  * while the handler runs; an instance that dies gives its slots back `leaseMs` after. A request
  * over the limit is refused as a rate limit refuses (HTTP: 429 with Retry-After and
  * `retryAfterMs`, the time until the soonest slot's lease would end). On a controller it covers

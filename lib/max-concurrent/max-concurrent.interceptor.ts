@@ -5,7 +5,7 @@ import { RouteLog } from '../rate-limit/route-log.js';
 import { resolveKey } from '../rate-limit/user-functions.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { retryAfterSeconds } from '../transports/headers.js';
-import { whenClosed } from '../transports/response-close.js';
+import { isClosed, whenClosed } from '../transports/response-close.js';
 import { applyFailMode } from '../transports/responses.js';
 import { defaultKey, transportOf, userFailure, type TransportAdapter } from '../transports/transport.adapter.js';
 import { MaxConcurrentPlans, type MaxConcurrentPlan } from './max-concurrent.plans.js';
@@ -13,9 +13,9 @@ import { MaxConcurrentPlans, type MaxConcurrentPlan } from './max-concurrent.pla
 /**
  * Applies a handler's `@MaxConcurrent`: an interceptor, so it runs after every guard (a request
  * the rate limits refuse takes no slot), takes a slot of the request's key or refuses the request,
- * and gives the slot back when the response ends: an HTTP response's 'close' (finished, or its
- * connection gone), else the end of the handler's Observable (a GraphQL field, a WebSocket or
- * microservice message), whatever the outcome.
+ * and gives the slot back when the request ends, whatever its outcome: the end of the handler's
+ * Observable (a GraphQL field, a WebSocket or microservice message), and on HTTP its response's
+ * 'close' too (finished, or its connection gone), whichever comes last.
  */
 @Injectable()
 export class MaxConcurrentInterceptor implements NestInterceptor {
@@ -46,7 +46,16 @@ export class MaxConcurrentInterceptor implements NestInterceptor {
           });
         };
         const handled = defer(() => next.handle());
-        if (ctx.getType() === 'http' && whenClosed(transport.getRequestResponse(ctx).res, release)) return handled;
+        const { res } = transport.getRequestResponse(ctx);
+        // HTTP: freed once the handler has ended and its response is done, whichever is last (a
+        // streamed body outlives the handler; a client that leaves does not end the work)
+        if (ctx.getType() === 'http' && !isClosed(res)) {
+          let ends = 2;
+          const ended = () => {
+            if (--ends === 0) release();
+          };
+          if (whenClosed(res, ended)) return handled.pipe(finalize(ended));
+        }
         return handled.pipe(finalize(release));
       }),
     );

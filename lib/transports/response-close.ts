@@ -1,6 +1,8 @@
 /** An HTTP response as Express gives it, or a Fastify reply (its `raw` is Node's response). */
 interface ClosableResponse {
   once?: (event: 'close', listener: () => void) => unknown;
+  /** Node's: true once 'close' has been emitted. */
+  closed?: boolean;
   raw?: ClosableResponse;
 }
 
@@ -28,4 +30,11 @@ export function whenClosed(response: unknown, task: () => void): boolean {
     for (const run of first) run();
   });
   return true;
+}
+
+/** Whether the HTTP response of `response` is closed already (its client left while a guard or
+ * interceptor waited on Redis): whenClosed's task would then never run. */
+export function isClosed(response: unknown): boolean {
+  const raw = (response as ClosableResponse | undefined)?.raw ?? (response as ClosableResponse | undefined);
+  return raw?.closed === true;
 }

@@ -1,6 +1,9 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Controller, Get, Param } from '@nestjs/common';
 import { MaxConcurrent, RateLimit, RateLimiterService, RedisLimitEvents } from '../../lib/index.js';
 import { controllerApp, startupError, type ControllerApp } from '../harness/controller-app.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, type LimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
@@ -142,6 +145,30 @@ describe('concurrency slots', () => {
       const counters = app.app.get(RedisLimitEvents).counters().concurrencySlots;
       expect((await app.http.get('/exports/acme')).status).toBe(429);
       expect(app.app.get(RedisLimitEvents).counters().concurrencySlots).toEqual(counters);
+    });
+
+    it('holds the slot of a request whose client left until its handler ends', async () => {
+      await app.app.listen(0, '127.0.0.1');
+      const { port } = app.app.getHttpServer().address() as AddressInfo;
+      const slots = app.app.get(RedisConnection).keys.build('cs', 'umbrella', 'exports');
+      const leaving = httpRequest({ host: '127.0.0.1', port, path: '/exports/umbrella' });
+      leaving.on('error', () => undefined);
+      leaving.end();
+      await until(
+        () => gates.has('umbrella'),
+        10_000,
+        () => 'the request never reached its handler',
+      );
+      leaving.destroy(); // the client leaves; the export goes on, and keeps its slot
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await app.http.get('/exports/umbrella')).status).toBe(429);
+      expect(await limiterApp.raw.zcard(slots)).toBe(1);
+      letGo('umbrella');
+      await until(
+        async () => (await limiterApp.raw.zcard(slots)) === 0,
+        10_000,
+        () => 'the slot never came back',
+      );
     });
 
     it('frees the slot when the handler throws', async () => {
