@@ -7,7 +7,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 // lib/'s feature, transport and module files, as import paths from a folder of lib/ see them
-const FEATURES = String.raw`(rate-limit|delay-queue|expiring-hash|max-pending|dashboard|transports)/|redis-limit\.module|index\.js$`;
+const FEATURES = String.raw`(rate-limit|delay-queue|expiring-hash|max-pending|max-concurrent|dashboard|transports)/|redis-limit\.module|index\.js$`;
 
 const MODULE_FILES = 'A feature imports no module file: the module composes the options and wires the features.';
 
@@ -110,7 +110,7 @@ export default defineConfig(
           patterns: [
             { regex: String.raw`^\.\./(redis-limit\.|index\.js$)`, message: MODULE_FILES },
             {
-              regex: String.raw`^\.\./(rate-limit|delay-queue|expiring-hash|max-pending|dashboard)/`,
+              regex: String.raw`^\.\./(rate-limit|delay-queue|expiring-hash|max-pending|max-concurrent|dashboard)/`,
               allowTypeImports: true,
               message: "transports/ is the guards' common ground: it may name a feature's types, never import its code.",
             },

@@ -322,8 +322,9 @@ function showOverview(overview) {
   showHealth(overview);
   showCounters(overview.counters);
   showQueues(overview.queues, overview.unread.queues);
-  // not while an operator is typing an override: the redraw would wipe it
-  if (![...$('limits').querySelectorAll('input')].some((input) => input.value !== '')) showLimits(overview.limits, overview.unread.overrides);
+  // not while an operator is in an override's field (typing, or about to): the redraw would wipe it
+  const editing = [...$('limits').querySelectorAll('input')].some((input) => input.value !== '' || input === document.activeElement);
+  if (!editing) showLimits(overview.limits, overview.unread.overrides);
 }
 
 async function refresh() {

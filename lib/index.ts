@@ -13,6 +13,7 @@ export type { ExpiringEntry, ExpiringSetOptions, ExpiryMode, SetIfBelowResult, S
 export type { ExpiredField } from './expiring-hash/notifier.js';
 export { DelayQueueService } from './delay-queue/delay-queue.service.js';
 export { OnDelayed } from './delay-queue/on-delayed.decorator.js';
+export { DelayQueueTimeoutError, RetryLater, Unrecoverable, type RetryLaterOptions } from './delay-queue/handler-outcomes.js';
 export type {
   ConsumeOptions,
   DelayedHandler,
@@ -35,6 +36,9 @@ export { Funnel } from './rate-limit/funnel.decorator.js';
 export type { CostResolver, FunnelOptions, RateLimitOptions } from './rate-limit/rate-limit.metadata.js';
 export type { TierResolver } from './rate-limit/tier.js';
 export { MaxPending } from './max-pending/max-pending.decorator.js';
+export { MaxConcurrent } from './max-concurrent/max-concurrent.decorator.js';
+export type { MaxConcurrentOptions } from './max-concurrent/max-concurrent.metadata.js';
+export type { SlotOptions } from './rate-limit/slot-options.js';
 export { PendingSlot } from './max-pending/pending-slot.decorator.js';
 export type { MaxPendingOptions } from './max-pending/max-pending.metadata.js';
 export { RedisLimitError, RedisScriptError, RedisTimeoutError, RedisUnavailableError, type RedisLimitErrorCode } from './errors.js';

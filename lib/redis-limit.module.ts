@@ -14,9 +14,12 @@ import { DELAY_QUEUE_OPTIONS } from './delay-queue/delay-queue.input.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
 import { EXPIRING_HASH_OPTIONS } from './expiring-hash/expiring-hash.options.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
+import { MaxConcurrentInterceptor } from './max-concurrent/max-concurrent.interceptor.js';
+import { MaxConcurrentPlans } from './max-concurrent/max-concurrent.plans.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
 import { MaxPendingInterceptor } from './max-pending/max-pending.interceptor.js';
 import { MaxPendingPlans } from './max-pending/max-pending.plans.js';
+import { ConcurrencySlots } from './rate-limit/concurrency-slots.js';
 import { DecisionEngine } from './rate-limit/decision-engine.js';
 import { DefaultLimitsGuard } from './rate-limit/default-limits.guard.js';
 import { GatewayEnhancers } from './rate-limit/gateway-enhancers.js';
@@ -49,12 +52,14 @@ const CONNECTION: Provider = {
 };
 
 /** What the module exports: the services users inject, and what the guards need. `@RateLimit`,
- * `@Funnel` and `@MaxPending` attach guards that Nest builds in the user's own module, so their
- * dependencies (the connection, the plans) must be visible there too. */
+ * `@Funnel`, `@MaxPending` and `@MaxConcurrent` attach guards and interceptors that Nest builds in
+ * the user's own module, so their dependencies (the connection, the plans) must be visible there
+ * too. */
 const PROVIDERS = [
   RedisLimitEvents,
   CONNECTION,
   DecisionEngine,
+  ConcurrencySlots,
   RateLimiterService,
   ExpiringHashService,
   DelayQueueService,
@@ -63,6 +68,8 @@ const PROVIDERS = [
   MaxPendingPlans,
   MaxPendingGuard,
   MaxPendingInterceptor,
+  MaxConcurrentPlans,
+  MaxConcurrentInterceptor,
 ];
 
 /**

@@ -62,9 +62,9 @@ export abstract class RoutePlans<P> implements OnModuleInit {
             continue;
           }
           handlers += 1;
-          if (isFieldResolver(handler) && this.declaredOn(handler) && !this.fieldGuards()) {
+          if (isFieldResolver(handler) && this.declaredOn(handler) && !this.fieldEnhanced()) {
             throw new TypeError(
-              `${route.route}: ${this.decorators} cannot take effect on a @ResolveField unless GraphQLModule's fieldResolverEnhancers includes 'guards'`,
+              `${route.route}: ${this.decorators} cannot take effect on a @ResolveField unless GraphQLModule's fieldResolverEnhancers includes '${this.enhancer}'`,
             );
           }
           this.remember(metatype as Type, handler, this.compile(route));
@@ -81,12 +81,15 @@ export abstract class RoutePlans<P> implements OnModuleInit {
     if (problems.length > 0) throw problemsError(`Invalid ${this.what} options`, problems);
   }
 
-  /** Whether the app's GraphQL module runs guards on field resolvers (its options provider,
+  /** What the decorators attach, which a field resolver runs only where GraphQLModule says so. */
+  protected readonly enhancer: 'guards' | 'interceptors' = 'guards';
+
+  /** Whether the app's GraphQL module runs `enhancer` on field resolvers (its options provider,
    * found by Nest's token, so @nestjs/graphql is never imported). */
-  private fieldGuards(): boolean {
+  private fieldEnhanced(): boolean {
     for (const module of this.modules.values()) {
       const options = module.providers.get(GRAPHQL_MODULE_OPTIONS)?.instance as { fieldResolverEnhancers?: unknown } | undefined;
-      if (options !== undefined) return Array.isArray(options.fieldResolverEnhancers) && options.fieldResolverEnhancers.includes('guards');
+      if (options !== undefined) return Array.isArray(options.fieldResolverEnhancers) && options.fieldResolverEnhancers.includes(this.enhancer);
     }
     return false;
   }

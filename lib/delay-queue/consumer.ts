@@ -4,7 +4,8 @@ import { RedisLimitError } from '../errors.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import type { DelayQueueClaimMessageReply, DelayQueueClaimReply } from '../redis/script-bindings.generated.js';
-import { retryDelayMs } from './backoff.js';
+import { failureDelayMs } from './backoff.js';
+import { abortReason, DelayQueueTimeoutError, isRetryLater, isUnrecoverable } from './handler-outcomes.js';
 import { parsePayload, type ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
@@ -27,6 +28,10 @@ const RETRY_MS = 500;
 /** Dead messages one death or claim deletes at most (past retention or maxDead), so its script
  * stays short; the rest go with later calls. */
 const DEAD_TRIM_BATCH = 1000;
+
+/** Whether a handler's error is its giving up when its signal fired with `reason`: the reason
+ * itself, or an AbortError (what fetch, timers and streams reject with). */
+const gaveUp = (error: unknown, reason: Error): boolean => error === reason || (error instanceof Error && error.name === 'AbortError');
 
 /** Done to a handled message, or one about to die, before its outcome is recorded: resolves how
  * long (ms) to hold it first; undefined when there is nothing to do. It never rejects. */
@@ -73,11 +78,33 @@ export class Consumer implements DelayQueueConsumer {
   private readonly acks: AckBatcher;
   /** With a rate limit, what admits claimed messages to their handlers. */
   private readonly admission: RateAdmission | undefined;
+  /** Each delivered message's signal, from the claim until its handler runs. */
+  private readonly controllers = new WeakMap<DelayedMessage, AbortController>();
+  /** The signals of the handlers running, by their lease (which a reclaim keeps). */
+  private readonly running = new Map<Lease, AbortController>();
+  /** Every running handler's signal's reason once stop() is called. */
+  private readonly stopping = abortReason('the consumer is stopping');
+  /** A handler's signal's reason when Redis says another claim holds its message now. */
+  private readonly leaseLost = abortReason('its lease was lost: another consumer may hold the message now');
+  private backoffReported = false;
+  private pauseUnkeyedReported = false;
+  /** A `backoff` option that failed: said once per consumer, the doubling stands in. */
+  private readonly reportBackoff = (problem: string): void => {
+    if (this.backoffReported) return;
+    this.backoffReported = true;
+    this.logger.error(`${problem}: the doubling of backoffMs stands in (logged once)`);
+  };
 
   constructor(private readonly deps: ConsumerDeps) {
     this.logger = new Logger(`DelayQueue:${deps.queue}`);
     const { redis, keys, options } = deps;
-    this.leases = new LeaseRenewer({ redis, keys, visibilityTimeoutMs: options.visibilityTimeoutMs, logger: this.logger });
+    this.leases = new LeaseRenewer({
+      redis,
+      keys,
+      visibilityTimeoutMs: options.visibilityTimeoutMs,
+      logger: this.logger,
+      lost: (lease) => this.running.get(lease)?.abort(this.leaseLost),
+    });
     this.acks = new AckBatcher({
       send: (leases) => redis.scripts.call('queueAck', { keys, args: { leases } }),
       leases: this.leases,
@@ -117,6 +144,7 @@ export class Consumer implements DelayQueueConsumer {
     this.stopped = true;
     this.schedule.stop();
     this.deps.onStop(this);
+    for (const controller of this.running.values()) controller.abort(this.stopping);
     const finishing = Promise.allSettled([...this.inFlight]).then(() => Promise.allSettled([...this.holding]));
     await Promise.race([finishing, sleep(timeoutMs, undefined, { ref: false })]);
     await this.acks.flush();
@@ -191,7 +219,7 @@ export class Consumer implements DelayQueueConsumer {
   private async handle(messages: readonly DelayQueueClaimMessageReply[], leasedUntil: number): Promise<void> {
     const fresh: DelayedMessage[] = [];
     const tokens: number[] = [];
-    for (const { id, payload, runAt, attempt, token } of messages) {
+    for (const { id, payload, runAt, attempt, token, fence } of messages) {
       const held = this.leases.get(id);
       if (held) {
         // its lease ran out (a renewal came late) and our own claim took it back: the handler
@@ -206,13 +234,15 @@ export class Consumer implements DelayQueueConsumer {
         const lease = { id, token, attempt, leasedUntil };
         this.leases.hold(lease);
         // held like a handled message, so stop() waits for its death to be recorded
-        const dying: Promise<void> = this.fail({ id, queue: this.deps.queue, payload: null, runAt, attempt }, lease, parsed, true).finally(() =>
-          this.holding.delete(dying),
-        );
+        const poison = { id, queue: this.deps.queue, payload: null, runAt, attempt, signal: new AbortController().signal, fence };
+        const dying: Promise<void> = this.fail(poison, lease, parsed, true).finally(() => this.holding.delete(dying));
         this.holding.add(dying);
         continue;
       }
-      fresh.push({ id, queue: this.deps.queue, payload: parsed.payload, runAt, attempt });
+      const controller = new AbortController();
+      const message = { id, queue: this.deps.queue, payload: parsed.payload, runAt, attempt, signal: controller.signal, fence };
+      this.controllers.set(message, controller);
+      fresh.push(message);
       tokens.push(token);
     }
     const start = (verdicts: Admission[] | undefined) => this.settle(fresh, tokens, verdicts, leasedUntil);
@@ -247,22 +277,64 @@ export class Consumer implements DelayQueueConsumer {
     }
     const { events } = this.deps.redis;
     const { id, queue, attempt } = message;
+    const controller = this.controllers.get(message)!;
+    this.running.set(lease, controller);
     events.queue({ type: 'redis-limit.queue.delivered', queue, id, attempt, runAt: message.runAt });
+    let overdue: Promise<unknown> | undefined;
     const running: Promise<void> = (async () => {
-      try {
-        await this.deps.handler(message);
+      const outcome = await this.attempt(message, controller, (handling) => void (overdue = handling));
+      if (controller.signal.reason === this.leaseLost) {
+        // another claim holds the message: this outcome is not its to record
+      } else if (outcome.ok) {
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
         const holdMs = (await this.deps.settle(message)) ?? 0;
         if (holdMs > 0) this.hold(lease, holdMs);
         else this.acks.ack(lease);
-      } catch (error) {
-        await this.fail(message, lease, error);
-      }
+      } else if (controller.signal.reason === this.stopping && !outcome.timedOut && gaveUp(outcome.error, this.stopping)) {
+        // asked to stop, it stopped: back now, no attempt
+        await this.retryLater(message, lease, 0, false);
+      } else if (isRetryLater(outcome.error)) await this.retryLater(message, lease, outcome.error.delayMs, outcome.error.pauseKey);
+      else await this.fail(message, lease, outcome.error, isUnrecoverable(outcome.error));
+      // a handler past its timeout keeps its place in `concurrency` until it really ends
+      await overdue;
     })().finally(() => {
+      this.running.delete(lease);
       this.inFlight.delete(running);
       if (this.saturated) this.wake();
     });
     this.inFlight.add(running);
+  }
+
+  /**
+   * Runs the handler, bounded by `timeoutMs`: its outcome, or at the timeout a failure with a
+   * DelayQueueTimeoutError, after which the handler runs on unheeded (`overdue` gets it, settled).
+   */
+  private async attempt(
+    message: DelayedMessage,
+    controller: AbortController,
+    overdue: (handling: Promise<unknown>) => void,
+  ): Promise<{ ok: true } | { ok: false; error: unknown; timedOut?: true }> {
+    // a handler that throws synchronously fails like one that rejects
+    const settled = (async () => this.deps.handler(message))().then(
+      () => ({ ok: true as const }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    const { timeoutMs } = this.deps.options;
+    if (timeoutMs === undefined) return settled;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<{ ok: false; error: unknown; timedOut: true }>((resolve) => {
+      timer = setTimeout(() => {
+        const error = new DelayQueueTimeoutError(timeoutMs);
+        controller.abort(error);
+        overdue(settled);
+        resolve({ ok: false, error, timedOut: true });
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([settled, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Acknowledges a handled message after `ms`; its lease is renewed meanwhile. */
@@ -276,7 +348,8 @@ export class Consumer implements DelayQueueConsumer {
 
   /**
    * Records a failure: a retry after the backoff, or death once the last attempt has failed (or
-   * at once, `now`: a message no attempt can handle). One script call, fenced by the lease.
+   * at once, `now`: a message no attempt can handle, or a handler's Unrecoverable). One script
+   * call, fenced by the lease.
    */
   private async fail(message: DelayedMessage, lease: Lease, error: unknown, now = false): Promise<void> {
     const { options, dead, redis, keys } = this.deps;
@@ -289,28 +362,72 @@ export class Consumer implements DelayQueueConsumer {
         const holdMs = (await this.deps.settle(message)) ?? 0;
         if (holdMs > 0) await sleep(holdMs);
       }
-      let dueAgain: number;
-      let attempt: number;
-      let token: number;
-      do {
-        ({ attempt, token } = lease);
-        const backoffMs = dies(attempt) ? -1 : retryDelayMs(attempt, options);
+      let attempt = lease.attempt;
+      const dueAgain = await this.fenced(lease, (token, current) => {
+        attempt = current;
+        const backoffMs = dies(attempt) ? -1 : failureDelayMs(attempt, error, options, this.reportBackoff);
         const { deadRetentionMs, maxDead } = dead;
-        dueAgain = await redis.scripts.call('queueFail', {
-          keys,
-          args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH },
-        });
-        // that claim no longer holds the message; unless our own claim took it back meanwhile
-        // (then this failure is the new claim's), nothing to record or report
-      } while (dueAgain === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(id) === lease);
+        return redis.scripts.call('queueFail', { keys, args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH } });
+      });
       if (dueAgain >= 0) this.schedule.at(dueAgain);
-      if (dueAgain === QueueReply.DIED) redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error });
-      else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
+      if (dueAgain === QueueReply.DIED) {
+        redis.events.queue({ type: 'redis-limit.queue.dead', queue, id, attempt, error, ...(isUnrecoverable(error) ? { unrecoverable: true as const } : {}) });
+      } else if (dueAgain >= 0) redis.events.queue({ type: 'redis-limit.queue.retry', queue, id, attempt, dueAt: dueAgain, error });
     } catch (failure) {
       this.logger.warn(`could not record the failure of ${message.id}: ${(failure as Error).message}`);
     } finally {
       // recorded, refused, or lost to an outage: either way it comes back without us
       this.leases.release(lease);
     }
+  }
+
+  /**
+   * A handler's RetryLater (or a stop it heeded): the message is due again after `delayMs`, and
+   * that claim was no attempt; with `pauseKey`, every message of its rate key waits as long
+   * (admit.lua). Fenced by the lease as a failure is.
+   */
+  private async retryLater(message: DelayedMessage, lease: Lease, delayMs: number, pauseKey: boolean): Promise<void> {
+    const { redis, keys } = this.deps;
+    const { id, queue } = message;
+    const paces = pauseKey ? this.paceToPause(message) : [];
+    try {
+      const dueAt = await this.fenced(lease, (token) => redis.scripts.call('queueRetryLater', { keys: { ...keys, paces }, args: { id, delayMs, token } }));
+      if (dueAt >= 0) {
+        this.schedule.at(dueAt);
+        redis.events.queue({ type: 'redis-limit.queue.retry-later', queue, id, attempt: message.attempt, dueAt, pausedKey: paces.length > 0 });
+      }
+    } catch (failure) {
+      // the lease runs out and the message comes back (as an attempt: the claim stays counted)
+      this.logger.warn(`could not schedule ${id} again as its handler asked: ${(failure as Error).message}`);
+    } finally {
+      this.leases.release(lease);
+    }
+  }
+
+  /** The pace key a RetryLater with pauseKey pauses: none without a rate key (said once). */
+  private paceToPause(message: DelayedMessage): string[] {
+    const pace = this.admission?.paceKey(message);
+    if (typeof pace === 'string') return [pace];
+    if (!this.pauseUnkeyedReported) {
+      this.pauseUnkeyedReported = true;
+      const why = pace === undefined ? 'this consumer has no rateLimit' : `its rate key failed: ${pace.message}`;
+      this.logger.warn(`RetryLater with pauseKey: ${why}, so only the message waits (logged once)`);
+    }
+    return [];
+  }
+
+  /**
+   * Runs a lease-fenced script with the lease's token. LEASE_LOST: that claim no longer holds the
+   * message; unless our own claim took it back meanwhile (then the outcome is the new claim's, and
+   * it is sent again with its token), there is nothing to record or report.
+   */
+  private async fenced(lease: Lease, call: (token: number, attempt: number) => Promise<number>): Promise<number> {
+    let reply: number;
+    let token: number;
+    do {
+      token = lease.token;
+      reply = await call(token, lease.attempt);
+    } while (reply === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(lease.id) === lease);
+    return reply;
   }
 }

@@ -1,7 +1,7 @@
 import { assertKey } from '../redis/keys.js';
 import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from '../rate-limit/policy.js';
 import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
-import { assertWellFormed, describeValue, numberError } from '../validation.js';
+import { assertTimerMs, assertWellFormed, describeValue, numberError } from '../validation.js';
 
 /**
  * The payload as JSON, checked to come back as it was: plain objects, arrays, strings, finite
@@ -92,7 +92,7 @@ export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts i
 
 /** The consume options that are plain integers, with their defaults (the `@default`s
  * ConsumeOptions states). */
-type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency'>>;
+type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency' | 'backoff' | 'jitter' | 'timeoutMs'>>;
 
 export const CONSUME_DEFAULTS: IntegerConsumeOptions = {
   concurrency: 10,
@@ -111,6 +111,9 @@ export interface ConsumerRateLimit {
 export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
   rateLimit: ConsumerRateLimit | undefined;
   globalConcurrency: number | undefined;
+  backoff: ((attempt: number, error: unknown) => number) | undefined;
+  jitter: boolean;
+  timeoutMs: number | undefined;
 }
 
 /**
@@ -120,13 +123,28 @@ export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
  */
 export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): ResolvedConsumeOptions {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
-  const { rateLimit, globalConcurrency, ...integers } = opts as ConsumeOptions;
-  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'globalConcurrency'];
+  const { rateLimit, globalConcurrency, backoff, jitter = false, timeoutMs, ...integers } = opts as ConsumeOptions;
+  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'globalConcurrency', 'backoff', 'jitter', 'timeoutMs'];
   const resolved = resolveIntegers(integers, CONSUME_DEFAULTS, { backoffMs: 0, maxBackoffMs: 0 }, at, names);
   if (globalConcurrency !== undefined && (typeof globalConcurrency !== 'number' || !Number.isSafeInteger(globalConcurrency) || globalConcurrency < 1)) {
     throw new (numberError(globalConcurrency))(`${at}.globalConcurrency must be an integer >= 1, got ${describeValue(globalConcurrency)}`);
   }
-  return { ...resolved, rateLimit: rateLimit === undefined ? undefined : resolveRateLimit(rateLimit, `${at}.rateLimit`), globalConcurrency };
+  if (backoff !== undefined) {
+    if (typeof backoff !== 'function') throw new TypeError(`${at}.backoff must be a function (attempt, error) => ms, got ${describeValue(backoff)}`);
+    // one of them would be ignored
+    if (integers.backoffMs !== undefined) throw new TypeError(`${at}: give backoff or backoffMs, not both (backoff replaces the doubling of backoffMs)`);
+  }
+  if (typeof jitter !== 'boolean') throw new TypeError(`${at}.jitter must be a boolean, got ${describeValue(jitter)}`);
+  // a longer Node timer fires after 1 ms
+  if (timeoutMs !== undefined) assertTimerMs(timeoutMs, 'a positive integer', `${at}.timeoutMs`);
+  return {
+    ...resolved,
+    rateLimit: rateLimit === undefined ? undefined : resolveRateLimit(rateLimit, `${at}.rateLimit`),
+    globalConcurrency,
+    backoff,
+    jitter,
+    timeoutMs,
+  };
 }
 
 function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {

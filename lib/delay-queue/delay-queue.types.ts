@@ -15,6 +15,21 @@ export interface DelayedMessage<T = unknown> {
    * (or an admission that never happened) is no attempt. It dies when attempt `maxAttempts`
    * fails. */
   attempt: number;
+  /**
+   * Fires when this delivery should end: `timeoutMs` passed (reason: a DelayQueueTimeoutError;
+   * the attempt has failed already), its lease was lost (another consumer may hold the message
+   * now; whatever this handler does next is ignored), or its consumer is stopping (reason: an
+   * AbortError; a handler that then gives up, throwing that reason or any AbortError, puts its
+   * message back at once, as no attempt). Pass it to `fetch` and the like.
+   */
+  signal: AbortSignal;
+  /**
+   * A number that grows with every claim of any message of this queue: for this id it grows with
+   * every delivery and never repeats, across acknowledgements and enqueues of the same id again.
+   * A token for fenced writes downstream (write only if the stored fence is lower), so a late
+   * write from a handler that lost its lease or timed out loses to a newer delivery's.
+   */
+  fence: number;
 }
 
 /** `enqueue`'s options: when the message is due (`delayMs` or `runAt`, not both) and its id. */
@@ -71,10 +86,24 @@ export interface ConsumeOptions<T = unknown> {
    * @default 1000
    * @throws TypeError / RangeError `opts.backoffMs` when not an integer >= 0. */
   backoffMs?: number;
-  /** ms a retry waits at most, however often the delay has doubled.
+  /** ms a retry waits at most, however often the delay has doubled (or whatever `backoff` says).
    * @default 3_600_000 (an hour)
    * @throws TypeError / RangeError `opts.maxBackoffMs` when not an integer >= 0. */
   maxBackoffMs?: number;
+  /**
+   * ms before the next attempt once attempt `attempt` (1 on first delivery) failed with `error`:
+   * replaces the doubling of `backoffMs` (so not given with it), still capped by `maxBackoffMs`.
+   * A throw, or a result that is not a finite number >= 0, falls back to the doubling (logged
+   * once per consumer). Not called for `RetryLater` (its own delay) or `Unrecoverable` (no retry).
+   * @default the doubling of `backoffMs`
+   * @throws TypeError `opts.backoff` when not a function, or given with `opts.backoffMs`.
+   */
+  backoff?: (attempt: number, error: unknown) => number;
+  /** Each retry's delay drawn uniformly from [delay / 2, delay] rather than the delay itself, so
+   * messages that failed together (an upstream outage) do not all come back at once.
+   * @default false
+   * @throws TypeError `opts.jitter` when not a boolean. */
+  jitter?: boolean;
   /**
    * At most `limit` handler starts per `windowMs` per key (e.g. per tenant), across every process
    * consuming the queue, counted by the rate limiter's own algorithm (default sliding window).
@@ -107,6 +136,15 @@ export interface ConsumeOptions<T = unknown> {
    * @throws TypeError / RangeError `opts.globalConcurrency` when not an integer >= 1.
    */
   globalConcurrency?: number;
+  /**
+   * ms a handler may run: then `message.signal` fires with a DelayQueueTimeoutError, and the
+   * attempt fails with it (retried after the backoff, dead after `maxAttempts`), even if the
+   * handler ignores the signal; what that handler does afterwards (its resolve, its throw) changes
+   * nothing. Until it really ends it still takes one of `concurrency`'s places.
+   * @default none: a handler runs as long as it takes (its lease is renewed meanwhile)
+   * @throws TypeError / RangeError `opts.timeoutMs` when not an integer from 1 to 2^31 − 1.
+   */
+  timeoutMs?: number;
 }
 
 /** Module option `delayQueue`: how much of each queue's dead set is kept. Checked when the
@@ -173,6 +211,7 @@ export interface DelayQueueConsumer {
 }
 
 /** A consumer's handler: resolving acknowledges the message; throwing or rejecting is a failed
- * attempt (retried with backoff, dead after `maxAttempts`). */
+ * attempt (retried with backoff, dead after `maxAttempts`), except `RetryLater` (due again after
+ * its delay, no attempt) and `Unrecoverable` (dead now). */
 // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- says a handler may return a promise, as the API's contract reads
 export type DelayedHandler<T = unknown> = (message: DelayedMessage<T>) => unknown | Promise<unknown>;

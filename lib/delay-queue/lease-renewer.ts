@@ -22,6 +22,8 @@ export interface LeaseRenewerDeps {
   keys: QueueKeys;
   visibilityTimeoutMs: number;
   logger: Logger;
+  /** A lease Redis said this claim no longer holds, dropped. */
+  lost: (lease: Lease) => void;
 }
 
 /**
@@ -88,6 +90,7 @@ export class LeaseRenewer {
         if (gone.has(lease.id)) {
           this.held.delete(lease.id);
           dropped += 1;
+          this.deps.lost(lease);
         } else {
           lease.leasedUntil = Math.max(lease.leasedUntil, sentAt + visibilityTimeoutMs);
         }

@@ -85,6 +85,12 @@ export class RateAdmission {
     }
   }
 
+  /** The pace key of a message's rate key (what a RetryLater with pauseKey pauses), or why it has none. */
+  paceKey(message: DelayedMessage): string | Error {
+    const rate = this.rate(message);
+    return rate instanceof Error ? rate : rate.pace;
+  }
+
   /** The counter and pace keys of a message's rate key, or why it has none. */
   private rate(message: DelayedMessage): DelayQueueAdmitRateKeys | Error {
     const { key } = this.rateLimit;

@@ -11,7 +11,7 @@ import { heldSlot, holdSlot, releaseSlot, type HeldSlot } from './pending-slot.j
 import { openRoute, sendDecisionHeaders } from '../transports/guard-opening.js';
 import { defaultKey, userFailure } from '../transports/transport.adapter.js';
 import { isWellFormed } from '../validation.js';
-import { whenClosed } from './response-close.js';
+import { whenClosed } from '../transports/response-close.js';
 
 /** A request that reserved its slot already (another guard instance met it first). */
 const holdsSlot = (req: object): boolean => heldSlot(req) !== undefined;

@@ -64,6 +64,9 @@ export type RedisLimitEvent =
        * `decisions` (it is a refusal now); absent when no rate limit decided it */
       counted?: 'allowed' | 'shadow-refused';
     }
+  /** A concurrency slot of `key` was refused: all `limit` were held. `route`: the `@MaxConcurrent`
+   * handler (absent for `acquireSlot`); `name`: the slots' name, if any. */
+  | { type: 'redis-limit.concurrency.refused'; route?: string; name?: string; key: string; limit: number; retryAfterMs: number }
   /** setOverride changed the limits named `name` in every instance (from this one); `override`
    * is what now applies, null when removed. */
   | { type: 'redis-limit.override'; name: string; override: { limit: number; windowMs: number } | null }
@@ -71,7 +74,11 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.queue.delivered'; queue: string; id: string; attempt: number; runAt: number }
   | { type: 'redis-limit.queue.handled'; queue: string; id: string; attempt: number }
   | { type: 'redis-limit.queue.retry'; queue: string; id: string; attempt: number; dueAt: number; error: unknown }
-  | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown }
+  /** A handler threw RetryLater: due again at `dueAt`, not an attempt; `pausedKey`: its rate key
+   * waits as long. */
+  | { type: 'redis-limit.queue.retry-later'; queue: string; id: string; attempt: number; dueAt: number; pausedKey: boolean }
+  /** Out of attempts, or at once: `unrecoverable` when its handler threw Unrecoverable. */
+  | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown; unrecoverable?: true }
   /** `retryDead` moved `count` dead messages back to scheduled; `purgeDead` deleted `count`. */
   | { type: 'redis-limit.queue.dead-retried'; queue: string; count: number }
   | { type: 'redis-limit.queue.dead-purged'; queue: string; count: number };
@@ -94,12 +101,28 @@ export interface RedisLimitCounters {
   /** 1 while Redis answers, 0 during an outage. */
   redisUp: 0 | 1;
   maxPendingRefused: number;
+  /** Concurrency slots (`@MaxConcurrent`, `acquireSlot`) taken, and refused because all were held. */
+  concurrencySlots: { taken: number; refused: number };
   /** Requests that shadow limits would have refused, let through. */
   shadowRefused: number;
   /** Stacks refused from the refusal cache, without a Redis call (also counted in `decisions`). */
   refusalCacheHits: number;
-  /** Per queue name. */
-  queues: Record<string, { enqueued: number; delivered: number; handled: number; retried: number; dead: number; deadRetried: number; deadPurged: number }>;
+  /** Per queue name. `retriedLater`: RetryLater thrown; `unrecoverable`: of the `dead`, those
+   * whose handler threw Unrecoverable. */
+  queues: Record<
+    string,
+    {
+      enqueued: number;
+      delivered: number;
+      handled: number;
+      retried: number;
+      retriedLater: number;
+      dead: number;
+      unrecoverable: number;
+      deadRetried: number;
+      deadPurged: number;
+    }
+  >;
   /** Per queue, its sizes when last read (a gauge: `DelayQueueService.size()`, `queues()` and
    * `prometheus()` read them; nothing reads them in the background). */
   queueSizes: Record<string, { scheduled: number; inFlight: number; dead: number }>;

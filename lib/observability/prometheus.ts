@@ -45,6 +45,10 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
   family('redis_outages_total', 'counter', 'Redis outages begun.', [['', c.outages]]);
   family('redis_up', 'gauge', '1 while Redis answers, 0 during an outage.', [['', c.redisUp]]);
   family('max_pending_refused_total', 'counter', 'Requests refused because their owner was at its @MaxPending cap.', [['', c.maxPendingRefused]]);
+  family('concurrency_slots_total', 'counter', 'Concurrency slots (@MaxConcurrent, acquireSlot) taken, and refused because all were held.', [
+    ['{outcome="taken"}', c.concurrencySlots.taken],
+    ['{outcome="refused"}', c.concurrencySlots.refused],
+  ]);
   family('shadow_refused_total', 'counter', 'Requests shadow limits would have refused, let through.', [['', c.shadowRefused]]);
   const queues = Object.entries(c.queues);
   family(

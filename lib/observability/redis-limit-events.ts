@@ -45,6 +45,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     outages: 0,
     redisUp: 1,
     maxPendingRefused: 0,
+    concurrencySlots: { taken: 0, refused: 0 },
     shadowRefused: 0,
     refusalCacheHits: 0,
     queues: {},
@@ -143,6 +144,26 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     this.emit({ type: 'redis-limit.redis-up' });
   }
 
+  /** A concurrency slot taken (`refused` undefined), or refused (and then announced). */
+  concurrencySlot(refused?: { route: string | undefined; name: string | undefined; key: string; limit: number; retryAfterMs: number }): void {
+    if (refused === undefined) {
+      this.counts.concurrencySlots.taken += 1;
+      return;
+    }
+    this.counts.concurrencySlots.refused += 1;
+    const { route, name, key, limit, retryAfterMs } = refused;
+    if (this.listened) {
+      this.emit({
+        type: 'redis-limit.concurrency.refused',
+        ...(route === undefined ? {} : { route }),
+        ...(name === undefined ? {} : { name }),
+        key,
+        limit,
+        retryAfterMs,
+      });
+    }
+  }
+
   maxPendingRefused(route: string, owner: string, max: number, counted: CountedOutcome | undefined): void {
     this.counts.maxPendingRefused += 1;
     if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max, ...(counted === undefined ? {} : { counted }) });
@@ -163,8 +184,19 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
 
   /** Queue events: counted per queue under the event's last word. */
   queue(event: Extract<RedisLimitEvent, { queue: string }>): void {
-    const counts = (this.counts.queues[event.queue] ??= { enqueued: 0, delivered: 0, handled: 0, retried: 0, dead: 0, deadRetried: 0, deadPurged: 0 });
+    const counts = (this.counts.queues[event.queue] ??= {
+      enqueued: 0,
+      delivered: 0,
+      handled: 0,
+      retried: 0,
+      retriedLater: 0,
+      dead: 0,
+      unrecoverable: 0,
+      deadRetried: 0,
+      deadPurged: 0,
+    });
     counts[QUEUE_COUNTER[event.type]] += 'count' in event ? event.count : 1;
+    if (event.type === 'redis-limit.queue.dead' && event.unrecoverable) counts.unrecoverable += 1;
     if (this.listened) this.emit(event);
   }
 
@@ -196,6 +228,7 @@ const QUEUE_COUNTER: Record<Extract<RedisLimitEvent, { queue: string }>['type'],
   'redis-limit.queue.delivered': 'delivered',
   'redis-limit.queue.handled': 'handled',
   'redis-limit.queue.retry': 'retried',
+  'redis-limit.queue.retry-later': 'retriedLater',
   'redis-limit.queue.dead': 'dead',
   'redis-limit.queue.dead-retried': 'deadRetried',
   'redis-limit.queue.dead-purged': 'deadPurged',

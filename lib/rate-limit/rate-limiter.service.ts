@@ -18,7 +18,9 @@ import {
   type RateLimitDecision,
   type RateLimitPolicy,
 } from './policy.js';
-import { assertPositiveInteger } from '../validation.js';
+import { assertPositiveInteger, assertWellFormed } from '../validation.js';
+import { ConcurrencySlots, isRefusal } from './concurrency-slots.js';
+import { assertSlotOptions, type SlotOptions } from './slot-options.js';
 
 /**
  * Rate limits from code: consume, peek, wait, refund, penalize, block and reset a key's counter,
@@ -42,7 +44,44 @@ import { assertPositiveInteger } from '../validation.js';
 @Injectable()
 export class RateLimiterService {
   // checks what callers give and turns it into checked limits; the engine decides
-  constructor(@Inject(DecisionEngine) private readonly engine: DecisionEngine) {}
+  constructor(
+    @Inject(DecisionEngine) private readonly engine: DecisionEngine,
+    @Inject(ConcurrencySlots) private readonly slots: ConcurrencySlots,
+  ) {}
+
+  /**
+   * Takes one of `key`'s concurrency slots, across every app instance, unless `opts.limit` are
+   * held: at most `limit` holders of a key at once (a tenant's exports). The slot is renewed every
+   * third of `leaseMs` while this process lives; `release()` gives it back (once; later calls do
+   * nothing). A process that dies stops renewing, and its slots come back when their leases end.
+   * Slots of different `name`s are counted apart.
+   * @param key - whose slots, e.g. `tenant:42`: a non-empty string
+   * @param opts - `{ limit, name?, leaseMs? }`: `limit` a positive integer; `name` a non-empty
+   * string; `leaseMs` (default 30,000) an integer from 1 to 2^31 − 1
+   * @returns the slot, or null when all `limit` are held
+   * @throws TypeError `key` when not a non-empty string; TypeError `opts` when not an object, or
+   * with another option; TypeError / RangeError `opts.limit`, `opts.name`, `opts.leaseMs`.
+   * @throws RedisUnavailableError, RedisTimeoutError or RedisScriptError when Redis fails (also
+   * from `release()`: the slot then comes back when its lease ends).
+   * @example
+   * ```ts
+   * const slot = await limiter.acquireSlot(`tenant:${tenantId}`, { limit: 2, name: 'exports' });
+   * if (slot === null) throw new HttpException('two exports are running already', 429);
+   * try {
+   *   await this.runExport(tenantId);
+   * } finally {
+   *   await slot.release();
+   * }
+   * ```
+   */
+  async acquireSlot(key: string, opts: SlotOptions): Promise<{ release(): Promise<void> } | null> {
+    assertKey(key, 'key');
+    assertWellFormed(key, 'key');
+    const { limit, name, leaseMs } = assertSlotOptions(opts, 'opts');
+    const slot = await this.slots.acquire(key, { name }, limit, leaseMs);
+    if (isRefusal(slot)) return null;
+    return { release: () => slot.release() };
+  }
 
   /**
    * Every limit this app declares with `name` (`@RateLimit`, `@Funnel`, defaultLimits) uses `policy`

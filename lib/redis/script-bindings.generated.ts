@@ -20,6 +20,27 @@ function list(reply: Reply, file: string): readonly Reply[] {
   return reply;
 }
 
+// concurrency/slot-acquire.lua
+/** concurrency/slot-acquire.lua: KEYS, by name. */ export interface ConcurrencySlotAcquireKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
+/** concurrency/slot-acquire.lua: ARGV, by name. */ export interface ConcurrencySlotAcquireArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the new slot's id */ readonly id: string; /** slots held at most */ readonly limit: number; /** how long the slot lasts unless renewed */ readonly leaseMs: number; }
+/** concurrency/slot-acquire.lua: its reply, by name. */ export interface ConcurrencySlotAcquireReply { /** 1 when the slot was taken, else 0 */ readonly taken: number; /** slots held after the call (this one included when taken) */ readonly held: number; /** 0 when taken; else until the soonest lease ends */ readonly retryAfterMs: number; }
+/** Take one of a key's concurrency slots, unless `limit` are held. The slots are a sorted set of slot ids scored by the time their lease ends: a holder renews its lease while it runs, and the slots of one that died (its leases ended unrenewed) are dropped here, which gives them back. */ export interface ConcurrencySlotAcquireCall { readonly keys: ConcurrencySlotAcquireKeys; readonly args: ConcurrencySlotAcquireArgs; }
+const CONCURRENCY_SLOT_ACQUIRE: ScriptBinding<ConcurrencySlotAcquireCall, ConcurrencySlotAcquireReply> = { encode: ({ keys, args }) => [keys.slots, args.now ?? '', args.id, args.limit, args.leaseMs], decode: (reply) => { const r = list(reply, "concurrency/slot-acquire.lua"); return { taken: Number(r[0]), held: Number(r[1]), retryAfterMs: Number(r[2]) }; } };
+
+// concurrency/slot-release.lua
+/** concurrency/slot-release.lua: KEYS, by name. */ export interface ConcurrencySlotReleaseKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
+/** concurrency/slot-release.lua: ARGV, by name. */ export interface ConcurrencySlotReleaseArgs { readonly id: string; }
+/** concurrency/slot-release.lua: 1 when the slot was held, else 0 */ export type ConcurrencySlotReleaseReply = number;
+/** Give a concurrency slot back (its holder ended); a slot already gone changes nothing. */ export interface ConcurrencySlotReleaseCall { readonly keys: ConcurrencySlotReleaseKeys; readonly args: ConcurrencySlotReleaseArgs; }
+const CONCURRENCY_SLOT_RELEASE: ScriptBinding<ConcurrencySlotReleaseCall, ConcurrencySlotReleaseReply> = { encode: ({ keys, args }) => [keys.slots, args.id], decode: (reply) => Number(reply) };
+
+// concurrency/slot-renew.lua
+/** concurrency/slot-renew.lua: KEYS, by name. */ export interface ConcurrencySlotRenewKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
+/** concurrency/slot-renew.lua: ARGV, by name. */ export interface ConcurrencySlotRenewArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; readonly leaseMs: number; }
+/** concurrency/slot-renew.lua: 1 when renewed; 0 when the slot was no longer held (its lease had ended and it was given back): its holder now runs over the limit */ export type ConcurrencySlotRenewReply = number;
+/** Renew a concurrency slot while its holder runs: its lease ends `leaseMs` from now. */ export interface ConcurrencySlotRenewCall { readonly keys: ConcurrencySlotRenewKeys; readonly args: ConcurrencySlotRenewArgs; }
+const CONCURRENCY_SLOT_RENEW: ScriptBinding<ConcurrencySlotRenewCall, ConcurrencySlotRenewReply> = { encode: ({ keys, args }) => [keys.slots, args.now ?? '', args.id, args.leaseMs], decode: (reply) => Number(reply) };
+
 // delay-queue/ack.lua
 /** delay-queue/ack.lua: KEYS, by name. */ export interface DelayQueueAckKeys { /** (unused) */ readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; }
 /** pairs */ export interface DelayQueueAckLease { readonly id: string; /** the lease token of the claim that handled it */ readonly token: number; }
@@ -37,7 +58,7 @@ const DELAY_QUEUE_ACK: ScriptBinding<DelayQueueAckCall, DelayQueueAckReply> = {
 };
 
 // delay-queue/admit.lua
-/** two per message, in ARGV order, all in the queue's hash slot (a key may repeat) */ export interface DelayQueueAdmitRateKeys { /** the counter of its rate key */ readonly counter: string; /** that key's pace (hash { d = the due time last given to one of its refused messages }) */ readonly pace: string; }
+/** two per message, in ARGV order, all in the queue's hash slot (a key may repeat) */ export interface DelayQueueAdmitRateKeys { /** the counter of its rate key */ readonly counter: string; /** that key's pace (hash { d = the due time last given to one of its refused messages, p = the end of a pause a handler asked for (retry-later.lua) }) */ readonly pace: string; }
 /** delay-queue/admit.lua: KEYS, by name. */ export interface DelayQueueAdmitKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; /** two per message, in ARGV order, all in the queue's hash slot (a key may repeat) */ readonly rates: readonly DelayQueueAdmitRateKeys[]; }
 /** pairs, in KEYS order */ export interface DelayQueueAdmitLease { readonly id: string; /** the lease token of the claim that took it */ readonly token: number; }
 /** delay-queue/admit.lua: ARGV, by name. */ export interface DelayQueueAdmitArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** starts per window */ readonly limit: number; readonly windowMs: number; /** pairs, in KEYS order */ readonly leases: readonly DelayQueueAdmitLease[]; }
@@ -64,12 +85,12 @@ const DELAY_QUEUE_ADMIT: ScriptBinding<DelayQueueAdmitCall, DelayQueueAdmitReply
 const DELAY_QUEUE_CANCEL: ScriptBinding<DelayQueueCancelCall, DelayQueueCancelReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.id], decode: (reply) => Number(reply) as 1 | 0 };
 
 // delay-queue/claim.lua
-/** delay-queue/claim.lua: KEYS, by name. */ export interface DelayQueueClaimKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> visibility deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; /** hash: see message-fields.lua; 'w' while a consumer waits for a free slot */ readonly data: string; }
+/** delay-queue/claim.lua: KEYS, by name. */ export interface DelayQueueClaimKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> visibility deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; /** hash: see message-fields.lua; 'w' while a consumer waits for a free slot; 'f' the queue's claims so far (each claim's fence) */ readonly data: string; }
 /** delay-queue/claim.lua: ARGV, by name. */ export interface DelayQueueClaimArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** at most this many messages */ readonly count: number; /** visibility timeout: unacknowledged by then, a message is delivered again */ readonly visibilityMs: number; /** dead messages that died longer ago are deleted here too, so they go even when nothing dies again; '' for none */ readonly deadRetentionMs?: number | ''; /** with deadRetentionMs: dead messages deleted at most per call */ readonly deadTrimBatch?: number | ''; /** messages in flight at most, across every consumer; the in-flight set holds every live lease, and a dead consumer's leases expire, so its share comes back after its visibility timeout; '' for none */ readonly globalConcurrency?: number | ''; /** '1' when the claim is for a rate-limited consumer: each message is marked pending ('u:'..id) until admit.lua starts or defers it; a lease that runs out still pending is counted as no attempt ('d:'..id), as its handler never ran */ readonly rateLimited?: '1' | ''; /** with globalConcurrency: the queue's wake-up channel; a claim that leaves due messages because the queue is full records it and the publish command in 'w', and the first script that frees a slot publishes there (free-slot.lua) */ readonly wakeChannel?: string; /** with wakeChannel: its publish command */ readonly publish?: 'PUBLISH' | 'SPUBLISH'; }
-/** five per claimed message */ export interface DelayQueueClaimMessageReply { readonly id: string; readonly payload: string; readonly runAt: number; /** 1 on first delivery */ readonly attempt: number; /** the lease token */ readonly token: number; }
-/** delay-queue/claim.lua: its reply, by name. */ export interface DelayQueueClaimReply { readonly now: number; /** the next time a claim may find work: a scheduled runAt or a lease deadline, or, when the queue is full, the earliest lease deadline (when a dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is empty */ readonly next: number; /** five per claimed message */ readonly messages: readonly DelayQueueClaimMessageReply[]; }
+/** six per claimed message */ export interface DelayQueueClaimMessageReply { readonly id: string; readonly payload: string; readonly runAt: number; /** 1 on first delivery */ readonly attempt: number; /** the lease token */ readonly token: number; /** the queue's claim count at this claim: it grows with every claim and never repeats, whatever becomes of the id (unlike the token, which starts over when an acknowledged id is enqueued again) */ readonly fence: number; }
+/** delay-queue/claim.lua: its reply, by name. */ export interface DelayQueueClaimReply { readonly now: number; /** the next time a claim may find work: a scheduled runAt or a lease deadline, or, when the queue is full, the earliest lease deadline (when a dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is empty */ readonly next: number; /** six per claimed message */ readonly messages: readonly DelayQueueClaimMessageReply[]; }
 /** Claim due messages for one consumer, after returning expired leases (their consumer died). */ export interface DelayQueueClaimCall { readonly keys: DelayQueueClaimKeys; readonly args: DelayQueueClaimArgs; }
-/** delay-queue/claim.lua: values per message in its reply. */ export const DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS = 5;
+/** delay-queue/claim.lua: values per message in its reply. */ export const DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS = 6;
 const DELAY_QUEUE_CLAIM: ScriptBinding<DelayQueueClaimCall, DelayQueueClaimReply> = {
   encode: ({ keys, args }) => {
     const argv: Argv = [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.count, args.visibilityMs, args.deadRetentionMs ?? '', args.deadTrimBatch ?? '', args.globalConcurrency ?? '', args.rateLimited ?? ''];
@@ -82,7 +103,7 @@ const DELAY_QUEUE_CLAIM: ScriptBinding<DelayQueueClaimCall, DelayQueueClaimReply
   decode: (reply) => {
     const r = list(reply, "delay-queue/claim.lua");
     const messages: DelayQueueClaimMessageReply[] = [];
-    for (let at = 2; at < r.length; at += DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), payload: String(r[at + 1]), runAt: Number(r[at + 2]), attempt: Number(r[at + 3]), token: Number(r[at + 4]) });
+    for (let at = 2; at < r.length; at += DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), payload: String(r[at + 1]), runAt: Number(r[at + 2]), attempt: Number(r[at + 3]), token: Number(r[at + 4]), fence: Number(r[at + 5]) });
     return { now: Number(r[0]), next: Number(r[1]), messages };
   },
 };
@@ -184,6 +205,13 @@ const DELAY_QUEUE_RESCHEDULE: ScriptBinding<DelayQueueRescheduleCall, DelayQueue
 /** delay-queue/retry-dead.lua: its reply, by name. */ export interface DelayQueueRetryDeadReply { /** how many moved */ readonly done: number; /** how many dead remain */ readonly remaining: number; readonly now: number; }
 /** Move dead messages back to the scheduled set, due now, their next delivery attempt 1 (and their lease token still growing: revive.lua). */ export interface DelayQueueRetryDeadCall { readonly keys: DelayQueueRetryDeadKeys; readonly args: DelayQueueRetryDeadArgs; }
 const DELAY_QUEUE_RETRY_DEAD: ScriptBinding<DelayQueueRetryDeadCall, DelayQueueRetryDeadReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.wakeChannel, args.publish, args.count, args.diedBy ?? '', ...args.ids], decode: (reply) => { const r = list(reply, "delay-queue/retry-dead.lua"); return { done: Number(r[0]), remaining: Number(r[1]), now: Number(r[2]) }; } };
+
+// delay-queue/retry-later.lua
+/** delay-queue/retry-later.lua: KEYS, by name. */ export interface DelayQueueRetryLaterKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; /** none, or the pace key of the message's rate key (admit.lua), in the queue's hash slot: that key is paused until the message is due */ readonly paces: readonly string[]; }
+/** delay-queue/retry-later.lua: ARGV, by name. */ export interface DelayQueueRetryLaterArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; /** before the message is due again */ readonly delayMs: number; /** the lease token of the claim whose handler asked */ readonly token: number; }
+/** delay-queue/retry-later.lua: when the message is due again (ms), or LEASE_LOST when that claim no longer holds it (replies.lua). Unless LEASE_LOST, a slot of the queue's global concurrency came free: a consumer waiting for one is woken (free-slot.lua) */ export type DelayQueueRetryLaterReply = number;
+/** A handler asked for its message to run again later (RetryLater): back to the scheduled set, due after delayMs, and the claim counted as no attempt ('d:'..id), so it never dies of asking. Its last error stays as it was. With a pace key, that rate key is paused until then as well: admit.lua gives every message of the key back, uncharged, until the pause ends. */ export interface DelayQueueRetryLaterCall { readonly keys: DelayQueueRetryLaterKeys; readonly args: DelayQueueRetryLaterArgs; }
+const DELAY_QUEUE_RETRY_LATER: ScriptBinding<DelayQueueRetryLaterCall, DelayQueueRetryLaterReply> = { encode: ({ keys, args }) => [4 + keys.paces.length, keys.scheduled, keys.inFlight, keys.dead, keys.data, ...keys.paces, args.now ?? '', args.id, args.delayMs, args.token], decode: (reply) => Number(reply) };
 
 // delay-queue/size.lua
 /** delay-queue/size.lua: KEYS, by name. */ export interface DelayQueueSizeKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; readonly dead: string; /** (unused) */ readonly data: string; }
@@ -434,6 +462,9 @@ const RATE_LIMIT_REFUND: ScriptBinding<RateLimitRefundCall, RateLimitRefundReply
 
 /** Every script's call and reply, by its path below lua/. */
 export interface ScriptSignatures {
+  "concurrency/slot-acquire.lua": { call: ConcurrencySlotAcquireCall; reply: ConcurrencySlotAcquireReply };
+  "concurrency/slot-release.lua": { call: ConcurrencySlotReleaseCall; reply: ConcurrencySlotReleaseReply };
+  "concurrency/slot-renew.lua": { call: ConcurrencySlotRenewCall; reply: ConcurrencySlotRenewReply };
   "delay-queue/ack.lua": { call: DelayQueueAckCall; reply: DelayQueueAckReply };
   "delay-queue/admit.lua": { call: DelayQueueAdmitCall; reply: DelayQueueAdmitReply };
   "delay-queue/cancel.lua": { call: DelayQueueCancelCall; reply: DelayQueueCancelReply };
@@ -447,6 +478,7 @@ export interface ScriptSignatures {
   "delay-queue/renew.lua": { call: DelayQueueRenewCall; reply: DelayQueueRenewReply };
   "delay-queue/reschedule.lua": { call: DelayQueueRescheduleCall; reply: DelayQueueRescheduleReply };
   "delay-queue/retry-dead.lua": { call: DelayQueueRetryDeadCall; reply: DelayQueueRetryDeadReply };
+  "delay-queue/retry-later.lua": { call: DelayQueueRetryLaterCall; reply: DelayQueueRetryLaterReply };
   "delay-queue/size.lua": { call: DelayQueueSizeCall; reply: DelayQueueSizeReply };
   "expiring-hash/count.lua": { call: ExpiringHashCountCall; reply: ExpiringHashCountReply };
   "expiring-hash/delete.lua": { call: ExpiringHashDeleteCall; reply: ExpiringHashDeleteReply };
@@ -471,6 +503,9 @@ export interface ScriptSignatures {
 
 /** Every script's binding, by its path below lua/. */
 export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBinding<ScriptSignatures[F]['call'], ScriptSignatures[F]['reply']> } = {
+  "concurrency/slot-acquire.lua": CONCURRENCY_SLOT_ACQUIRE,
+  "concurrency/slot-release.lua": CONCURRENCY_SLOT_RELEASE,
+  "concurrency/slot-renew.lua": CONCURRENCY_SLOT_RENEW,
   "delay-queue/ack.lua": DELAY_QUEUE_ACK,
   "delay-queue/admit.lua": DELAY_QUEUE_ADMIT,
   "delay-queue/cancel.lua": DELAY_QUEUE_CANCEL,
@@ -484,6 +519,7 @@ export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBi
   "delay-queue/renew.lua": DELAY_QUEUE_RENEW,
   "delay-queue/reschedule.lua": DELAY_QUEUE_RESCHEDULE,
   "delay-queue/retry-dead.lua": DELAY_QUEUE_RETRY_DEAD,
+  "delay-queue/retry-later.lua": DELAY_QUEUE_RETRY_LATER,
   "delay-queue/size.lua": DELAY_QUEUE_SIZE,
   "expiring-hash/count.lua": EXPIRING_HASH_COUNT,
   "expiring-hash/delete.lua": EXPIRING_HASH_DELETE,

@@ -31,6 +31,7 @@ export const SCRIPT_FILES = {
   queueAdmit: 'delay-queue/admit.lua',
   queueAck: 'delay-queue/ack.lua',
   queueFail: 'delay-queue/fail.lua',
+  queueRetryLater: 'delay-queue/retry-later.lua',
   queueRenew: 'delay-queue/renew.lua',
   queueCancel: 'delay-queue/cancel.lua',
   queueReschedule: 'delay-queue/reschedule.lua',
@@ -39,6 +40,9 @@ export const SCRIPT_FILES = {
   queueRetryDead: 'delay-queue/retry-dead.lua',
   queuePurgeDead: 'delay-queue/purge-dead.lua',
   queueRegistryPrune: 'delay-queue/registry-prune.lua',
+  slotAcquire: 'concurrency/slot-acquire.lua',
+  slotRenew: 'concurrency/slot-renew.lua',
+  slotRelease: 'concurrency/slot-release.lua',
 } as const satisfies Record<string, keyof ScriptSignatures>;
 
 export type ScriptName = keyof typeof SCRIPT_FILES;

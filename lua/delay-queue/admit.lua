@@ -10,7 +10,7 @@
 --             repeat):
 --               - counter  the counter of its rate key
 --               - pace  that key's pace (hash { d = the due time last given to one of its refused
---                 messages })
+--                 messages, p = the end of a pause a handler asked for (retry-later.lua) })
 -- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
 -- ARGV[2]     algorithm: 'fw' | 'sw' | 'sc' | 'tb'
 -- ARGV[3]     limit: int  starts per window
@@ -23,7 +23,8 @@
 --             (codes: replies.lua). A deferral frees a slot of the queue's global concurrency: a
 --             consumer waiting for one is woken (free-slot.lua)
 -- The counters are the rate limiter's own (see lua/rate-limit): the algorithms are included, not
--- copied. A refused message is due windowMs / limit after the key's previous refused one (or when
+-- copied. A key paused by a handler refuses every message, uncharged, until the pause ends. A
+-- refused message is due windowMs / limit after the key's previous refused one (or when
 -- the key allows, if later): a key's backlog comes back at the pace its limit allows, in the
 -- order it was refused, each message once, rather than all at once every window. The pace key
 -- lasts until the last of those is due, plus a window.
@@ -50,7 +51,14 @@ for i = 5, #ARGV, 2 do
   if not holds_lease(KEYS[2], KEYS[4], id, ARGV[i + 1]) then
     reply[#reply + 1] = LEASE_LOST
   else
-    local ok, _, retry, _, state = alg.check(key, limit, windowMs, 1, now)
+    local ok, retry, state = false, nil, nil
+    local paused = tonumber(rcall('HGET', pace_key, 'p'))
+    if paused and paused > now then
+      retry = paused - now
+    else
+      local granted, _, wait, _, checked = alg.check(key, limit, windowMs, 1, now)
+      ok, retry, state = granted, wait, checked
+    end
     if ok then
       alg.commit(key, limit, windowMs, 1, now, state)
       rcall('HDEL', KEYS[4], 'u:' .. id)

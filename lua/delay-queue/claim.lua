@@ -2,7 +2,8 @@
 -- KEYS[1]  scheduled  zset: id -> runAt ms
 -- KEYS[2]  inFlight  zset: id -> visibility deadline ms
 -- KEYS[3]  dead  zset: id -> ms it died
--- KEYS[4]  data  hash: see message-fields.lua; 'w' while a consumer waits for a free slot
+-- KEYS[4]  data  hash: see message-fields.lua; 'w' while a consumer waits for a free slot; 'f'
+--          the queue's claims so far (each claim's fence)
 -- ARGV[1]  now: ms = ''  now in ms, or '' to use the Redis server clock
 -- ARGV[2]  count: int  at most this many messages
 -- ARGV[3]  visibilityMs: ms  visibility timeout: unacknowledged by then, a message is delivered
@@ -26,12 +27,15 @@
 --                lease deadline, or, when the queue is full, the earliest lease deadline (when a
 --                dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is
 --                empty
---            - messages[]  five per claimed message:
+--            - messages[]  six per claimed message:
 --                - id: string
 --                - payload: json
 --                - runAt: ms
 --                - attempt: int  1 on first delivery
 --                - token: int  the lease token
+--                - fence: int  the queue's claim count at this claim: it grows with every claim
+--                    and never repeats, whatever becomes of the id (unlike the token, which
+--                    starts over when an acknowledged id is enqueued again)
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"
@@ -79,6 +83,7 @@ local reply = { now, NOTHING_DUE }
 local scheduled_head = head(KEYS[1])
 if scheduled_head and scheduled_head <= now and limit > 0 then
   local due = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  local fence = #due > 0 and rcall('HINCRBY', KEYS[4], 'f', #due / 2) - #due / 2 or 0
   for i = 1, #due, 2 do
     local id = due[i]
     rcall('ZREM', KEYS[1], id)
@@ -86,11 +91,13 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     -- payload and non-attempts in one read (the latter exists only for rate-limited consumers)
     local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id)
     local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
+    fence = fence + 1
     reply[#reply + 1] = id
     reply[#reply + 1] = fields[1] or 'null'
     reply[#reply + 1] = tonumber(due[i + 1])
     reply[#reply + 1] = token - (tonumber(fields[2]) or 0)
     reply[#reply + 1] = token
+    reply[#reply + 1] = fence
     if admitting then rcall('HSET', KEYS[4], 'u:' .. id, token) end
   end
   scheduled_head = head(KEYS[1])

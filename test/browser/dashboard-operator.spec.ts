@@ -4,7 +4,7 @@ import { DecisionSeries } from '../../lib/dashboard/decision-series.js';
 import type { HttpPlatform } from '../harness/platform-app.js';
 import { until } from '../harness/until.js';
 import { ADMIN_KEY, dashboardApp, JOBS, type DashboardApp } from './dashboard-app.js';
-import { adminPage, click, dead, redisAndChromium, text, untilDead, WAIT_MS } from './operator.js';
+import { adminPage, click, dead, redisAndChromium, text, typeInto, untilDead, WAIT_MS } from './operator.js';
 
 // What an operator meets in an incident, in a real headless Chromium on both HTTP platforms: the
 // chart's refusals (@MaxPending's too, a quiet route's beside a busy one), actions that say how
@@ -110,7 +110,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard in an inciden
     await click(page, '#dead tr[data-id="to-retry"] button.retry');
     expect(await resultShown(page, '#dead-result')).toBe('Retried to-retry: 1 message back to scheduled.');
 
-    await page.type('#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
+    await typeInto(page, '#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
     await click(page, '#limits tr[data-name="greetings"] button.set-override');
     expect(await resultShown(page, '#limits-result')).toBe('Override of greetings set to 10 / ?; every instance applies it.');
     expect(await text(page, '#message')).toBe('');

@@ -7,6 +7,7 @@ import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 import { LAUNCH_TIMEOUT_MS, launchChromium } from './browser.js';
 import { ADMIN_KEY, dashboardApp, JOBS, type DashboardApp } from './dashboard-app.js';
+import { typeInto } from './operator.js';
 
 // The dashboard in a real headless Chromium, on both HTTP platforms: what it shows of a seeded
 // app, and what its buttons do to the queue and the limits.
@@ -123,7 +124,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await page.waitForSelector('#charts .route[data-route="HelloController.hello"] rect.refused');
     expect(await text(page, '#charts .route[data-route="HelloController.hello"] .route-totals')).toBe('3 / 2');
 
-    await page.type('#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
+    await typeInto(page, '#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
     await page.click('#limits tr[data-name="greetings"] button.set-override');
     await until(
       async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '10 / 60000 ms',
@@ -141,6 +142,21 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
       () => 'override not removed',
     );
     expect((await hello()).status).toBe(429);
+  });
+
+  // An operator who has clicked into an override's field and not typed yet: a refresh that
+  // redrew the table took the field away (under load the next keys went nowhere, and Set sent 0)
+  it('keeps the override field an operator is in through a refresh', async () => {
+    const selector = '#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]';
+    const field = (await page.waitForSelector(selector))!;
+    await field.focus();
+    await page.evaluate(() => (globalThis as unknown as { refresh(): Promise<void> }).refresh());
+    expect(
+      await field.evaluate(
+        (input) => input.isConnected && input === (globalThis as unknown as { document: { activeElement: unknown } }).document.activeElement,
+      ),
+    ).toBe(true);
+    await field.evaluate((input) => (input as unknown as { blur(): void }).blur());
   });
 
   it('refuses every request canActivate refuses: the page, its files and its JSON', async () => {

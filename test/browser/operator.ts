@@ -43,6 +43,24 @@ export async function click(page: Page, selector: string): Promise<void> {
   );
 }
 
+/**
+ * Types `text` into the field `selector`, again if the page redrew it between finding and typing
+ * (the keys then went to a field no longer on the page): until the field on the page holds it.
+ */
+export async function typeInto(page: Page, selector: string, text: string): Promise<void> {
+  await until(
+    async () => {
+      const field = await page.$(selector);
+      if (field === null) return false;
+      await field.evaluate((input) => ((input as unknown as { value: string }).value = ''));
+      await field.type(text);
+      return page.$eval(selector, (input, typed) => (input as unknown as { value: string }).value === typed, text).catch(() => false);
+    },
+    WAIT_MS,
+    () => `could not type into ${selector}`,
+  );
+}
+
 /** A message of JOBS that dies at its first attempt. */
 export async function dead(target: DashboardApp, id: string): Promise<void> {
   target.jobs.failing.add(id);

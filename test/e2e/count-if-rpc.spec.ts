@@ -1,11 +1,10 @@
 import 'reflect-metadata';
-import { Controller, Module, type INestMicroservice } from '@nestjs/common';
-import { ClientProxyFactory, MessagePattern, RpcException, Transport, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
-import { Test } from '@nestjs/testing';
+import { Controller, type INestMicroservice } from '@nestjs/common';
+import { MessagePattern, RpcException, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
-import { RateLimit, RateLimiterService, RedisLimitModule } from '../../lib/index.js';
-import { TEST_COMMAND_TIMEOUT_MS, uniquePrefix } from '../harness/limiter-app.js';
-import { freePort, TestRedis } from '../harness/redis-server.js';
+import { RateLimit, RateLimiterService } from '../../lib/index.js';
+import { microserviceApp } from '../harness/microservice-app.js';
+import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
 // countIf on a microservice handler (TCP): the handler's end is the outcome; an RpcException's
@@ -26,23 +25,13 @@ describe('countIf on a microservice handler', () => {
   let redis: TestRedis;
   let app: INestMicroservice;
   let client: ClientProxy;
+  let close: () => Promise<void>;
   beforeAll(async () => {
     redis = await TestRedis.start();
-    const options = { host: '127.0.0.1', port: await freePort() };
-    @Module({
-      imports: [RedisLimitModule.forRoot({ redis: redis.connection, keyPrefix: uniquePrefix('rpc-outcome'), commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS })],
-      controllers: [PaymentsController],
-    })
-    class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestMicroservice<MicroserviceOptions>({ transport: Transport.TCP, options, logger: false });
-    await app.listen();
-    client = ClientProxyFactory.create({ transport: Transport.TCP, options });
-    await client.connect();
+    ({ app, client, close } = await microserviceApp(redis, [PaymentsController], 'rpc-outcome'));
   });
   afterAll(async () => {
-    await client?.close();
-    await app?.close();
+    await close?.();
     await redis.stop();
   });
 

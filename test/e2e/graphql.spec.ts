@@ -12,6 +12,7 @@ import request from 'supertest';
 import {
   ExpiringHashService,
   Funnel,
+  MaxConcurrent,
   MaxPending,
   PendingSlot,
   RateLimit,
@@ -135,6 +136,45 @@ class BadResolver {
   }
 }
 
+/** Exports held until the test lets them go. */
+const exportGates: (() => void)[] = [];
+
+@Resolver()
+class ExportsResolver {
+  // a schema needs a query
+  @Query(() => Int)
+  exports(): number {
+    return exportGates.length;
+  }
+
+  @Mutation(() => Int)
+  @MaxConcurrent(1, { key: () => 'tenant' })
+  async startExport(): Promise<number> {
+    await new Promise<void>((resolve) => exportGates.push(resolve));
+    return 1;
+  }
+}
+
+@ObjectType()
+class ExportBasket {
+  @Field(() => Int)
+  id!: number;
+}
+
+@Resolver(() => ExportBasket)
+class ExportBasketResolver {
+  @Query(() => ExportBasket)
+  exportBasket(): ExportBasket {
+    return { id: 1 };
+  }
+
+  @ResolveField(() => Int)
+  @MaxConcurrent(1)
+  size(): number {
+    return 3;
+  }
+}
+
 @ObjectType()
 class Basket {
   @Field(() => Int)
@@ -243,6 +283,37 @@ describe.each(DRIVERS)('GraphQL resolvers with %s', (driver) => {
     await expect(boot(driver, redis, {}, [BasketResolver])).rejects.toThrow(/BasketResolver\.total: .*fieldResolverEnhancers includes 'guards'/);
     app = await boot(driver, redis, {}, [BasketResolver], ['guards']);
     expect(codes(await send(app, 3, '{ basket { total } }'))).toEqual([null, null, 'TOO_MANY_REQUESTS']);
+  });
+
+  it('@MaxConcurrent refuses a second operation while the first resolves, and frees the slot when its field is resolved', async () => {
+    app = await boot(driver, redis, {}, [ExportsResolver]);
+    const post = () => request(app!.getHttpServer()).post('/graphql').send({ query: 'mutation { startExport }' });
+    const first = post().then((r) => r);
+    await until(
+      () => exportGates.length === 1,
+      10_000,
+      () => 'the first export never reached its resolver',
+    );
+    const second = await post();
+    expect(second.body.errors[0].extensions).toMatchObject({ code: 'TOO_MANY_REQUESTS', statusCode: 429, retryAfterMs: expect.any(Number) });
+    exportGates.shift()!();
+    expect((await first).body.data).toEqual({ startExport: 1 });
+    const third = post().then((r) => r);
+    await until(
+      () => exportGates.length === 1,
+      10_000,
+      () => 'the third export never reached its resolver',
+    );
+    exportGates.shift()!();
+    expect((await third).body.data).toEqual({ startExport: 1 });
+  });
+
+  it('@MaxConcurrent on a @ResolveField fails app.init() unless the module runs interceptors on fields', async () => {
+    await expect(boot(driver, redis, {}, [ExportBasketResolver])).rejects.toThrow(
+      /ExportBasketResolver\.size: .*fieldResolverEnhancers includes 'interceptors'/,
+    );
+    app = await boot(driver, redis, {}, [ExportBasketResolver], ['interceptors']);
+    expect(codes(await send(app, 2, '{ exportBasket { size } }'))).toEqual([null, null]);
   });
 
   it('logs no error for a refusal: a client over its limit cannot fill the log', async () => {

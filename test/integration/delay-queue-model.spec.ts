@@ -55,6 +55,8 @@ class QueueModel {
   readonly rateKeys = new Map<string, RateKey>();
   /** 'w': a claim found the queue full; the wake-up it names goes out when a slot frees. */
   waiting: string | null = null;
+  /** 'f': the queue's claims so far, each claim's fence. */
+  fences = 0;
 
   private ordered(where: Where): [string, Message][] {
     return [...this.messages].filter(([, m]) => m.where === where).sort(byTimeThenId);
@@ -86,7 +88,8 @@ class QueueModel {
       .slice(0, Math.max(0, limit))) {
       m.claims += 1;
       m.pending = admitting;
-      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims);
+      this.fences += 1;
+      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims, this.fences);
       m.where = 'inFlight';
       m.at = now + visibilityMs;
     }
@@ -440,6 +443,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           if (m.error !== undefined) fields[`e:${k}`] = m.error;
         }
         if (model.waiting !== null) fields['w'] = model.waiting;
+        if (model.fences > 0) fields['f'] = String(model.fences);
         expect(await client.hgetall(keys[3]!)).toEqual(fields);
       }),
       { numRuns: 50 },

@@ -68,7 +68,17 @@ describe('DelayQueue events and counters', () => {
     const retry = seen.find((e) => e.type === 'redis-limit.queue.retry')!;
     expect(retry).toMatchObject({ error: expect.objectContaining({ message: 'first try fails' }), dueAt: expect.any(Number) });
     expect(calls).toBe(4);
-    expect(events().counters().queues['ev']).toEqual({ enqueued: 3, delivered: 4, handled: 1, retried: 2, dead: 1, deadRetried: 0, deadPurged: 0 });
+    expect(events().counters().queues['ev']).toEqual({
+      enqueued: 3,
+      delivered: 4,
+      handled: 1,
+      retried: 2,
+      retriedLater: 0,
+      dead: 1,
+      unrecoverable: 0,
+      deadRetried: 0,
+      deadPurged: 0,
+    });
     expect(events().prometheus()).toContain('nest_redis_limit_queue_messages_total{queue="ev",event="dead"} 1\n');
   });
 });

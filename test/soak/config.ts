@@ -30,7 +30,10 @@ export const SOAK = {
    * loop (`rate` req/s per worker). */
   local: { limit: 4, windowMs: 1000, divisor: 2, rate: 15 },
   /** Delay messages every worker enqueues and the consumer processes handle. */
-  queue: { name: 'soak', maxDelayMs: 1500, visibilityTimeoutMs: 4000, concurrency: 20 },
+  /** A handler asks to run later now and then, and overruns `timeoutMs` now and then (then it
+   * must write nothing: the attempt has failed and runs again); `maxAttempts` high enough that
+   * those never kill a message, `backoffMs` short enough that the drain sees them through. */
+  queue: { name: 'soak', maxDelayMs: 1500, visibilityTimeoutMs: 4000, concurrency: 20, timeoutMs: 1000, maxAttempts: 20, backoffMs: 200, maxBackoffMs: 2000 },
 } as const;
 
 /** Routes, as the web workers log them. */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DelayQueueService, RedisLimitModule, type ExpiredField } from '../../lib/index.js';
+import { DelayQueueService, RedisLimitModule, RetryLater, type ExpiredField } from '../../lib/index.js';
 import { runWorker, SOAK, type WorkerConfig } from './config.js';
 
 const config = JSON.parse(process.argv[2]!) as WorkerConfig;
@@ -23,13 +23,18 @@ async function main(): Promise<() => Promise<string>> {
   const app = await NestFactory.createApplicationContext(ConsumerModule, { logger: ['error', 'warn'] });
   const file = join(config.dir, `${config.name}.handled`);
   appendFileSync(file, '');
+  const { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs } = SOAK.queue;
   const consumer = app.get(DelayQueueService).consume<{ id: string }>(
     SOAK.queue.name,
     async (message) => {
-      await sleep(Math.random() * 20);
+      const roll = Math.random();
+      if (roll < 0.05) throw new RetryLater(Math.floor(Math.random() * 200));
+      // an overrun rejects with the signal's AbortError at the deadline, before the write: a
+      // timed-out attempt must never count as handled
+      await sleep(roll < 0.07 ? timeoutMs * 2 : Math.random() * 20, undefined, { signal: message.signal });
       appendFileSync(file, `${message.payload.id}\n`);
     },
-    { concurrency: SOAK.queue.concurrency, visibilityTimeoutMs: SOAK.queue.visibilityTimeoutMs },
+    { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs },
   );
   const lapsed = join(config.dir, `${config.name}.lapsed`);
   appendFileSync(lapsed, '');

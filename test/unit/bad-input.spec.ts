@@ -1,5 +1,7 @@
 import { aclRules } from '../../lib/redis/acl.js';
 import { assertName, resolveConsumeOptions, resolveWhen } from '../../lib/delay-queue/delay-queue.input.js';
+import { RetryLater } from '../../lib/delay-queue/handler-outcomes.js';
+import { assertSlotOptions } from '../../lib/rate-limit/slot-options.js';
 import { assertHashKey } from '../../lib/expiring-hash/expiring-hash.input.js';
 import { RedisLimitEvents } from '../../lib/observability/redis-limit-events.js';
 import { assertOverride } from '../../lib/rate-limit/overrides-policy.js';
@@ -190,7 +192,7 @@ describe('bad input, no server needed', () => {
       'consume: an unknown option',
       () => resolveConsumeOptions({ concurency: 2 }),
       TypeError,
-      /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs, maxBackoffMs, rateLimit, globalConcurrency\)/,
+      /^opts\.concurency is not an option \(concurrency, visibilityTimeoutMs, maxAttempts, backoffMs, maxBackoffMs, rateLimit, globalConcurrency, backoff, jitter, timeoutMs\)/,
     ],
     ['consume: maxBackoffMs -1', () => resolveConsumeOptions({ maxBackoffMs: -1 }), RangeError, /^opts\.maxBackoffMs must be an integer >= 0, got -1/],
     ['consume: maxBackoffMs Infinity', () => resolveConsumeOptions({ maxBackoffMs: Infinity }), RangeError, /^opts\.maxBackoffMs must be an integer >= 0/],
@@ -200,6 +202,43 @@ describe('bad input, no server needed', () => {
       TypeError,
       /^opts\.maxBackoffMs must be an integer >= 0, got "1000"/,
     ],
+    [
+      'consume: backoff not a function',
+      () => resolveConsumeOptions({ backoff: 1000 as never }),
+      TypeError,
+      /^opts\.backoff must be a function \(attempt, error\) => ms, got 1000/,
+    ],
+    [
+      'consume: backoff with backoffMs',
+      () => resolveConsumeOptions({ backoff: () => 1, backoffMs: 500 }),
+      TypeError,
+      /^opts: give backoff or backoffMs, not both/,
+    ],
+    [
+      'consume: timeoutMs 0',
+      () => resolveConsumeOptions({ timeoutMs: 0 }),
+      RangeError,
+      /^opts\.timeoutMs must be a positive integer \(ms\) up to 2147483647, got 0/,
+    ],
+    ['consume: timeoutMs 2^31', () => resolveConsumeOptions({ timeoutMs: 2 ** 31 }), RangeError, /^opts\.timeoutMs must be a positive integer/],
+    ['consume: timeoutMs "5s"', () => resolveConsumeOptions({ timeoutMs: '5s' as never }), TypeError, /^opts\.timeoutMs must be a positive integer/],
+    ['consume: jitter "yes"', () => resolveConsumeOptions({ jitter: 'yes' as never }), TypeError, /^opts\.jitter must be a boolean, got "yes"/],
+    ['RetryLater: delayMs -1', () => new RetryLater(-1), RangeError, /^RetryLater: delayMs must be a whole number of ms >= 0, got -1/],
+    ['RetryLater: delayMs 1.5', () => new RetryLater(1.5), RangeError, /^RetryLater: delayMs must be a whole number of ms >= 0, got 1\.5/],
+    ['RetryLater: delayMs "30"', () => new RetryLater('30' as never), TypeError, /^RetryLater: delayMs must be a whole number of ms >= 0, got "30"/],
+    ['RetryLater: opts null', () => new RetryLater(1, null as never), TypeError, /^RetryLater: opts must be an object, got null/],
+    ['RetryLater: opts.pauseKey 1', () => new RetryLater(1, { pauseKey: 1 as never }), TypeError, /^RetryLater: opts\.pauseKey must be a boolean, got 1/],
+    ['acquireSlot: opts null', () => assertSlotOptions(null, 'opts'), TypeError, /^opts must be an object \{ limit, name\?, leaseMs\? \}, got null/],
+    [
+      'acquireSlot: an unknown option',
+      () => assertSlotOptions({ limit: 1, max: 2 }, 'opts'),
+      TypeError,
+      /^opts\.max is not an option \(limit, name, leaseMs\)/,
+    ],
+    ['acquireSlot: limit 0', () => assertSlotOptions({ limit: 0 }, 'opts'), RangeError, /^opts\.limit must be a positive integer, got 0/],
+    ['acquireSlot: name ""', () => assertSlotOptions({ limit: 1, name: '' }, 'opts'), TypeError, /^opts\.name must be a non-empty string/],
+    ['acquireSlot: name with a lone surrogate', () => assertSlotOptions({ limit: 1, name: LONE }, 'opts'), TypeError, /^opts\.name must be well-formed/],
+    ['acquireSlot: leaseMs 1.5', () => assertSlotOptions({ limit: 1, leaseMs: 1.5 }, 'opts'), RangeError, /^opts\.leaseMs must be a positive integer \(ms\)/],
     ['delayQueue null', () => resolveOptions({ delayQueue: null as never }), TypeError, /^RedisLimitModule: delayQueue must be an object, got null/],
     [
       'delayQueue.maxDead -1',
@@ -308,7 +347,11 @@ describe('bad input, no server needed', () => {
       maxAttempts: 3,
       backoffMs: 0,
       maxBackoffMs: 3_600_000,
+      jitter: false,
     });
+    const backoff = () => 5;
+    expect(resolveConsumeOptions({ backoff, jitter: true })).toMatchObject({ backoff, jitter: true, backoffMs: 1000 });
+    expect(new RetryLater(0)).toMatchObject({ delayMs: 0, pauseKey: false, name: 'RetryLater' });
     expect(resolveOptions({ delayQueue: { maxDead: 0, deadRetentionMs: undefined } }).delayQueue).toEqual({ maxDead: 0, deadRetentionMs: 604_800_000 });
     expect(aclRules({ keyPrefix: 'a*b?', fieldExpiry: true })).toContain('~a\\*b\\?*');
     expect(() => assertName('🚦'.repeat(256), 'queue')).not.toThrow();

@@ -10,9 +10,10 @@ describe('prometheusText', () => {
     outages: 1,
     redisUp: 1,
     maxPendingRefused: 3,
+    concurrencySlots: { taken: 9, refused: 2 },
     shadowRefused: 4,
     refusalCacheHits: 8,
-    queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, dead: 0, deadRetried: 3, deadPurged: 0 } },
+    queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, retriedLater: 0, dead: 0, unrecoverable: 0, deadRetried: 3, deadPurged: 0 } },
     queueSizes: { orders: { scheduled: 4, inFlight: 1, dead: 2 } },
   };
 
@@ -31,6 +32,7 @@ describe('prometheusText', () => {
     expect(text).toContain('x_fail_mode_total{fail_mode="local"} 4\n');
     expect(text).toContain('x_local_decisions_total{outcome="allowed"} 3\nx_local_decisions_total{outcome="refused"} 1\n');
     expect(text).toContain('x_shadow_refused_total 4\n');
+    expect(text).toContain('x_concurrency_slots_total{outcome="taken"} 9\nx_concurrency_slots_total{outcome="refused"} 2\n');
     expect(text.endsWith('\n')).toBe(true);
     // every line is a comment or `name{labels} value`
     for (const line of text.trimEnd().split('\n')) expect(line).toMatch(/^(# (HELP|TYPE) x_\w+ .+|x_\w+(\{[^}]*\})? \d+)$/);

@@ -1,0 +1,43 @@
+-- A handler asked for its message to run again later (RetryLater): back to the scheduled set,
+-- due after delayMs, and the claim counted as no attempt ('d:'..id), so it never dies of asking.
+-- Its last error stays as it was. With a pace key, that rate key is paused until then as well:
+-- admit.lua gives every message of the key back, uncharged, until the pause ends.
+-- KEYS[1]     scheduled
+-- KEYS[2]     inFlight  in flight
+-- KEYS[3]     dead  (unused)
+-- KEYS[4]     data
+-- KEYS[5..]   paces[]  none, or the pace key of the message's rate key (admit.lua), in the
+--             queue's hash slot: that key is paused until the message is due
+-- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
+-- ARGV[2]     id: string
+-- ARGV[3]     delayMs: ms  before the message is due again
+-- ARGV[4]     token: int  the lease token of the claim whose handler asked
+-- Returns     dueAt: ms | LEASE_LOST  when the message is due again (ms), or LEASE_LOST when
+--             that claim no longer holds it (replies.lua). Unless LEASE_LOST, a slot of the
+--             queue's global concurrency came free: a consumer waiting for one is woken
+--             (free-slot.lua)
+--- @include "replies.lua"
+--- @include "../includes/server-time.lua"
+--- @include "lease.lua"
+--- @include "free-slot.lua"
+
+local rcall = redis.call
+local id = ARGV[2]
+if not holds_lease(KEYS[2], KEYS[4], id, ARGV[4]) then return LEASE_LOST end
+local now = now_ms(ARGV[1])
+local due = now + tonumber(ARGV[3])
+rcall('ZREM', KEYS[2], id)
+free_slot(KEYS[4])
+rcall('ZADD', KEYS[1], due, id)
+rcall('HDEL', KEYS[4], 'u:' .. id)
+rcall('HINCRBY', KEYS[4], 'd:' .. id, 1)
+for i = 5, #KEYS do
+  -- a pause only grows; the pace key lasts at least until it ends
+  local pace = KEYS[i]
+  local paused = tonumber(rcall('HGET', pace, 'p'))
+  if not paused or paused < due then
+    rcall('HSET', pace, 'p', int(due))
+    if rcall('PTTL', pace) < due - now then rcall('PEXPIRE', pace, int(due - now)) end
+  end
+end
+return due
