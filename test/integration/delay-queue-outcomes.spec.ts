@@ -158,7 +158,8 @@ describe('DelayQueue handler outcomes', () => {
       async (message) => {
         if (message.id === 'a-1' && !throttled) {
           throttled = true;
-          throw new RetryLater(1500, { pauseKey: true });
+          // long enough that tenant b's message is surely handled within it on a busy machine
+          throw new RetryLater(5000, { pauseKey: true });
         }
         handled.push({ id: message.id, attempt: message.attempt, at: await serverNow() });
       },

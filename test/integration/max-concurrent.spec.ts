@@ -64,14 +64,15 @@ describe('concurrency slots', () => {
     });
 
     it('renews a slot while it is held, so it outlives its lease', async () => {
-      const opts = { limit: 1, name: 'renewed', leaseMs: 300 };
+      // a lease long enough that a busy machine's stalls (a second or so) do not end it between
+      // renewals (every second here), short enough that the test outlives it twice
+      const opts = { limit: 1, name: 'renewed', leaseMs: 3000 };
       const slot = await limiter().acquireSlot('t', opts);
       expect(slot).not.toBeNull();
-      // four leases later, still held
-      const until4 = Date.now() + 1200;
-      while (Date.now() < until4) {
+      const twoLeasesOn = Date.now() + 7000;
+      while (Date.now() < twoLeasesOn) {
         expect(await limiter().acquireSlot('t', opts)).toBeNull();
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await new Promise((resolve) => setTimeout(resolve, 250));
       }
       await slot!.release();
       expect(await limiter().acquireSlot('t', opts)).not.toBeNull();
