@@ -221,9 +221,12 @@ export class Consumer implements DelayQueueConsumer {
     const tokens: number[] = [];
     for (const { id, payload, runAt, attempt, token, fence } of messages) {
       const held = this.leases.get(id);
-      if (held) {
+      if (held && !held.failing) {
         // its lease ran out (a renewal came late) and our own claim took it back: the handler
-        // still running here settles the new claim, rather than a second one beside it
+        // still running here (or its ack on the way) settles the new claim, rather than a second
+        // one beside it. A failure being recorded is done with the message: its retry (due at
+        // once with no backoff, its reply read in the same tick as this claim's) is a delivery
+        // of its own, and its lease replaces the failing one.
         Object.assign(held, { token, attempt, leasedUntil });
         continue;
       }
@@ -356,18 +359,21 @@ export class Consumer implements DelayQueueConsumer {
     const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const { id, queue } = message;
     const dies = (attempt: number) => now || attempt >= options.maxAttempts;
+    lease.failing = true;
     try {
       if (dies(lease.attempt)) {
         // a dead message is enqueued afresh by a late enqueue: hold it as a handled one
         const holdMs = (await this.deps.settle(message)) ?? 0;
         if (holdMs > 0) await sleep(holdMs);
       }
-      let attempt = lease.attempt;
-      const dueAgain = await this.fenced(lease, (token, current) => {
-        attempt = current;
-        const backoffMs = dies(attempt) ? -1 : failureDelayMs(attempt, error, options, this.reportBackoff);
-        const { deadRetentionMs, maxDead } = dead;
-        return redis.scripts.call('queueFail', { keys, args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH } });
+      const { attempt, token } = lease;
+      const backoffMs = dies(attempt) ? -1 : failureDelayMs(attempt, error, options, this.reportBackoff);
+      const { deadRetentionMs, maxDead } = dead;
+      // LEASE_LOST: that claim no longer holds the message (its lease ran out and it was handed
+      // on): nothing to record or report
+      const dueAgain = await redis.scripts.call('queueFail', {
+        keys,
+        args: { id, backoffMs, error: text, token, deadRetentionMs, maxDead, deadTrimBatch: DEAD_TRIM_BATCH },
       });
       if (dueAgain >= 0) this.schedule.at(dueAgain);
       if (dueAgain === QueueReply.DIED) {
@@ -390,8 +396,9 @@ export class Consumer implements DelayQueueConsumer {
     const { redis, keys } = this.deps;
     const { id, queue } = message;
     const paces = pauseKey ? this.paceToPause(message) : [];
+    lease.failing = true;
     try {
-      const dueAt = await this.fenced(lease, (token) => redis.scripts.call('queueRetryLater', { keys: { ...keys, paces }, args: { id, delayMs, token } }));
+      const dueAt = await redis.scripts.call('queueRetryLater', { keys: { ...keys, paces }, args: { id, delayMs, token: lease.token } });
       if (dueAt >= 0) {
         this.schedule.at(dueAt);
         redis.events.queue({ type: 'redis-limit.queue.retry-later', queue, id, attempt: message.attempt, dueAt, pausedKey: paces.length > 0 });
@@ -414,20 +421,5 @@ export class Consumer implements DelayQueueConsumer {
       this.logger.warn(`RetryLater with pauseKey: ${why}, so only the message waits (logged once)`);
     }
     return [];
-  }
-
-  /**
-   * Runs a lease-fenced script with the lease's token. LEASE_LOST: that claim no longer holds the
-   * message; unless our own claim took it back meanwhile (then the outcome is the new claim's, and
-   * it is sent again with its token), there is nothing to record or report.
-   */
-  private async fenced(lease: Lease, call: (token: number, attempt: number) => Promise<number>): Promise<number> {
-    let reply: number;
-    let token: number;
-    do {
-      token = lease.token;
-      reply = await call(token, lease.attempt);
-    } while (reply === QueueReply.LEASE_LOST && lease.token !== token && this.leases.get(lease.id) === lease);
-    return reply;
   }
 }

@@ -15,6 +15,9 @@ export interface Lease {
   attempt: number;
   /** Local ms by which the lease surely runs out (from the last claim or renewal that set it). */
   leasedUntil: number;
+  /** Set once its failure (or RetryLater) is being recorded: a claim of the message from then on
+   * is a delivery of its own, not this lease's to settle. */
+  failing?: boolean;
 }
 
 export interface LeaseRenewerDeps {
