@@ -149,8 +149,10 @@ export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Resolved
 
 function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {
   const spec = rateLimitSpec(rateLimit as RateLimitPolicy, at);
-  const { key } = rateLimit as { key?: unknown };
+  const { key, adaptive } = rateLimit as { key?: unknown; adaptive?: unknown };
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (message) => string, got ${describeValue(key)}`);
+  // a policy's other extra properties are ignored, but this one would be taken to work
+  if (adaptive !== undefined) throw new TypeError(`${at}.adaptive is not supported by this version: the limit stays as given; remove it`);
   return { spec, key: key as ConsumerRateLimit['key'] };
 }
 
