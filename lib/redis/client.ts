@@ -18,7 +18,10 @@ export function createClient(redis: RedisTarget | undefined, commandTimeoutMs: n
   if (isClient(redis)) return { client: redis, owned: false };
   const defaults = {
     enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
+    // a command in flight when the connection drops fails at once, never sent again on the next
+    // connection: Redis may have run it before the drop (a decision charged, its reply lost), and
+    // a script that charges must not run twice
+    maxRetriesPerRequest: 0,
     connectTimeout: Math.max(1000, commandTimeoutMs * 4),
     // a disconnect while Redis is unreachable must not leave a 2 s timer holding the process open
     disconnectTimeout: commandTimeoutMs,
