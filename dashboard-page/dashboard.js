@@ -253,19 +253,60 @@ function showLimits(limits, unread) {
     ...limits.map((l) => {
       const limitInput = el('input', { type: 'number', min: '1', step: '1', placeholder: 'limit', 'aria-label': `limit of ${l.name}` });
       const windowInput = el('input', { type: 'number', min: '1', step: '1', placeholder: 'window ms', 'aria-label': `window of ${l.name}` });
+      const keyInput = el('input', { type: 'text', placeholder: 'key (all keys)', 'aria-label': `key of ${l.name}`, class: 'override-key' });
+      const ttlInput = el('input', { type: 'number', min: '1', step: '1', placeholder: 'ttl ms', 'aria-label': `ttl of ${l.name}`, class: 'override-ttl' });
       const set = () => {
         const override = { limit: Number(limitInput.value) };
         if (windowInput.value !== '') override.windowMs = Number(windowInput.value);
+        if (keyInput.value !== '') override.key = keyInput.value;
+        if (ttlInput.value !== '') override.ttlMs = Number(ttlInput.value);
         const sent = post('api/overrides', { name: l.name, policy: override });
-        limitInput.value = windowInput.value = '';
-        return act('limits-result', () => sent, done(l.name, `set to ${policy(override)}`));
+        const whose = override.key === undefined ? l.name : `${l.name} for key ${override.key}`;
+        limitInput.value = windowInput.value = keyInput.value = ttlInput.value = '';
+        return act('limits-result', () => sent, done(whose, `set to ${policy(override)}`));
       };
+      // per-key overrides under the name's, each with its lapse and (editable) its own Remove
+      const keyed = (l.keyed ?? []).map((k) =>
+        el(
+          'div',
+          { class: 'keyed-override', 'data-key': k.key },
+          `${k.key}: ${policy(k)}${k.expiresAt === undefined ? '' : ` until ${clock(k.expiresAt)}`}`,
+          ...(readOnly
+            ? []
+            : [
+                ' ',
+                el(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'remove-keyed-override',
+                    onclick: () =>
+                      act(
+                        'limits-result',
+                        () => post('api/overrides', { name: l.name, policy: null, key: k.key }),
+                        done(`${l.name} for key ${k.key}`, 'removed'),
+                      ),
+                  },
+                  'Remove',
+                ),
+              ]),
+        ),
+      );
       return el(
         'tr',
         { 'data-name': l.name },
         el('td', {}, l.name),
         el('td', {}, ...l.declared.map((d) => el('div', { title: d.at }, `${d.algorithm} ${policy(d)}`))),
-        el('td', { class: 'override' }, unread !== undefined ? '?' : l.override ? policy(l.override) : '—'),
+        el(
+          'td',
+          { class: 'override' },
+          unread !== undefined
+            ? '?'
+            : l.override
+              ? `${policy(l.override)}${l.override.expiresAt === undefined ? '' : ` until ${clock(l.override.expiresAt)}`}`
+              : '—',
+          ...(unread !== undefined ? [] : keyed),
+        ),
         el(
           'td',
           {},
@@ -275,6 +316,10 @@ function showLimits(limits, unread) {
                 limitInput,
                 ' ',
                 windowInput,
+                ' ',
+                keyInput,
+                ' ',
+                ttlInput,
                 ' ',
                 el('button', { type: 'button', class: 'set-override', onclick: set }, 'Set'),
                 ' ',

@@ -48,7 +48,7 @@ export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEvent
 export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.js';
 export type { ShadowVerdict } from './observability/events.js';
 export type { LimitOperationOptions } from './rate-limit/decision.types.js';
-export type { AppliedOverride, LimitOverride } from './rate-limit/overrides-policy.js';
+export type { AppliedOverride, LimitOverride, OverridePolicy } from './rate-limit/overrides-policy.js';
 export type { NamedLimit } from './rate-limit/overrides-declared.js';
 export { RedisLimitDashboardModule } from './dashboard/dashboard.module.js';
 export type { RedisLimitDashboardOptions } from './dashboard/dashboard.options.js';

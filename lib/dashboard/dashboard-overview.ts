@@ -16,6 +16,8 @@ export interface NamedLimitView {
   declared: NamedLimit[];
   /** In force in every instance, or null. */
   override: AppliedOverride | null;
+  /** Per-key overrides of the name, each beating `override` for its key. */
+  keyed: (AppliedOverride & { key: string })[];
 }
 
 /** What the dashboard page shows besides dead messages and the chart: one JSON answer, whole
@@ -48,15 +50,23 @@ export class DashboardOverviewReader {
     const [redis, queues, overrides] = await Promise.all([redisHealth(this.redis), settle(this.queues()), settle(this.limiter.overrides())]);
     const { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused } = this.events.counters();
     const declared = this.limiter.namedLimits();
-    const stored = overrides.value ?? {};
+    const stored = new Map<string, AppliedOverride>();
+    const keyed = new Map<string, (AppliedOverride & { key: string })[]>();
+    for (const [entry, override] of Object.entries(overrides.value ?? {})) {
+      if (override.key === undefined) stored.set(entry, override);
+      else {
+        const { name, ...rest } = override;
+        keyed.set(name!, [...(keyed.get(name!) ?? []), rest as AppliedOverride & { key: string }]);
+      }
+    }
     // an override stored by another app on this Redis is shown too: it is in Redis, if not in force here
-    const names = [...new Set([...Object.keys(declared), ...Object.keys(stored)])];
+    const names = [...new Set([...Object.keys(declared), ...stored.keys(), ...keyed.keys()])];
     return {
       readOnly: this.options.readOnly,
       redis,
       queues: queues.value ?? [],
       counters: { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused },
-      limits: names.map((name) => ({ name, declared: declared[name] ?? [], override: stored[name] ?? null })),
+      limits: names.map((name) => ({ name, declared: declared[name] ?? [], override: stored.get(name) ?? null, keyed: keyed.get(name) ?? [] })),
       unread: { ...(queues.error === undefined ? {} : { queues: queues.error }), ...(overrides.error === undefined ? {} : { overrides: overrides.error }) },
     };
   }

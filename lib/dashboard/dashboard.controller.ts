@@ -113,12 +113,14 @@ export function dashboardController(path: string): Type {
       return { purged: await answered(() => this.queue.purgeDead(body.queue as string, body.ids as string[] | undefined)) };
     }
 
-    /** `{ name, policy: { limit, windowMs? } | null }`: RateLimiterService.setOverride. */
+    /** `{ name, policy: { limit, windowMs?, key?, ttlMs? } | null, key? }`: RateLimiterService.setOverride
+     * (`key` beside a null policy: removes that key's override). */
     @Post('api/overrides')
     @Fresh()
     @HttpCode(200)
-    async override(@Body() body: { name?: unknown; policy?: unknown } = {}): Promise<{ name: unknown }> {
-      await answered(() => this.limiter.setOverride(body.name as string, body.policy as null));
+    async override(@Body() body: { name?: unknown; policy?: unknown; key?: unknown } = {}): Promise<{ name: unknown }> {
+      const opts = body.key === undefined ? undefined : { key: body.key as string };
+      await answered(() => this.limiter.setOverride(body.name as string, body.policy as null, opts));
       return { name: body.name };
     }
   }

@@ -68,8 +68,8 @@ export type RedisLimitEvent =
    * handler (absent for `acquireSlot`); `name`: the slots' name, if any. */
   | { type: 'redis-limit.concurrency.refused'; route?: string; name?: string; key: string; limit: number; retryAfterMs: number }
   /** setOverride changed the limits named `name` in every instance (from this one); `override`
-   * is what now applies, null when removed. */
-  | { type: 'redis-limit.override'; name: string; override: { limit: number; windowMs: number } | null }
+   * is what now applies, null when removed; `key`: only that key's (a per-key override). */
+  | { type: 'redis-limit.override'; name: string; key?: string; override: { limit: number; windowMs: number; expiresAt?: number } | null }
   | { type: 'redis-limit.queue.enqueued'; queue: string; id: string; runAt: number; scheduled: boolean }
   | { type: 'redis-limit.queue.delivered'; queue: string; id: string; attempt: number; runAt: number }
   | { type: 'redis-limit.queue.handled'; queue: string; id: string; attempt: number }

@@ -169,8 +169,8 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     if (this.listened) this.emit({ type: 'redis-limit.max-pending.refused', route, owner, max, ...(counted === undefined ? {} : { counted }) });
   }
 
-  override(name: string, override: { limit: number; windowMs: number } | null): void {
-    this.emit({ type: 'redis-limit.override', name, override });
+  override(name: string, override: { limit: number; windowMs: number; expiresAt?: number } | null, key: string | undefined): void {
+    this.emit({ type: 'redis-limit.override', name, override, ...(key === undefined ? {} : { key }) });
   }
 
   refusalCacheHit(): void {

@@ -2,18 +2,35 @@ import { Logger } from '@nestjs/common';
 import { ChannelSubscription } from '../redis/channel-subscription.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { DeclaredNames, overrideRefusal } from './overrides-declared.js';
-import { decodeOverride, encodeOverride, overriddenSpec, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
+import {
+  decodeOverride,
+  describeOverride,
+  keyedField,
+  overriddenSpec,
+  parseKeyedField,
+  type AppliedOverride,
+  type CheckedOverride,
+  type LimitOverride,
+  type StoredOverride,
+} from './overrides-policy.js';
 import type { LimitSpec } from './policy.js';
 
 /** While pub/sub is down, how often the overrides are read again (ms). */
 export const OVERRIDE_POLL_MS = 1000;
+/** setTimeout's longest delay: a lapse further off is looked at again then. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** name → key → the per-key override in force here. */
+export type KeyedOverrides = ReadonlyMap<string, ReadonlyMap<string, LimitOverride>>;
 
 /**
- * Runtime limit overrides: one Redis hash (name → override) under the key prefix, which every
- * process reads at start-up and keeps in `table`, and reads again when a change is announced on
- * the overrides channel, or every OVERRIDE_POLL_MS while it is not subscribed (a change announced
+ * Runtime limit overrides: two Redis hashes under the key prefix, one slot: name → override, and
+ * [name, key] → a per-key override, which beats its name's. Every process reads them at start-up
+ * and keeps them in `table` and `keyed`, and reads them again when a change is announced on the
+ * overrides channel, or every OVERRIDE_POLL_MS while it is not subscribed (a change announced
  * then would be missed; on a Redis Cluster always, see `listen`). The subscription is opened only
- * by an app whose limits carry names.
+ * by an app whose limits carry names. An override given a ttl lapses here by a timer set from the
+ * time it had left on the server's clock when read; the next read deletes it from Redis.
  *
  * Whoever wrote a value (another app or version on the prefix, a hand edit), it is put in force
  * here only if setOverride here would take it (DeclaredNames.refusal): a value that is not an
@@ -23,20 +40,24 @@ export const OVERRIDE_POLL_MS = 1000;
 export class Overrides {
   /** name → the override in force here. Read by every request of a named limit; replaced in place. */
   readonly table = new Map<string, LimitOverride>();
-  /** What the latest applied read found: name → the stored text, and the override it holds. */
+  /** name → key → the per-key override in force here; replaced in place. */
+  readonly keyed = new Map<string, Map<string, LimitOverride>>();
+  /** What the latest applied read found, by stored field (a per-key one's is `k` + its field). */
   private stored = new Map<string, Stored>();
   readonly declared = new DeclaredNames();
-  private readonly key: string;
+  private readonly byName: string;
+  private readonly byKey: string;
   private readonly channel: string;
   private subscription: ChannelSubscription | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private lapse: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
   /** Reads sent, and the latest whose answer was applied: an older answer arriving late is dropped. */
   private reads = 0;
   private lastApplied = 0;
   private readonly logger = new Logger('RateLimitOverrides');
-  /** name → the stored text last warned about: one warning per change, not per read. */
+  /** stored field → the stored text last warned about: one warning per change, not per read. */
   private warned = new Map<string, string>();
 
   constructor(
@@ -44,7 +65,8 @@ export class Overrides {
     /** Called when the overrides in force here change. */
     private readonly changed: () => void,
   ) {
-    this.key = redis.keys.build('ov', 'overrides');
+    this.byName = redis.keys.build('ov', 'overrides');
+    this.byKey = redis.keys.build('ov', 'overrides', 'keyed');
     this.channel = redis.keys.build('ov', 'changed');
   }
 
@@ -63,8 +85,8 @@ export class Overrides {
     void this.listen();
   }
 
-  /** Stores `override` (null: removes it), announces it, and applies it here before resolving. */
-  async set(name: string, override: LimitOverride | null): Promise<void> {
+  /** Stores the override (null: removes it), announces it, and applies it here before resolving. */
+  async set(name: string, { override, key, ttlMs }: CheckedOverride): Promise<void> {
     const { client, scripts } = this.redis;
     // an admin app, a worker or a CLI sets overrides for the instances that declare the name: a
     // typo is said here, and those instances check the value against their own limits
@@ -73,30 +95,49 @@ export class Overrides {
         `override of '${name}': no @RateLimit, @Funnel or defaultLimits entry of this app is named '${name}'; stored for the app instances that declare it`,
       );
     }
-    if (override === null) await scripts.bounded(client.hdel(this.key, name), 'HDEL');
-    else await scripts.bounded(client.hset(this.key, name, encodeOverride(override)), 'HSET');
+    const hash = key === undefined ? this.byName : this.byKey;
+    const field = key === undefined ? name : keyedField(name, key);
+    let expiresAt = -1;
+    if (override === null) await scripts.bounded(client.hdel(hash, field), 'HDEL');
+    else {
+      const args = { field, limit: override.limit, windowMs: override.windowMs, ttlMs };
+      expiresAt = await scripts.call('rateLimitOverrideSet', { keys: { overrides: hash }, args });
+    }
     // a change whose announcement failed would reach subscribed processes only on a reconnect:
     // rejecting says so, and setting it again announces it
     await Promise.all([scripts.bounded(client.publish(this.channel, name), 'PUBLISH'), this.read()]);
-    const applied = override === null ? null : this.report(name, override);
-    this.logger.log(applied === null ? `override of '${name}' removed` : `override of '${name}': limit ${applied.limit}, windowMs ${applied.windowMs}`);
-    this.redis.events.override(name, applied);
+    const applied = override === null ? null : this.report(name, override, expiresAt < 0 ? undefined : expiresAt);
+    const whose = key === undefined ? `'${name}'` : `'${name}' for key '${key}'`;
+    const lapses = expiresAt < 0 ? '' : `, lapsing at ${new Date(expiresAt).toISOString()}`;
+    this.logger.log(applied === null ? `override of ${whose} removed` : `override of ${whose}: limit ${applied.limit}, windowMs ${applied.windowMs}${lapses}`);
+    this.redis.events.override(name, applied, key);
   }
 
-  /** Every stored override as it applies here (read from Redis, and applied here too). */
+  /** Every stored override as it applies here (read from Redis, and applied here too): per-name
+   * ones by name, per-key ones as `<name>:<key>`, carrying their name and key. */
   async list(): Promise<Record<string, AppliedOverride>> {
-    const stored = await this.read();
-    return Object.fromEntries([...stored].map(([name, override]) => [name, this.report(name, override)]));
+    await this.read();
+    const listed: Record<string, AppliedOverride> = {};
+    for (const entry of this.stored.values()) {
+      if (entry.decoded === undefined || entry.lapsed()) continue;
+      const { override, expiresAt } = entry.decoded;
+      if (entry.key === undefined) listed[entry.name] = this.report(entry.name, override, expiresAt);
+      else listed[`${entry.name}:${entry.key}`] = { ...this.report(entry.name, override, expiresAt), name: entry.name, key: entry.key };
+    }
+    return listed;
   }
 
   close(): void {
     this.closed = true;
     clearInterval(this.timer);
+    clearTimeout(this.lapse);
     this.subscription?.close();
   }
 
-  private report(name: string, override: LimitOverride): AppliedOverride {
-    return { limit: override.limit, windowMs: override.windowMs ?? this.declared.windowOf(name) };
+  private report(name: string, override: LimitOverride, expiresAt: number | undefined): AppliedOverride {
+    const applied: AppliedOverride = { limit: override.limit, windowMs: override.windowMs ?? this.declared.windowOf(name) };
+    if (expiresAt !== undefined) applied.expiresAt = expiresAt;
+    return applied;
   }
 
   private async listen(): Promise<void> {
@@ -126,59 +167,105 @@ export class Overrides {
     return this.read().catch(() => undefined);
   }
 
-  /** Reads the stored overrides (well-formed ones, whether they apply here or not) and puts in
-   * force here those that do. */
-  private async read(): Promise<Map<string, LimitOverride>> {
+  /** Reads the stored overrides (override-read.lua drops lapsed ones) and puts in force here those
+   * that apply. */
+  private async read(): Promise<void> {
     const read = ++this.reads;
-    const raw = await this.redis.scripts.bounded(this.redis.client.hgetall(this.key), 'HGETALL');
-    const stored = new Map(Object.entries(raw).map(([name, text]): [string, Stored] => [name, { text, override: decodeOverride(text) }]));
-    if (read > this.lastApplied) {
-      this.lastApplied = read;
-      this.stored = stored;
-      this.apply();
+    const { entries } = await this.redis.scripts.call('rateLimitOverrideRead', { keys: { byName: this.byName, byKey: this.byKey }, args: {} });
+    if (read <= this.lastApplied) return;
+    const at = Date.now();
+    const stored = new Map<string, Stored>();
+    for (const { keyed, field, value, ttlMs } of entries) {
+      const target = keyed === 1 ? parseKeyedField(field) : { name: field, key: undefined };
+      stored.set(keyed === 1 ? `k${field}` : field, new Stored(field, target, value, ttlMs < 0 ? undefined : at + ttlMs));
     }
-    return new Map([...stored].flatMap(([name, { override }]) => (override === undefined ? [] : [[name, override]])));
+    this.lastApplied = read;
+    this.stored = stored;
+    this.apply();
   }
 
   /** Puts in force what the latest read found, as far as this app's limits can take it. */
   private apply(): void {
-    const next = new Map<string, LimitOverride>();
+    clearTimeout(this.lapse);
+    const byName = new Map<string, LimitOverride>();
+    const byKey = new Map<string, Map<string, LimitOverride>>();
     const warned = new Map<string, string>();
-    for (const [name, { text, override }] of this.stored) {
-      const problem = override === undefined ? 'is not { limit, windowMs? }' : this.declared.refusal(name, override)?.message;
+    let nextLapse = Infinity;
+    for (const [stored, entry] of this.stored) {
+      if (entry.lapsed()) continue;
+      const override = entry.decoded?.override;
+      const problem = override === undefined ? 'is not an override' : this.declared.refusal(entry.name, override)?.message;
       if (problem === undefined) {
-        next.set(name, override!);
+        if (entry.key === undefined) byName.set(entry.name, override!);
+        else (byKey.get(entry.name) ?? byKey.set(entry.name, new Map()).get(entry.name)!).set(entry.key, override!);
+        if (entry.lapsesAt !== undefined) nextLapse = Math.min(nextLapse, entry.lapsesAt);
         continue;
       }
-      if (this.warned.get(name) !== text) {
+      if (this.warned.get(stored) !== entry.text) {
+        const whose = entry.key === undefined ? `'${entry.name}'` : `'${entry.name}' for key '${entry.key}'`;
         this.logger.warn(
           override === undefined
-            ? `override of '${name}' is not { limit, windowMs? } (${text.slice(0, 80)}): ignored`
-            : `override of '${name}' (${text.slice(0, 80)}) ignored, as setOverride here would refuse it: ${problem}; the declared limits of '${name}' apply`,
+            ? `override ${entry.name === '' ? `field ${JSON.stringify(entry.field.slice(0, 80))}` : `of ${whose}`} is not { limit, windowMs? } (${entry.text.slice(0, 80)}): ignored`
+            : `override of ${whose} (${entry.text.slice(0, 80)}) ignored, as setOverride here would refuse it: ${problem}; the declared limits of '${entry.name}' apply`,
         );
       }
-      warned.set(name, text);
+      warned.set(stored, entry.text);
     }
     this.warned = warned;
-    this.replace(next);
+    if (nextLapse !== Infinity && !this.closed) {
+      // applies again once it has lapsed here, and reads, which deletes it from Redis
+      this.lapse = setTimeout(
+        () => {
+          this.apply();
+          void this.readQuietly();
+        },
+        Math.min(MAX_TIMER_MS, Math.max(0, nextLapse - Date.now()) + 1),
+      ).unref();
+    }
+    this.replace(byName, byKey);
   }
 
-  private replace(next: Map<string, LimitOverride>): void {
-    const same = next.size === this.table.size && [...next].every(([name, o]) => sameOverride(this.table.get(name), o));
+  private replace(byName: Map<string, LimitOverride>, byKey: Map<string, Map<string, LimitOverride>>): void {
+    const same = sameTable(this.table, byName) && byKey.size === this.keyed.size && [...byKey].every(([name, keys]) => sameTable(this.keyed.get(name), keys));
     if (same) return;
     this.table.clear();
-    for (const [name, override] of next) this.table.set(name, override);
+    for (const [name, override] of byName) this.table.set(name, override);
+    this.keyed.clear();
+    for (const [name, keys] of byKey) this.keyed.set(name, keys);
     this.changed();
   }
 }
 
-/** A stored override as read: its text, and the override it holds (undefined: it holds none). */
-interface Stored {
-  text: string;
-  override: LimitOverride | undefined;
+/** A stored override as read. */
+class Stored {
+  readonly name: string;
+  /** A per-key override's key; undefined for a per-name one. */
+  readonly key: string | undefined;
+  /** undefined: the value holds no override (or the field names none). */
+  readonly decoded: StoredOverride | undefined;
+
+  constructor(
+    /** As stored in Redis. */
+    readonly field: string,
+    target: { name: string; key: string | undefined } | undefined,
+    readonly text: string,
+    /** When it lapses here (Date.now() ms), from the time it had left when read. */
+    readonly lapsesAt: number | undefined,
+  ) {
+    this.name = target?.name ?? '';
+    this.key = target?.key;
+    this.decoded = target === undefined ? undefined : decodeOverride(text);
+  }
+
+  lapsed(): boolean {
+    return this.lapsesAt !== undefined && this.lapsesAt <= Date.now();
+  }
 }
 
 const sameOverride = (a: LimitOverride | undefined, b: LimitOverride): boolean => a !== undefined && a.limit === b.limit && a.windowMs === b.windowMs;
+
+const sameTable = (a: ReadonlyMap<string, LimitOverride> | undefined, b: ReadonlyMap<string, LimitOverride>): boolean =>
+  a !== undefined && a.size === b.size && [...b].every(([name, o]) => sameOverride(a.get(name), o));
 
 const requestLogger = new Logger('RateLimitOverrides');
 /** override in force → the limits (`at`) a request found could not take it: each said once. */
@@ -206,7 +293,7 @@ export function overrideForRequest(
   if (!said.has(limit.at)) {
     said.add(limit.at);
     requestLogger.warn(
-      `override of '${name}' (${encodeOverride(override)}) ignored for the requests it cannot apply to: ${refusal.message}; those keep the declared policy`,
+      `override of '${name}' (${describeOverride(override)}) ignored for the requests it cannot apply to: ${refusal.message}; those keep the declared policy`,
     );
   }
   return undefined;

@@ -7,7 +7,7 @@ import { checkedLimit, type CheckedLimit } from './checked-limit.js';
 import { DecisionEngine } from './decision-engine.js';
 import { defaultEntries, withDefaults } from './default-limits.js';
 import type { HeaderPolicy } from '../transports/headers.js';
-import { overrideForRequest } from './overrides.js';
+import { overrideForRequest, type KeyedOverrides } from './overrides.js';
 import type { LimitOverride } from './overrides-policy.js';
 import { assertPermits, funnelSpec, KIND_NAMES, type LimitSpec } from './policy.js';
 import { RATE_LIMITS, SKIP_RATE_LIMIT, type CostResolver, type CountIf, type LimitEntry, type RateLimitOptions } from './rate-limit.metadata.js';
@@ -48,6 +48,8 @@ export interface RoutePlan {
   failMode: FailMode;
   /** The runtime overrides in force, by name (RateLimiterService.setOverride). */
   overrides: ReadonlyMap<string, LimitOverride>;
+  /** The per-key ones, by name then key: they beat the name's. */
+  keyed: KeyedOverrides;
 }
 
 /**
@@ -80,7 +82,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   }
 
   protected compile(route: RouteRef): RoutePlan | null {
-    const plan = this.declared(compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow, this.engine.overrides.table));
+    const plan = this.declared(compile(route, this.redis.options.failMode, this.defaults(), this.redis.options.shadow, this.engine.overrides));
     if (plan !== null && route.kind === 'rpc') {
       if (this.redis.options.tracker === undefined && this.guardReaches(route)) assertKeyed(plan);
       this.rpcLimited = true;
@@ -111,7 +113,7 @@ export class RateLimitPlans extends RoutePlans<RoutePlan | null> {
   private defaults(): LimitEntry[] {
     if (this.defaultLimits === undefined) {
       const entries = defaultEntries(this.redis.options.defaultLimits);
-      this.declared(compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow, this.engine.overrides.table));
+      this.declared(compile(DEFAULTS_ROUTE, this.redis.options.failMode, entries, this.redis.options.shadow, this.engine.overrides));
       this.defaultLimits = entries;
     }
     return this.defaultLimits;
@@ -163,21 +165,27 @@ export interface RequestLimits {
  */
 export async function resolveLimits(plan: RoutePlan, ctx: ExecutionContext, tracker: KeyResolver): Promise<RequestLimits> {
   // no override anywhere: not one lookup
-  const overrides = plan.overrides.size === 0 ? undefined : plan.overrides;
+  const overrides = plan.overrides.size === 0 && plan.keyed.size === 0 ? undefined : plan;
   let overridden = false;
   const resolved = await Promise.all(
     plan.limits.map(async (limit) => {
       let spec = isFixed(limit.spec) ? limit.spec : await resolveSpec(limit.spec, limit.at, ctx);
-      const override = overrides === undefined || limit.name === undefined ? undefined : overrides.get(limit.name);
       const key = await resolveKey('key', limit.key ?? tracker, ctx);
       const cost = costOf(limit.cost, ctx);
-      // checked against what this request resolved (a tier, a cost function), as setOverride
-      // checks what is known at start-up: an override that does not fit leaves the declared spec
-      const target = { at: `${plan.route}: ${limit.at}`, keepWindow: limit.keepWindow };
-      const applied = override === undefined ? undefined : overrideForRequest(limit.name!, target, spec, override, cost);
-      if (applied !== undefined) {
-        spec = applied;
-        overridden = true;
+      if (overrides !== undefined && limit.name !== undefined) {
+        // checked against what this request resolved (a tier, a cost function), as setOverride
+        // checks what is known at start-up: an override that does not fit gives way to the
+        // name's, and that to the declared spec
+        const target = { at: `${plan.route}: ${limit.at}`, keepWindow: limit.keepWindow };
+        const own = overrides.keyed.get(limit.name)?.get(key);
+        const named = overrides.overrides.get(limit.name);
+        const applied =
+          (own === undefined ? undefined : overrideForRequest(limit.name, target, spec, own, cost)) ??
+          (named === undefined ? undefined : overrideForRequest(limit.name, target, spec, named, cost));
+        if (applied !== undefined) {
+          spec = applied;
+          overridden = true;
+        }
       }
       return { limit, spec, key, permits: checkCost(cost, spec.limit) };
     }),
@@ -205,7 +213,7 @@ function compile(
   moduleFailMode: FailMode,
   defaults: readonly LimitEntry[],
   moduleShadow: boolean,
-  overrides: ReadonlyMap<string, LimitOverride>,
+  overrides: { table: ReadonlyMap<string, LimitOverride>; keyed: KeyedOverrides },
 ): RoutePlan | null {
   const own = (Reflect.getMetadata(RATE_LIMITS, handler) as LimitEntry[] | undefined) ?? [];
   const inherited = (Reflect.getMetadata(RATE_LIMITS, controller) as LimitEntry[] | undefined) ?? [];
@@ -228,7 +236,7 @@ function compile(
     const modes = entries.map((entry) => entry.options?.failMode ?? moduleFailMode);
     // the strictest mode of the stack decides it: closed, then local, then open
     const failMode = modes.includes('closed') ? 'closed' : modes.includes('local') ? 'local' : 'open';
-    return { route, limits, failMode, overrides };
+    return { route, limits, failMode, overrides: overrides.table, keyed: overrides.keyed };
   } catch (error) {
     throw new (error instanceof RangeError ? RangeError : TypeError)(`${route}: ${(error as Error).message}`);
   }

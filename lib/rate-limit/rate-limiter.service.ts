@@ -5,7 +5,7 @@ import { checkStackedLimit, checkTarget } from './checked-limit.js';
 import { DecisionEngine, type CheckedTarget } from './decision-engine.js';
 import type { DecideOptions, LimitOperationOptions, StackDecision, StackedLimit } from './decision.types.js';
 import type { NamedLimit } from './overrides-declared.js';
-import { assertOverride, type AppliedOverride, type LimitOverride } from './overrides-policy.js';
+import { assertOverride, type AppliedOverride, type OverridePolicy } from './overrides-policy.js';
 import {
   assertAcquireOptions,
   assertBlockDuration,
@@ -86,38 +86,49 @@ export class RateLimiterService {
   /**
    * Every limit this app declares with `name` (`@RateLimit`, `@Funnel`, defaultLimits) uses `policy`
    * from now on, in every app instance on this Redis: at once here, at once where pub/sub is up,
-   * within about a second elsewhere. `windowMs` absent: each limit keeps its own window. null
-   * removes the override. A changed window starts fresh counters; a changed limit keeps them.
-   * Names are known once the app has started. A name no limit of this app carries is stored, with
-   * one warning naming it (an admin app, a worker or a CLI setting overrides for the instances
-   * that declare it); each instance applies a stored override only if its own limits of that name
-   * can take it (else it keeps them as declared, with one warning): see docs/runtime-overrides.md.
+   * within about a second elsewhere. `windowMs` absent: each limit keeps its own window. With
+   * `key`, only requests whose limit resolves that key (a tenant, a user) get it, and it beats the
+   * name's override; with `ttlMs`, it lapses by itself that long from now (the Redis server's
+   * clock). null removes the override (with `opts.key`, that key's). A changed window starts
+   * fresh counters; a changed limit keeps them. Names are known once the app has started. A name
+   * no limit of this app carries is stored, with one warning naming it (an admin app, a worker or
+   * a CLI setting overrides for the instances that declare it); each instance applies a stored
+   * override only if its own limits of that name can take it (else it keeps them as declared,
+   * with one warning): see docs/runtime-overrides.md.
    * @param name - the `name` of the limits to change
-   * @param policy - `{ limit, windowMs? }` (positive integers, ms), or null to remove the override
+   * @param policy - `{ limit, windowMs?, key?, ttlMs? }` (positive integers, ms; `key` a non-empty
+   * string), or null to remove the override
+   * @param opts - `{ key }` with a null policy: removes that key's override (the name's stays)
    * @throws TypeError `name` when not a non-empty string or it holds a lone surrogate; TypeError
-   * `policy` when not an object or null, or with another option.
-   * @throws TypeError / RangeError `policy.limit` / `policy.windowMs` when not a positive integer;
-   * RangeError, where this app declares the name, when the limit is below a declared cost or
-   * quota, a window is given for a name a route holds twice, or a bucket's limit × window is above
-   * 2^53.
+   * `policy` when not an object or null, or with another option; TypeError `opts` when given with
+   * a policy, or not `{ key }`.
+   * @throws TypeError / RangeError `policy.limit` / `policy.windowMs` / `policy.ttlMs` when not a
+   * positive integer; TypeError `policy.key` / `opts.key` when not a non-empty, well-formed
+   * string; RangeError, where this app declares the name, when the limit is below a declared cost
+   * or quota, a window is given for a name a route holds twice, or a bucket's limit × window is
+   * above 2^53.
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    * @example
    * ```ts
    * await limiter.setOverride('login', { limit: 3 });                   // each 'login' limit keeps its window
    * await limiter.setOverride('login', { limit: 10, windowMs: 60_000 }); // a fresh counter per minute
+   * await limiter.setOverride('export', { key: 'tenant:42', limit: 500, ttlMs: 3_600_000 }); // one tenant, for an hour
+   * await limiter.setOverride('export', null, { key: 'tenant:42' });   // that tenant back to the name's
    * await limiter.setOverride('login', null);                           // back to the declared limits
    * ```
    */
-  async setOverride(name: string, policy: LimitOverride | null): Promise<void> {
-    const override = assertOverride(name, policy);
-    if (override !== null) this.engine.overrides.declared.assertApplies(name, override);
-    await this.engine.overrides.set(name, override);
+  async setOverride(name: string, policy: OverridePolicy | null, opts?: { key?: string }): Promise<void> {
+    const checked = assertOverride(name, policy, opts);
+    if (checked.override !== null) this.engine.overrides.declared.assertApplies(name, checked.override);
+    await this.engine.overrides.set(name, checked);
   }
 
   /**
-   * The overrides stored in Redis, by name, as they apply in this app: `windowMs` is the override's
-   * own, else the declared window (the shortest where a name's limits differ; 0 when none is known).
+   * The overrides stored in Redis, as they apply in this app: per-name ones by name, per-key ones
+   * as `<name>:<key>` with their `name` and `key`; `expiresAt` (server ms) where one lapses.
+   * `windowMs` is the override's own, else the declared window (the shortest where a name's limits
+   * differ; 0 when none is known).
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */

@@ -435,6 +435,30 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
 /** The secret that authenticates grant ids (see lib/rate-limit/grant-ids.ts): made once by the first process that asks, read by every other, so all instances on one Redis and key prefix sign and check alike. It never expires: a lost secret only makes older grant ids refund 0. */ export interface RateLimitGrantSecretCall { readonly keys: RateLimitGrantSecretKeys; readonly args: RateLimitGrantSecretArgs; }
 const RATE_LIMIT_GRANT_SECRET: ScriptBinding<RateLimitGrantSecretCall, RateLimitGrantSecretReply> = { encode: ({ keys, args }) => [keys.secret, args.fresh], decode: (reply) => String(reply) };
 
+// rate-limit/override-read.lua
+/** rate-limit/override-read.lua: KEYS, by name. */ export interface RateLimitOverrideReadKeys { /** hash: limit name -> override, JSON { limit, windowMs?, expiresAt? } (ms) */ readonly byName: string; /** hash: JSON [name, key] -> override, as above */ readonly byKey: string; }
+/** rate-limit/override-read.lua: ARGV, by name. */ export interface RateLimitOverrideReadArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; }
+/** four per override in force */ export interface RateLimitOverrideReadEntryReply { /** 1 when from byKey, else 0 */ readonly keyed: number; readonly field: string; /** as stored (each instance checks it: it may be written by hand) */ readonly value: string; /** ms left; -1 when it never lapses */ readonly ttlMs: number; }
+/** rate-limit/override-read.lua: its reply, by name. */ export interface RateLimitOverrideReadReply { /** four per override in force */ readonly entries: readonly RateLimitOverrideReadEntryReply[]; }
+/** Every runtime override stored, with the ms each has left. Those that have lapsed are deleted here, so per-key overrides given a ttl do not pile up (Redis 7.0 has no per-field expiry). */ export interface RateLimitOverrideReadCall { readonly keys: RateLimitOverrideReadKeys; readonly args: RateLimitOverrideReadArgs; }
+/** rate-limit/override-read.lua: values per entry in its reply. */ export const RATE_LIMIT_OVERRIDE_READ_REPLY_ENTRY_FIELDS = 4;
+const RATE_LIMIT_OVERRIDE_READ: ScriptBinding<RateLimitOverrideReadCall, RateLimitOverrideReadReply> = {
+  encode: ({ keys, args }) => [keys.byName, keys.byKey, args.now ?? ''],
+  decode: (reply) => {
+    const r = list(reply, "rate-limit/override-read.lua");
+    const entries: RateLimitOverrideReadEntryReply[] = [];
+    for (let at = 0; at < r.length; at += RATE_LIMIT_OVERRIDE_READ_REPLY_ENTRY_FIELDS) entries.push({ keyed: Number(r[at]), field: String(r[at + 1]), value: String(r[at + 2]), ttlMs: Number(r[at + 3]) });
+    return { entries };
+  },
+};
+
+// rate-limit/override-set.lua
+/** rate-limit/override-set.lua: KEYS, by name. */ export interface RateLimitOverrideSetKeys { /** hash: the per-name or the per-key overrides (override-read.lua) */ readonly overrides: string; }
+/** rate-limit/override-set.lua: ARGV, by name. */ export interface RateLimitOverrideSetArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the name, or the JSON [name, key] */ readonly field: string; readonly limit: number; /** '' when each limit keeps its own window */ readonly windowMs?: number | ''; /** '' when it never lapses */ readonly ttlMs?: number | ''; }
+/** rate-limit/override-set.lua: when it lapses, or -1 when it never does */ export type RateLimitOverrideSetReply = number;
+/** Store a runtime override (RateLimiterService.setOverride), lapsing `ttlMs` from now on the server's clock when given: every instance judges the lapse by the same clock. */ export interface RateLimitOverrideSetCall { readonly keys: RateLimitOverrideSetKeys; readonly args: RateLimitOverrideSetArgs; }
+const RATE_LIMIT_OVERRIDE_SET: ScriptBinding<RateLimitOverrideSetCall, RateLimitOverrideSetReply> = { encode: ({ keys, args }) => [keys.overrides, args.now ?? '', args.field, args.limit, args.windowMs ?? '', args.ttlMs ?? ''], decode: (reply) => Number(reply) };
+
 // rate-limit/penalize.lua
 /** rate-limit/penalize.lua: KEYS, by name. */ export interface RateLimitPenalizeKeys { /** the limit's state key */ readonly state: string; }
 /** rate-limit/penalize.lua: ARGV, by name. */ export interface RateLimitPenalizeArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
@@ -497,6 +521,8 @@ export interface ScriptSignatures {
   "rate-limit/block.lua": { call: RateLimitBlockCall; reply: RateLimitBlockReply };
   "rate-limit/decide.lua": { call: RateLimitDecideCall; reply: RateLimitDecideReply };
   "rate-limit/grant-secret.lua": { call: RateLimitGrantSecretCall; reply: RateLimitGrantSecretReply };
+  "rate-limit/override-read.lua": { call: RateLimitOverrideReadCall; reply: RateLimitOverrideReadReply };
+  "rate-limit/override-set.lua": { call: RateLimitOverrideSetCall; reply: RateLimitOverrideSetReply };
   "rate-limit/penalize.lua": { call: RateLimitPenalizeCall; reply: RateLimitPenalizeReply };
   "rate-limit/refund.lua": { call: RateLimitRefundCall; reply: RateLimitRefundReply };
 }
@@ -538,6 +564,8 @@ export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBi
   "rate-limit/block.lua": RATE_LIMIT_BLOCK,
   "rate-limit/decide.lua": RATE_LIMIT_DECIDE,
   "rate-limit/grant-secret.lua": RATE_LIMIT_GRANT_SECRET,
+  "rate-limit/override-read.lua": RATE_LIMIT_OVERRIDE_READ,
+  "rate-limit/override-set.lua": RATE_LIMIT_OVERRIDE_SET,
   "rate-limit/penalize.lua": RATE_LIMIT_PENALIZE,
   "rate-limit/refund.lua": RATE_LIMIT_REFUND,
 };

@@ -11,6 +11,8 @@ export const SCRIPT_FILES = {
   rateLimitPenalize: 'rate-limit/penalize.lua',
   rateLimitBlock: 'rate-limit/block.lua',
   rateLimitGrantSecret: 'rate-limit/grant-secret.lua',
+  rateLimitOverrideSet: 'rate-limit/override-set.lua',
+  rateLimitOverrideRead: 'rate-limit/override-read.lua',
   hashSet: 'expiring-hash/set.lua',
   hashGet: 'expiring-hash/get.lua',
   hashEntries: 'expiring-hash/entries.lua',

@@ -144,6 +144,29 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     expect((await hello()).status).toBe(429);
   });
 
+  it('sets a per-key override with a ttl, lists it under its name, and removes it alone', async () => {
+    const row = '#limits tr[data-name="greetings"]';
+    const keyed = `${row} .keyed-override[data-key="tenant-x"]`;
+    await typeInto(page, `${row} input[aria-label="limit of greetings"]`, '4');
+    await typeInto(page, `${row} input[aria-label="key of greetings"]`, 'tenant-x');
+    await typeInto(page, `${row} input[aria-label="ttl of greetings"]`, '600000');
+    await page.click(`${row} button.set-override`);
+    await until(
+      async () => (await page.$(keyed)) !== null,
+      5000,
+      () => 'per-key override not shown',
+    );
+    expect(await text(page, keyed)).toMatch(/^tenant-x: 4 \/ 60000 ms until \d\d:\d\d Remove$/);
+    // the name itself has none
+    expect(await page.$eval(`${row} td.override`, (node) => node.firstChild?.textContent)).toBe('—');
+    await page.click(`${keyed} button.remove-keyed-override`);
+    await until(
+      async () => (await page.$(keyed)) === null,
+      5000,
+      () => 'per-key override not removed',
+    );
+  });
+
   // An operator who has clicked into an override's field and not typed yet: a refresh that
   // redrew the table took the field away (under load the next keys went nowhere, and Set sent 0)
   it('keeps the override field an operator is in through a refresh', async () => {

@@ -580,14 +580,14 @@ describe('bad input', () => {
         'policy undefined',
         () => named.limiter.setOverride('costly', undefined as never),
         TypeError,
-        /^policy must be an object \{ limit, windowMs\? \} or null, got undefined$/,
+        /^policy must be an object \{ limit, windowMs\?, key\?, ttlMs\? \} or null, got undefined$/,
       ],
       ['policy a number', () => named.limiter.setOverride('costly', 5 as never), TypeError, /^policy must be an object/],
       [
         'an unknown option',
         () => named.limiter.setOverride('costly', { limit: 5, window: 1_000 } as never),
         TypeError,
-        /^policy\.window is not an option \(limit, windowMs\)$/,
+        /^policy\.window is not an option \(limit, windowMs, key, ttlMs\)$/,
       ],
       ['policy.limit 0', () => named.limiter.setOverride('costly', { limit: 0 }), RangeError, /^policy\.limit must be a positive integer, got 0$/],
       [

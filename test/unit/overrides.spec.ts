@@ -1,5 +1,5 @@
 import { DeclaredNames, overrideRefusal, type DeclaredLimit } from '../../lib/rate-limit/overrides-declared.js';
-import { assertOverride, decodeOverride, encodeOverride, overriddenSpec } from '../../lib/rate-limit/overrides-policy.js';
+import { assertOverride, decodeOverride, keyedField, overriddenSpec, parseKeyedField } from '../../lib/rate-limit/overrides-policy.js';
 
 const limit = (at: string, more: Partial<DeclaredLimit> = {}): DeclaredLimit => ({
   at,
@@ -13,15 +13,29 @@ const limit = (at: string, more: Partial<DeclaredLimit> = {}): DeclaredLimit => 
 
 describe('override policies', () => {
   it('keep only what was given: a missing window stays missing', () => {
-    expect(assertOverride('api', { limit: 5 })).toEqual({ limit: 5 });
-    expect(assertOverride('api', { limit: 5, windowMs: 1000 })).toEqual({ limit: 5, windowMs: 1000 });
-    expect(assertOverride('api', null)).toBeNull();
+    expect(assertOverride('api', { limit: 5 })).toEqual({ override: { limit: 5 }, key: undefined, ttlMs: undefined });
+    expect(assertOverride('api', { limit: 5, windowMs: 1000 })).toEqual({ override: { limit: 5, windowMs: 1000 }, key: undefined, ttlMs: undefined });
+    expect(assertOverride('api', null)).toEqual({ override: null, key: undefined, ttlMs: undefined });
   });
 
-  it('decode what they encode, and nothing else', () => {
-    expect(decodeOverride(encodeOverride({ limit: 5 }))).toEqual({ limit: 5 });
-    expect(decodeOverride(encodeOverride({ limit: 5, windowMs: 10 }))).toEqual({ limit: 5, windowMs: 10 });
-    for (const text of ['5', 'null', '{"limit":0}', '{"limit":5,"extra":1}', '{', '{"windowMs":5}']) expect(decodeOverride(text)).toBeUndefined();
+  it('carry a key and a ttl apart from the override; a null policy removes one key with opts.key', () => {
+    expect(assertOverride('api', { limit: 5, key: 'tenant:1', ttlMs: 60_000 })).toEqual({ override: { limit: 5 }, key: 'tenant:1', ttlMs: 60_000 });
+    expect(assertOverride('api', null, { key: 'tenant:1' })).toEqual({ override: null, key: 'tenant:1', ttlMs: undefined });
+  });
+
+  it('decode what override-set.lua stores, and nothing else', () => {
+    expect(decodeOverride('{"limit":5}')).toEqual({ override: { limit: 5 } });
+    expect(decodeOverride('{"limit":5,"windowMs":10}')).toEqual({ override: { limit: 5, windowMs: 10 } });
+    expect(decodeOverride('{"limit":5,"expiresAt":1764000000000}')).toEqual({ override: { limit: 5 }, expiresAt: 1764000000000 });
+    for (const text of ['5', 'null', '[]', '{"limit":0}', '{"limit":5,"extra":1}', '{', '{"windowMs":5}', '{"limit":5,"expiresAt":"soon"}']) {
+      expect(decodeOverride(text)).toBeUndefined();
+    }
+  });
+
+  it('name a per-key field by both parts, so no name and key share one', () => {
+    expect(parseKeyedField(keyedField('a:b', 'c'))).toEqual({ name: 'a:b', key: 'c' });
+    expect(keyedField('a:b', 'c')).not.toBe(keyedField('a', 'b:c'));
+    for (const field of ['login', '["a"]', '["a",""]', '[1,"b"]', '{']) expect(parseKeyedField(field)).toBeUndefined();
   });
 
   it('change the limit and window of a spec, never its algorithm; a kept window stays', () => {
