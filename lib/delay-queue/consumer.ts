@@ -395,13 +395,28 @@ export class Consumer implements DelayQueueConsumer {
   private async retryLater(message: DelayedMessage, lease: Lease, delayMs: number, pauseKey: boolean): Promise<void> {
     const { redis, keys } = this.deps;
     const { id, queue } = message;
-    const paces = pauseKey ? this.paceToPause(message) : [];
+    const rate = pauseKey ? this.paceToPause(message) : undefined;
+    const paces = rate === undefined ? [] : [rate.pace];
+    // an adaptive rate limit learns from the pause: retry-later.lua halves the key's limit
+    const adaptive = rate === undefined ? undefined : this.admission?.adaptive;
     lease.failing = true;
     try {
-      const dueAt = await redis.scripts.call('queueRetryLater', { keys: { ...keys, paces }, args: { id, delayMs, token: lease.token } });
+      const { dueAt, limit } = await redis.scripts.call('queueRetryLater', {
+        keys: { ...keys, paces },
+        args: { id, delayMs, token: lease.token, limit: adaptive?.limit, windowMs: adaptive?.windowMs },
+      });
       if (dueAt >= 0) {
         this.schedule.at(dueAt);
-        redis.events.queue({ type: 'redis-limit.queue.retry-later', queue, id, attempt: message.attempt, dueAt, pausedKey: paces.length > 0 });
+        if (adaptive !== undefined) redis.events.adaptiveLimit(queue, rate!.name, { halved: limit, ...adaptive });
+        redis.events.queue({
+          type: 'redis-limit.queue.retry-later',
+          queue,
+          id,
+          attempt: message.attempt,
+          dueAt,
+          pausedKey: paces.length > 0,
+          ...(adaptive === undefined ? {} : { adaptiveLimit: limit }),
+        });
       }
     } catch (failure) {
       // the lease runs out and the message comes back (as an attempt: the claim stays counted)
@@ -411,15 +426,16 @@ export class Consumer implements DelayQueueConsumer {
     }
   }
 
-  /** The pace key a RetryLater with pauseKey pauses: none without a rate key (said once). */
-  private paceToPause(message: DelayedMessage): string[] {
-    const pace = this.admission?.paceKey(message);
-    if (typeof pace === 'string') return [pace];
+  /** The pace key a RetryLater with pauseKey pauses, and its rate key's name: none without a rate
+   * key (said once). */
+  private paceToPause(message: DelayedMessage): { pace: string; name: string } | undefined {
+    const rate = this.admission?.paceKey(message);
+    if (rate !== undefined && !(rate instanceof Error)) return rate;
     if (!this.pauseUnkeyedReported) {
       this.pauseUnkeyedReported = true;
-      const why = pace === undefined ? 'this consumer has no rateLimit' : `its rate key failed: ${pace.message}`;
+      const why = rate === undefined ? 'this consumer has no rateLimit' : `its rate key failed: ${rate.message}`;
       this.logger.warn(`RetryLater with pauseKey: ${why}, so only the message waits (logged once)`);
     }
-    return [];
+    return undefined;
   }
 }

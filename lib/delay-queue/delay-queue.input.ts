@@ -106,6 +106,8 @@ export const CONSUME_DEFAULTS: IntegerConsumeOptions = {
 export interface ConsumerRateLimit {
   spec: LimitSpec;
   key: ((message: DelayedMessage) => string) | undefined;
+  /** AIMD per rate key on RetryLater with pauseKey (lua/delay-queue/adaptive.lua). */
+  adaptive: boolean;
 }
 
 export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
@@ -151,9 +153,8 @@ function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {
   const spec = rateLimitSpec(rateLimit as RateLimitPolicy, at);
   const { key, adaptive } = rateLimit as { key?: unknown; adaptive?: unknown };
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (message) => string, got ${describeValue(key)}`);
-  // a policy's other extra properties are ignored, but this one would be taken to work
-  if (adaptive !== undefined) throw new TypeError(`${at}.adaptive is not supported by this version: the limit stays as given; remove it`);
-  return { spec, key: key as ConsumerRateLimit['key'] };
+  if (adaptive !== undefined && typeof adaptive !== 'boolean') throw new TypeError(`${at}.adaptive must be a boolean, got ${describeValue(adaptive)}`);
+  return { spec, key: key as ConsumerRateLimit['key'], adaptive: adaptive === true };
 }
 
 /** The module option `delayQueue`'s defaults (the `@default`s DelayQueueOptions states). */

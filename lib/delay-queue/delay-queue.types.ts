@@ -118,15 +118,20 @@ export interface ConsumeOptions<T = unknown> {
    * lease, charges each key's counter (a key in the queue's hash slot, so one atomic step on a
    * cluster) and gives the refused back, counting their claim as no attempt. A consumer that
    * dies between the two steps leaves leases that expire as usual.
+   *
+   * `adaptive: true` learns an upstream's limit nobody told us (AIMD, per key, shared by every
+   * process): a handler's `RetryLater` with `pauseKey` (the upstream answered 429) halves that
+   * key's limit, not below 1 and at most once a window; each window without one adds 1 back, up
+   * to `limit`. See docs/flow-control.md.
    * @default none: handlers start as fast as `concurrency` allows
    * @throws TypeError `opts.rateLimit` when not an object; TypeError / RangeError
    * `opts.rateLimit.limit` / `.windowMs` when not a positive integer; TypeError
    * `opts.rateLimit.algorithm` when not a RateLimitAlgorithm; RangeError `opts.rateLimit` for a
    * token bucket whose limit × windowMs is above 2^53; TypeError `opts.rateLimit.key` when not a
-   * function.
+   * function; TypeError `opts.rateLimit.adaptive` when not a boolean.
    */
   // a method, so that options for one payload type still fit ConsumeOptions<unknown> (@OnDelayed)
-  rateLimit?: RateLimitPolicy & { key?(message: DelayedMessage<T>): string };
+  rateLimit?: RateLimitPolicy & { key?(message: DelayedMessage<T>): string; adaptive?: boolean };
   /**
    * Handlers of this queue running at once at most, across every process. Counted from the
    * queue's leases: a consumer that dies frees its share when its leases expire

@@ -56,12 +56,13 @@ export class RateAdmission {
         verdicts[i] = { kind: 'broken', error: rate };
         return;
       }
-      rates.push(rate);
+      rates.push({ counter: rate.counter, pace: rate.pace });
       leases.push({ id: message.id, token: tokens[i]! });
     });
     if (rates.length === 0) return verdicts as Admission[];
     const { algorithm, limit, windowMs } = this.rateLimit.spec;
-    const sent = this.redis.scripts.send('queueAdmit', { keys: { ...this.queueKeys, rates }, args: { algorithm, limit, windowMs, leases } });
+    const adaptive = this.rateLimit.adaptive ? '1' : '0';
+    const sent = this.redis.scripts.send('queueAdmit', { keys: { ...this.queueKeys, rates }, args: { algorithm, limit, windowMs, adaptive, leases } });
     const decide = (reply: ScriptReply<'queueAdmit'>) => {
       let next = 0;
       return verdicts.map((verdict): Admission => {
@@ -85,16 +86,22 @@ export class RateAdmission {
     }
   }
 
-  /** The pace key of a message's rate key (what a RetryLater with pauseKey pauses), or why it has none. */
-  paceKey(message: DelayedMessage): string | Error {
+  /** The pace key of a message's rate key (what a RetryLater with pauseKey pauses), or why it has
+   * none; `name`: the rate key as its key function gave it ('' for the queue's one counter). */
+  paceKey(message: DelayedMessage): { pace: string; name: string } | Error {
     const rate = this.rate(message);
-    return rate instanceof Error ? rate : rate.pace;
+    return rate instanceof Error ? rate : { pace: rate.pace, name: rate.name };
   }
 
-  /** The counter and pace keys of a message's rate key, or why it has none. */
-  private rate(message: DelayedMessage): DelayQueueAdmitRateKeys | Error {
+  /** What RetryLater with pauseKey tells retry-later.lua: the limit and window to halve, if adaptive. */
+  get adaptive(): { limit: number; windowMs: number } | undefined {
+    return this.rateLimit.adaptive ? { limit: this.rateLimit.spec.limit, windowMs: this.rateLimit.spec.windowMs } : undefined;
+  }
+
+  /** The counter and pace keys of a message's rate key (and the key's name), or why it has none. */
+  private rate(message: DelayedMessage): (DelayQueueAdmitRateKeys & { name: string }) | Error {
     const { key } = this.rateLimit;
-    if (key === undefined) return { counter: this.keys.build(this.kind, this.queue), pace: this.keys.build(this.paceKind, this.queue) };
+    if (key === undefined) return { counter: this.keys.build(this.kind, this.queue), pace: this.keys.build(this.paceKind, this.queue), name: '' };
     let name: unknown;
     try {
       name = key(message);
@@ -104,6 +111,6 @@ export class RateAdmission {
     if (typeof name !== 'string' || name.length === 0) {
       return new TypeError(`rateLimit.key must return a non-empty string, got ${typeof name === 'string' ? '""' : typeof name}`);
     }
-    return { counter: this.keys.build(this.kind, this.queue, name), pace: this.keys.build(this.paceKind, this.queue, name) };
+    return { counter: this.keys.build(this.kind, this.queue, name), pace: this.keys.build(this.paceKind, this.queue, name), name };
   }
 }

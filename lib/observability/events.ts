@@ -75,8 +75,8 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.queue.handled'; queue: string; id: string; attempt: number }
   | { type: 'redis-limit.queue.retry'; queue: string; id: string; attempt: number; dueAt: number; error: unknown }
   /** A handler threw RetryLater: due again at `dueAt`, not an attempt; `pausedKey`: its rate key
-   * waits as long. */
-  | { type: 'redis-limit.queue.retry-later'; queue: string; id: string; attempt: number; dueAt: number; pausedKey: boolean }
+   * waits as long; `adaptiveLimit`: that key's adaptive limit now (rateLimit.adaptive). */
+  | { type: 'redis-limit.queue.retry-later'; queue: string; id: string; attempt: number; dueAt: number; pausedKey: boolean; adaptiveLimit?: number }
   /** Out of attempts, or at once: `unrecoverable` when its handler threw Unrecoverable. */
   | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown; unrecoverable?: true }
   /** `retryDead` moved `count` dead messages back to scheduled; `purgeDead` deleted `count`. */
@@ -126,4 +126,8 @@ export interface RedisLimitCounters {
   /** Per queue, its sizes when last read (a gauge: `DelayQueueService.size()`, `queues()` and
    * `prometheus()` read them; nothing reads them in the background). */
   queueSizes: Record<string, { scheduled: number; inFlight: number; dead: number }>;
+  /** Per queue, per rate key ('' for the queue's one counter): the adaptive limit of a key whose
+   * limit this process saw halved and that is not whole again yet (a gauge; at most
+   * ADAPTIVE_GAUGE_KEYS keys a queue, the latest halved). */
+  adaptiveLimits: Record<string, Record<string, number>>;
 }

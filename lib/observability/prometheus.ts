@@ -68,5 +68,13 @@ export function prometheusText(c: RedisLimitCounters, prefix: string): string {
       ]),
     ),
   );
+  family(
+    'queue_adaptive_limit',
+    'gauge',
+    'DelayQueue rate keys whose adaptive limit is below the configured one, as this process saw it halved (at most 100 keys a queue; key="" is the queue\'s one counter).',
+    Object.entries(c.adaptiveLimits).flatMap(([queue, keys]) =>
+      Object.entries(keys).map(([key, limit]): [string, number] => [`{queue="${label(queue)}",key="${label(key)}"}`, limit]),
+    ),
+  );
   return `${lines.join('\n')}\n`;
 }

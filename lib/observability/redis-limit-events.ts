@@ -37,6 +37,8 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   private readonly failed = new WeakSet<RedisLimitListener>();
   private emitter: Emitter | undefined;
   private readonly logger = new Logger('RedisLimitEvents');
+  /** queue → rate key → its latest halving seen here (adaptiveLimit). */
+  private readonly adaptive = new Map<string, Map<string, { halved: number; limit: number; windowMs: number; at: number }>>();
   private readonly counts: RedisLimitCounters = {
     decisions: { allowed: 0, refused: 0, shadowRefused: 0 },
     outcomes: { refundedPermits: 0, penalizedPermits: 0, blocks: 0 },
@@ -50,6 +52,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     refusalCacheHits: 0,
     queues: {},
     queueSizes: {},
+    adaptiveLimits: {},
   };
 
   constructor(@Inject(DiscoveryService) private readonly discovery: DiscoveryService) {}
@@ -85,7 +88,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
 
   /** A copy of the counters since start-up (monotonic, but `redisUp` and `queueSizes` gauges). */
   counters(): RedisLimitCounters {
-    return structuredClone(this.counts);
+    return structuredClone(this.withAdaptiveLimits());
   }
 
   /**
@@ -95,7 +98,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
    */
   prometheus(prefix = PROMETHEUS_PREFIX): string {
     assertMetricPrefix(prefix);
-    return prometheusText(this.counts, prefix);
+    return prometheusText(this.withAdaptiveLimits(), prefix);
   }
 
   /** True when an event would reach anyone: emitters build payloads only then. */
@@ -200,6 +203,33 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     if (this.listened) this.emit(event);
   }
 
+  /** A key's adaptive limit was halved to `halved` (retry-later.lua): the gauge follows it back up,
+   * a window at a time, as adaptive.lua counts it, until it is `limit` again. */
+  adaptiveLimit(queue: string, key: string, { halved, limit, windowMs }: { halved: number; limit: number; windowMs: number }): void {
+    let keys = this.adaptive.get(queue);
+    if (keys === undefined) this.adaptive.set(queue, (keys = new Map()));
+    keys.delete(key);
+    keys.set(key, { halved, limit, windowMs, at: Date.now() });
+    // bounded in cardinality: a key not halved for longest goes first
+    if (keys.size > ADAPTIVE_GAUGE_KEYS) keys.delete(keys.keys().next().value!);
+  }
+
+  /** The counters with the adaptive limits as they stand now; keys whole again are dropped. */
+  private withAdaptiveLimits(): RedisLimitCounters {
+    const now = Date.now();
+    const limits: RedisLimitCounters['adaptiveLimits'] = {};
+    for (const [queue, keys] of this.adaptive) {
+      for (const [key, { halved, limit, windowMs, at }] of keys) {
+        const current = Math.min(limit, halved + Math.floor((now - at) / windowMs));
+        if (current >= limit) keys.delete(key);
+        else (limits[queue] ??= {})[key] = current;
+      }
+      if (keys.size === 0) this.adaptive.delete(queue);
+    }
+    this.counts.adaptiveLimits = limits;
+    return this.counts;
+  }
+
   /** A queue's sizes as just read: the gauge `prometheus()` reports. */
   queueSize(queue: string, size: RedisLimitCounters['queueSizes'][string]): void {
     this.counts.queueSizes[queue] = { ...size };
@@ -222,6 +252,9 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
     }
   }
 }
+
+/** Rate keys a queue's adaptive-limit gauge holds at most (per process). */
+export const ADAPTIVE_GAUGE_KEYS = 100;
 
 const QUEUE_COUNTER: Record<Extract<RedisLimitEvent, { queue: string }>['type'], keyof QueueCounts> = {
   'redis-limit.queue.enqueued': 'enqueued',

@@ -10,12 +10,15 @@
 --             repeat):
 --               - counter  the counter of its rate key
 --               - pace  that key's pace (hash { d = the due time last given to one of its refused
---                 messages, p = the end of a pause a handler asked for (retry-later.lua) })
+--                 messages, p = the end of a pause a handler asked for (retry-later.lua), l and
+--                 t = its adaptive limit (adaptive.lua) })
 -- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
 -- ARGV[2]     algorithm: 'fw' | 'sw' | 'sc' | 'tb'
 -- ARGV[3]     limit: int  starts per window
 -- ARGV[4]     windowMs: ms
--- ARGV[5..]   leases[]  pairs, in KEYS order:
+-- ARGV[5]     adaptive: '0' | '1'  '1': each key's limit is its adaptive one (adaptive.lua), at most
+--             `limit`
+-- ARGV[6..]   leases[]  pairs, in KEYS order:
 --               - id: string
 --               - token: int  the lease token of the claim that took it
 -- Returns     verdicts[]: ms | ADMITTED | LEASE_LOST  per message: ADMITTED; LEASE_LOST when that
@@ -37,20 +40,22 @@
 --- @include "../rate-limit/sliding-window-counter.lua"
 --- @include "../rate-limit/sliding-window.lua"
 --- @include "../rate-limit/token-bucket.lua"
+--- @include "adaptive.lua"
 
 local rcall = redis.call
 local alg = ({ fw = fixed_window, sw = sliding_window, sc = sliding_window_counter, tb = token_bucket })[ARGV[2]]
-local limit, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local configured, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local adaptive = ARGV[5] == '1'
 local now = now_ms(ARGV[1])
-local pace = windowMs / limit
 local reply = {}
 local deferred = false
-for i = 5, #ARGV, 2 do
-  -- the pairs of ARGV and of KEYS both start at 5: message (i - 3) / 2 has KEYS[i] and KEYS[i + 1]
-  local key, pace_key, id = KEYS[i], KEYS[i + 1], ARGV[i]
+for i = 6, #ARGV, 2 do
+  -- message (i - 4) / 2: its lease is ARGV[i], ARGV[i + 1]; its keys KEYS[i - 1], KEYS[i]
+  local key, pace_key, id = KEYS[i - 1], KEYS[i], ARGV[i]
   if not holds_lease(KEYS[2], KEYS[4], id, ARGV[i + 1]) then
     reply[#reply + 1] = LEASE_LOST
   else
+    local limit = adaptive and adaptive_limit(pace_key, configured, windowMs, now) or configured
     local ok, retry, state = false, nil, nil
     local paused = tonumber(rcall('HGET', pace_key, 'p'))
     if paused and paused > now then
@@ -66,9 +71,11 @@ for i = 5, #ARGV, 2 do
     else
       local due = now + math.max(1, retry)
       local last = tonumber(rcall('HGET', pace_key, 'd'))
+      local pace = windowMs / limit
       if last and last + pace > due then due = math.ceil(last + pace) end
       rcall('HSET', pace_key, 'd', int(due))
-      rcall('PEXPIRE', pace_key, int(due - now + windowMs))
+      -- at least until then plus a window (an adaptive limit may keep it longer)
+      if rcall('PTTL', pace_key) < due - now + windowMs then rcall('PEXPIRE', pace_key, int(due - now + windowMs)) end
       rcall('ZREM', KEYS[2], id)
       rcall('ZADD', KEYS[1], due, id)
       -- not an attempt; the claim count stays, so that claim's token is never handed out again

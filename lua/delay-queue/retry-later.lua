@@ -12,20 +12,27 @@
 -- ARGV[2]     id: string
 -- ARGV[3]     delayMs: ms  before the message is due again
 -- ARGV[4]     token: int  the lease token of the claim whose handler asked
--- Returns     dueAt: ms | LEASE_LOST  when the message is due again (ms), or LEASE_LOST when
---             that claim no longer holds it (replies.lua). Unless LEASE_LOST, a slot of the
---             queue's global concurrency came free: a consumer waiting for one is woken
---             (free-slot.lua)
+-- ARGV[5]     limit: int = ''  with a pace key of an adaptive rate limit: its configured limit,
+--             and the key's limit is halved (adaptive.lua); '' otherwise
+-- ARGV[6]     windowMs: ms = ''  the rate limit's window, with `limit`
+-- Returns     a flat array:
+--               - dueAt: ms | LEASE_LOST  when the message is due again (ms), or LEASE_LOST when
+--                 that claim no longer holds it (replies.lua). Unless LEASE_LOST, a slot of the
+--                 queue's global concurrency came free: a consumer waiting for one is woken
+--                 (free-slot.lua)
+--               - limit: int  the key's adaptive limit now; 0 when not adaptive (or LEASE_LOST)
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "lease.lua"
 --- @include "free-slot.lua"
+--- @include "adaptive.lua"
 
 local rcall = redis.call
 local id = ARGV[2]
-if not holds_lease(KEYS[2], KEYS[4], id, ARGV[4]) then return LEASE_LOST end
+if not holds_lease(KEYS[2], KEYS[4], id, ARGV[4]) then return { LEASE_LOST, 0 } end
 local now = now_ms(ARGV[1])
 local due = now + tonumber(ARGV[3])
+local adaptive = 0
 rcall('ZREM', KEYS[2], id)
 free_slot(KEYS[4])
 rcall('ZADD', KEYS[1], due, id)
@@ -39,5 +46,6 @@ for i = 5, #KEYS do
     rcall('HSET', pace, 'p', int(due))
     if rcall('PTTL', pace) < due - now then rcall('PEXPIRE', pace, int(due - now)) end
   end
+  if ARGV[5] ~= '' then adaptive = adaptive_halve(pace, tonumber(ARGV[5]), tonumber(ARGV[6]), now) end
 end
-return due
+return { due, adaptive }

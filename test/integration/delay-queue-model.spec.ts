@@ -387,7 +387,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const reply = await connection.scripts.run(
               'queueAdmit',
               [...keys, ...counters],
-              [now, 'fw', o.limit, RATE_WINDOW_MS, ...held.flatMap(([i, t]) => [i, t])],
+              [now, 'fw', o.limit, RATE_WINDOW_MS, '0', ...held.flatMap(([i, t]) => [i, t])],
             );
             expect(reply).toEqual(model.admit(now, o.limit, RATE_WINDOW_MS, held));
           } else if (o.kind === 'ack') {

@@ -223,10 +223,10 @@ describe('bad input, no server needed', () => {
     ['consume: timeoutMs 2^31', () => resolveConsumeOptions({ timeoutMs: 2 ** 31 }), RangeError, /^opts\.timeoutMs must be a positive integer/],
     ['consume: timeoutMs "5s"', () => resolveConsumeOptions({ timeoutMs: '5s' as never }), TypeError, /^opts\.timeoutMs must be a positive integer/],
     [
-      'consume: rateLimit.adaptive (not in this version)',
-      () => resolveConsumeOptions({ rateLimit: { limit: 1, windowMs: 1000, adaptive: true } as never }),
+      'consume: rateLimit.adaptive "yes"',
+      () => resolveConsumeOptions({ rateLimit: { limit: 1, windowMs: 1000, adaptive: 'yes' } as never }),
       TypeError,
-      /^opts\.rateLimit\.adaptive is not supported by this version/,
+      /^opts\.rateLimit\.adaptive must be a boolean, got "yes"$/,
     ],
     ['consume: jitter "yes"', () => resolveConsumeOptions({ jitter: 'yes' as never }), TypeError, /^opts\.jitter must be a boolean, got "yes"/],
     ['RetryLater: delayMs -1', () => new RetryLater(-1), RangeError, /^RetryLater: delayMs must be a whole number of ms >= 0, got -1/],

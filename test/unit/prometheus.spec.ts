@@ -15,6 +15,7 @@ describe('prometheusText', () => {
     refusalCacheHits: 8,
     queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, retriedLater: 0, dead: 0, unrecoverable: 0, deadRetried: 3, deadPurged: 0 } },
     queueSizes: { orders: { scheduled: 4, inFlight: 1, dead: 2 } },
+    adaptiveLimits: { webhooks: { 'tenant "1"': 12, '': 3 } },
   };
 
   it('writes one HELP and TYPE per family, then its samples', () => {
@@ -33,6 +34,9 @@ describe('prometheusText', () => {
     expect(text).toContain('x_local_decisions_total{outcome="allowed"} 3\nx_local_decisions_total{outcome="refused"} 1\n');
     expect(text).toContain('x_shadow_refused_total 4\n');
     expect(text).toContain('x_concurrency_slots_total{outcome="taken"} 9\nx_concurrency_slots_total{outcome="refused"} 2\n');
+    expect(text).toContain(
+      '# TYPE x_queue_adaptive_limit gauge\nx_queue_adaptive_limit{queue="webhooks",key="tenant \\"1\\""} 12\nx_queue_adaptive_limit{queue="webhooks",key=""} 3\n',
+    );
     expect(text.endsWith('\n')).toBe(true);
     // every line is a comment or `name{labels} value`
     for (const line of text.trimEnd().split('\n')) expect(line).toMatch(/^(# (HELP|TYPE) x_\w+ .+|x_\w+(\{[^}]*\})? \d+)$/);
