@@ -38,7 +38,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
   private emitter: Emitter | undefined;
   private readonly logger = new Logger('RedisLimitEvents');
   /** queue → rate key → its latest halving seen here (adaptiveLimit). */
-  private readonly adaptive = new Map<string, Map<string, { halved: number; limit: number; windowMs: number; at: number }>>();
+  private readonly adaptive = new Map<string, Map<string, AdaptiveHalving>>();
   private readonly counts: RedisLimitCounters = {
     decisions: { allowed: 0, refused: 0, shadowRefused: 0 },
     outcomes: { refundedPermits: 0, penalizedPermits: 0, blocks: 0 },
@@ -207,7 +207,7 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
    * a window at a time, as adaptive.lua counts it, until it is `limit` again. */
   adaptiveLimit(queue: string, key: string, { halved, limit, windowMs }: { halved: number; limit: number; windowMs: number }): void {
     let keys = this.adaptive.get(queue);
-    if (keys === undefined) this.adaptive.set(queue, (keys = new Map()));
+    if (keys === undefined) this.adaptive.set(queue, (keys = new Map<string, AdaptiveHalving>()));
     keys.delete(key);
     keys.set(key, { halved, limit, windowMs, at: Date.now() });
     // bounded in cardinality: a key not halved for longest goes first
@@ -251,6 +251,14 @@ export class RedisLimitEvents implements OnApplicationBootstrap {
       this.logger.error(`EventEmitter2 threw on ${event.type}: ${(error as Error).message}`);
     }
   }
+}
+
+/** A rate key's latest halving seen here: the adaptive limit it set, when, and the configured policy. */
+interface AdaptiveHalving {
+  halved: number;
+  limit: number;
+  windowMs: number;
+  at: number;
 }
 
 /** Rate keys a queue's adaptive-limit gauge holds at most (per process). */
