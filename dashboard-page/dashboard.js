@@ -358,6 +358,14 @@ function showCounters(c) {
     ['Decisions shadow-refused (let through)', c.decisions.shadowRefused],
     ['Refused from the refusal cache (no Redis call)', c.refusalCacheHits],
     ['@MaxPending refused', c.maxPendingRefused],
+    ['Concurrency slots taken', c.concurrencySlots.taken],
+    ['Concurrency slots refused (all held)', c.concurrencySlots.refused],
+    ['Queue handlers: RetryLater', c.queueOutcomes.retriedLater],
+    ['Queue handlers: Unrecoverable (dead at once)', c.queueOutcomes.unrecoverable],
+    // an adaptive limit below its configured one, per queue and rate key (the latest few)
+    ...Object.entries(c.adaptiveLimits).flatMap(([queue, keys]) =>
+      Object.entries(keys).map(([key, limit]) => [`Adaptive limit of ${queue}${key === '' ? '' : ` / ${key}`}`, limit]),
+    ),
   ];
   $('counters').replaceChildren(...rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)]));
 }

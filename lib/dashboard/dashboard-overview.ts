@@ -27,7 +27,13 @@ export interface DashboardOverview {
   redis: RedisHealth;
   queues: (QueueSize & { queue: string })[];
   /** This app instance's counters since it started (every instance keeps its own). */
-  counters: Pick<RedisLimitCounters, 'decisions' | 'refusalCacheHits' | 'failMode' | 'localDecisions' | 'outages' | 'redisUp' | 'maxPendingRefused'>;
+  counters: Pick<
+    RedisLimitCounters,
+    'decisions' | 'refusalCacheHits' | 'failMode' | 'localDecisions' | 'outages' | 'redisUp' | 'maxPendingRefused' | 'concurrencySlots' | 'adaptiveLimits'
+  > & {
+    /** Summed over this instance's queues: RetryLater thrown, and messages dead by Unrecoverable. */
+    queueOutcomes: { retriedLater: number; unrecoverable: number };
+  };
   /** Declared in this app; overrides as stored in Redis. */
   limits: NamedLimitView[];
   /** Why a part read from Redis is missing: the queues, or the overrides (limits then show their
@@ -48,7 +54,23 @@ export class DashboardOverviewReader {
   async read(): Promise<DashboardOverview> {
     // each part on its own: an operator opens this in an incident, when Redis may be the incident
     const [redis, queues, overrides] = await Promise.all([redisHealth(this.redis), settle(this.queues()), settle(this.limiter.overrides())]);
-    const { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused } = this.events.counters();
+    const {
+      decisions,
+      refusalCacheHits,
+      failMode,
+      localDecisions,
+      outages,
+      redisUp,
+      maxPendingRefused,
+      concurrencySlots,
+      adaptiveLimits,
+      queues: counted,
+    } = this.events.counters();
+    const queueOutcomes = { retriedLater: 0, unrecoverable: 0 };
+    for (const counts of Object.values(counted)) {
+      queueOutcomes.retriedLater += counts.retriedLater;
+      queueOutcomes.unrecoverable += counts.unrecoverable;
+    }
     const declared = this.limiter.namedLimits();
     const stored = new Map<string, AppliedOverride>();
     const keyed = new Map<string, (AppliedOverride & { key: string })[]>();
@@ -65,7 +87,7 @@ export class DashboardOverviewReader {
       readOnly: this.options.readOnly,
       redis,
       queues: queues.value ?? [],
-      counters: { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused },
+      counters: { decisions, refusalCacheHits, failMode, localDecisions, outages, redisUp, maxPendingRefused, concurrencySlots, queueOutcomes, adaptiveLimits },
       limits: names.map((name) => ({ name, declared: declared[name] ?? [], override: stored.get(name) ?? null, keyed: keyed.get(name) ?? [] })),
       unread: { ...(queues.error === undefined ? {} : { queues: queues.error }), ...(overrides.error === undefined ? {} : { overrides: overrides.error }) },
     };

@@ -1,6 +1,6 @@
 import type { Browser, Page } from 'puppeteer-core';
 import type { DecisionSeriesPage } from '../../lib/dashboard/decision-series.js';
-import { RedisLimitDashboardModule } from '../../lib/index.js';
+import { RateLimiterService, RedisLimitDashboardModule } from '../../lib/index.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import type { HttpPlatform } from '../harness/platform-app.js';
 import { TestRedis } from '../harness/redis-server.js';
@@ -165,6 +165,26 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
       5000,
       () => 'per-key override not removed',
     );
+  });
+
+  it("shows this instance's concurrency slots and queue outcomes among its counters", async () => {
+    const limiter = target.app.get(RateLimiterService);
+    const slot = await limiter.acquireSlot('dashboard-slot', { limit: 1 });
+    expect(await limiter.acquireSlot('dashboard-slot', { limit: 1 })).toBeNull();
+    await slot!.release();
+    const counters = () =>
+      page.$$eval('#counters dt', (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent ?? '', dt.nextElementSibling?.textContent ?? ''])));
+    await page.click('#refresh');
+    await until(
+      async () => (await counters())['Concurrency slots refused (all held)'] === '1',
+      5000,
+      async () => `counters: ${JSON.stringify(await counters())}`,
+    );
+    expect(await counters()).toMatchObject({
+      'Concurrency slots taken': '1',
+      'Queue handlers: RetryLater': '0',
+      'Queue handlers: Unrecoverable (dead at once)': '0',
+    });
   });
 
   // An operator who has clicked into an override's field and not typed yet: a refresh that
