@@ -1,4 +1,5 @@
 import { RateLimiterService } from '../../lib/index.js';
+import { COMPLETIONS_AT_ONCE } from '../../sample-app/src/completions/completions.controller.js';
 import { TOKEN_BUDGET } from '../../sample-app/src/completions/completions.service.js';
 import { PLATFORMS, withSampleApp } from './sample-app.js';
 
@@ -36,5 +37,25 @@ describe.each(PLATFORMS)('a token budget on %s', (platform) => {
     expect((await complete('demo', { prompt: 'hi', maxTokens: 0 })).status).toBe(400);
     expect((await ctx.sample.http.post('/completions').send({ prompt: 'hi', maxTokens: 5 })).status).toBe(401);
     expect(await left('demo')).toBe(10_000);
+  });
+
+  it('runs at most 2 completions per API key at once, across instances: another waits with a 429, reserving nothing', async () => {
+    // two completions running for 'busy' elsewhere: the slots are the decorator's (its name)
+    const limiter = ctx.sample.app.get(RateLimiterService);
+    const slot = () => limiter.acquireSlot('busy', { limit: COMPLETIONS_AT_ONCE, name: 'completions' });
+    const running = [await slot(), await slot()];
+    try {
+      const refused = await complete('busy', { prompt: 'hi', maxTokens: 5 });
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+      expect(refused.body).toMatchObject({ statusCode: 429, retryAfterMs: expect.any(Number) });
+      // another key is not held up
+      expect((await complete('free', { prompt: 'hi', maxTokens: 5 })).status).toBe(200);
+      await running[0]!.release();
+      expect((await complete('busy', { prompt: 'hi', maxTokens: 5 })).status).toBe(200);
+    } finally {
+      for (const held of running) await held?.release();
+    }
+    expect(await left('busy')).toBe(9_999);
   });
 });

@@ -1,4 +1,5 @@
-import { DelayQueueService } from '../../lib/index.js';
+import { DelayQueueService, RedisLimitEvents, type RedisLimitEvent } from '../../lib/index.js';
+import { SmsGateway } from '../../sample-app/src/sms/sms-gateway.js';
 import { SMS_OUTBOX } from '../../sample-app/src/sms/sms-outbox.js';
 import { until } from '../harness/until.js';
 import { withSampleApp } from './sample-app.js';
@@ -39,5 +40,27 @@ describe('the SMS outbox sends at most one SMS per phone per minute, whoever enq
     );
     expect(await status(second)).toEqual({ id: second, status: 'queued' });
     expect(await queue.size(SMS_OUTBOX)).toEqual({ scheduled: 1, inFlight: 0, dead: 0 });
+  });
+
+  it("waits out the gateway's 429 for a phone, as no attempt, and halves that phone's limit", async () => {
+    const seen: RedisLimitEvent[] = [];
+    const stop = ctx.sample.app.get(RedisLimitEvents).on((event) => seen.push(event));
+    const later = () => seen.filter((event) => event.type === 'redis-limit.queue.retry-later');
+    try {
+      ctx.sample.app.get(SmsGateway).busyFor('+15555550177', 1_500);
+      const id = await ctx.sample.app.get(DelayQueueService).enqueue(SMS_OUTBOX, { phone: '+15555550177', text: 'busy carrier' });
+      await until(
+        () => later().length === 1,
+        20_000,
+        () => `${id}: no RetryLater`,
+      );
+      // one SMS a minute halves to 1, never below; the SMS waits (its minute's permit was spent
+      // on the refused call), not dead, and that was no attempt
+      expect(later()[0]).toMatchObject({ id, attempt: 1, pausedKey: true, adaptiveLimit: 1 });
+      expect(await status(id)).toEqual({ id, status: 'queued' });
+      expect(seen.filter((event) => event.type === 'redis-limit.queue.retry' || event.type === 'redis-limit.queue.dead')).toEqual([]);
+    } finally {
+      stop();
+    }
   });
 });
