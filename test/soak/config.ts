@@ -32,8 +32,21 @@ export const SOAK = {
   /** Delay messages every worker enqueues and the consumer processes handle. */
   /** A handler asks to run later now and then, and overruns `timeoutMs` now and then (then it
    * must write nothing: the attempt has failed and runs again); `maxAttempts` high enough that
-   * those never kill a message, `backoffMs` short enough that the drain sees them through. */
-  queue: { name: 'soak', maxDelayMs: 1500, visibilityTimeoutMs: 4000, concurrency: 20, timeoutMs: 1000, maxAttempts: 20, backoffMs: 200, maxBackoffMs: 2000 },
+   * those never kill a message, `backoffMs` short enough that the drain sees them through.
+   * `rateLimit`: per tenant (`tenants` of them, from the id), adaptive: some RetryLaters pause the
+   * tenant (an upstream's 429), which halves its limit; `limit` is well above the tenants' rate, so
+   * the halved limits never hold the drain up. */
+  queue: {
+    name: 'soak',
+    maxDelayMs: 1500,
+    visibilityTimeoutMs: 4000,
+    concurrency: 20,
+    timeoutMs: 1000,
+    maxAttempts: 20,
+    backoffMs: 200,
+    maxBackoffMs: 2000,
+    rateLimit: { limit: 50, windowMs: 1000, tenants: 8 },
+  },
 } as const;
 
 /** Routes, as the web workers log them. */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DelayQueueService, RedisLimitModule, RetryLater, type ExpiredField } from '../../lib/index.js';
+import { DelayQueueService, RedisLimitEvents, RedisLimitModule, RetryLater, type ExpiredField } from '../../lib/index.js';
 import { runWorker, SOAK, type WorkerConfig } from './config.js';
 
 const config = JSON.parse(process.argv[2]!) as WorkerConfig;
@@ -23,18 +23,33 @@ async function main(): Promise<() => Promise<string>> {
   const app = await NestFactory.createApplicationContext(ConsumerModule, { logger: ['error', 'warn'] });
   const file = join(config.dir, `${config.name}.handled`);
   appendFileSync(file, '');
-  const { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs } = SOAK.queue;
+  const { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs, rateLimit } = SOAK.queue;
+  // each adaptive limit a RetryLater with pauseKey left, for the controller to check its bounds
+  const adaptive = join(config.dir, `${config.name}.adaptive`);
+  appendFileSync(adaptive, '');
+  app.get(RedisLimitEvents).on((event) => {
+    if (event.type === 'redis-limit.queue.retry-later' && event.adaptiveLimit !== undefined) appendFileSync(adaptive, `${event.adaptiveLimit}\n`);
+  });
   const consumer = app.get(DelayQueueService).consume<{ id: string }>(
     SOAK.queue.name,
     async (message) => {
       const roll = Math.random();
-      if (roll < 0.05) throw new RetryLater(Math.floor(Math.random() * 200));
+      // an upstream's 429 for the tenant now and then
+      if (roll < 0.05) throw new RetryLater(Math.floor(Math.random() * 200), { pauseKey: roll < 0.02 });
       // an overrun rejects with the signal's AbortError at the deadline, before the write: a
       // timed-out attempt must never count as handled
       await sleep(roll < 0.07 ? timeoutMs * 2 : Math.random() * 20, undefined, { signal: message.signal });
       appendFileSync(file, `${message.payload.id}\n`);
     },
-    { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs },
+    {
+      concurrency,
+      visibilityTimeoutMs,
+      timeoutMs,
+      maxAttempts,
+      backoffMs,
+      maxBackoffMs,
+      rateLimit: { limit: rateLimit.limit, windowMs: rateLimit.windowMs, key: (m) => tenantOf(m.payload.id), adaptive: true },
+    },
   );
   const lapsed = join(config.dir, `${config.name}.lapsed`);
   appendFileSync(lapsed, '');
@@ -46,6 +61,13 @@ async function main(): Promise<() => Promise<string>> {
     await app.close();
     return file;
   };
+}
+
+/** A message's tenant: one of SOAK.queue.rateLimit.tenants, from its id. */
+function tenantOf(id: string): string {
+  let sum = 0;
+  for (let i = 0; i < id.length; i++) sum += id.charCodeAt(i);
+  return `t${sum % SOAK.queue.rateLimit.tenants}`;
 }
 
 runWorker(main);

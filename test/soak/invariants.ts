@@ -356,3 +356,14 @@ export function checkCacheHits(hits: Record<string, number>): Violation[] {
     .filter(([, n]) => !(n > 0))
     .map(([name]) => ({ invariant: 'refusal-cache', detail: `${name}: no refusal came from the refusal cache` }));
 }
+
+/** rateLimit.adaptive: each adaptive limit a RetryLater reported lies in [1, `limit`], and at least
+ * one was reported (else the soak never exercised it). */
+export function checkAdaptiveLimits(reported: number[], limit: number): Violation[] {
+  const out: Violation[] = [...new Set(reported.filter((n) => !(Number.isInteger(n) && n >= 1 && n <= limit)))].map((n) => ({
+    invariant: 'adaptive-limit',
+    detail: `an adaptive limit of ${n}, outside [1, ${limit}]`,
+  }));
+  if (reported.length === 0) out.push({ invariant: 'coverage', detail: 'no RetryLater with pauseKey reported an adaptive limit' });
+  return out;
+}

@@ -24,6 +24,7 @@ import { FAULTS, inject, PAUSE_MS, type Fault } from './faults.js';
 import {
   checkCacheHits,
   checkCountIf,
+  checkAdaptiveLimits,
   checkDelivery,
   checkLocalGrants,
   checkLockout,
@@ -347,6 +348,17 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     `${webLogs.reduce((s, w) => s + w.enqueued.length, 0)} enqueued (+${webLogs.reduce((s, w) => s + w.uncertain.length, 0)} whose enqueue failed), ` +
       `${delivery.handled} handled, ${delivery.lost} lost, ${delivery.duplicatesWithoutCrash} handled twice without a crash, ` +
       `${delivery.duplicatesAfterCrash} twice after a consumer was killed (${crashed.join(', ') || 'none'})`,
+  );
+
+  // adaptive limits: never below 1, never above the configured limit, and some were halved
+  const adaptive = readHandled(dir, 'adaptive').map((h) => Number(h.id));
+  const { limit } = SOAK.queue.rateLimit;
+  const bounds = checkAdaptiveLimits(adaptive, limit);
+  violations.push(...bounds);
+  row(
+    'adaptive rate limits',
+    `${adaptive.length} adaptive limits reported (each RetryLater with pauseKey), lowest ${adaptive.length === 0 ? '-' : Math.min(...adaptive)}, highest ${adaptive.length === 0 ? '-' : Math.max(...adaptive)} (of ${limit}); ` +
+      `${bounds.length === 0 ? 'never outside [1, limit]' : `${bounds.length} violation(s)`}`,
   );
   console.log('');
   return violations;

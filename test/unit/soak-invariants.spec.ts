@@ -4,6 +4,7 @@ import {
   type CountedGrant,
   type Grant,
   type Slot,
+  checkAdaptiveLimits,
   checkCacheHits,
   checkCountIf,
   checkDelivery,
@@ -426,5 +427,16 @@ describe('checkCacheHits', () => {
   it('passes when every process answered from its cache, and flags one that never did', () => {
     expect(checkCacheHits({ w1: 3, w2: 1 })).toEqual([]);
     expect(checkCacheHits({ w1: 3, w2: 0 })).toEqual([{ invariant: 'refusal-cache', detail: 'w2: no refusal came from the refusal cache' }]);
+  });
+});
+
+describe('checkAdaptiveLimits', () => {
+  it('passes limits within [1, limit], and flags one outside, or none reported', () => {
+    expect(checkAdaptiveLimits([25, 12, 1, 50], 50)).toEqual([]);
+    expect(checkAdaptiveLimits([0, 25, 51, 51], 50)).toEqual([
+      { invariant: 'adaptive-limit', detail: 'an adaptive limit of 0, outside [1, 50]' },
+      { invariant: 'adaptive-limit', detail: 'an adaptive limit of 51, outside [1, 50]' },
+    ]);
+    expect(checkAdaptiveLimits([], 50)).toEqual([{ invariant: 'coverage', detail: 'no RetryLater with pauseKey reported an adaptive limit' }]);
   });
 });
