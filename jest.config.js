@@ -18,7 +18,14 @@ const common = {
 // Suites about one server's own life (a database index, DEBUG SLEEP, the server's version, a
 // standalone restart, one server's ACL users, a subscriber that subscribes again itself) have no
 // cluster form; the topology project covers a cluster's outages.
-const STANDALONE_ONLY = ['module.spec.ts', 'reply-lost.spec.ts', 'server-flavor.spec.ts', 'redis-outage.spec.ts', 'least-privilege.spec.ts', 'subscriber-reconnect.spec.ts'];
+const STANDALONE_ONLY = [
+  'module.spec.ts',
+  'reply-lost.spec.ts',
+  'server-flavor.spec.ts',
+  'redis-outage.spec.ts',
+  'least-privilege.spec.ts',
+  'subscriber-reconnect.spec.ts',
+];
 // Suites about what an app process does when it dies or falls back to local limits: Node's side of
 // it does not depend on where keys live, and the scripts they call run on the cluster in their
 // families' own suites (expiring-hash-notify; outcomes, for the penalty a hand-over charges).
