@@ -64,11 +64,7 @@ export function assertOverride(name: unknown, policy: unknown, opts?: unknown): 
     assertWellFormed(key, 'policy.key');
   }
   if (ttlMs !== undefined) assertPositiveInteger(ttlMs, 'policy.ttlMs');
-  return {
-    override: windowMs === undefined ? { limit } : { limit, windowMs: windowMs },
-    key: key,
-    ttlMs: ttlMs,
-  };
+  return { override: windowMs === undefined ? { limit } : { limit, windowMs }, key, ttlMs };
 }
 
 function removedKey(opts: unknown): string | undefined {
@@ -89,21 +85,18 @@ export interface StoredOverride {
   expiresAt?: number;
 }
 
-const STORED = ['limit', 'windowMs', 'expiresAt'];
-
 /** A stored override (override-set.lua writes them), or undefined when the value is not one
  * (written by hand, or by a newer version). */
 export function decodeOverride(text: string): StoredOverride | undefined {
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-    if (Object.keys(value).some((field) => !STORED.includes(field))) return undefined;
-    const { limit, windowMs, expiresAt } = value as Record<string, unknown>;
-    assertPositiveInteger(limit, 'limit');
-    if (windowMs !== undefined) assertPositiveInteger(windowMs, 'windowMs');
+    // what setOverride would take, plus the time it lapses (override-set.lua adds it)
+    const { expiresAt, ...policy } = value as Record<string, unknown>;
     if (expiresAt !== undefined) assertPositiveInteger(expiresAt, 'expiresAt');
-    const override = windowMs === undefined ? { limit } : { limit, windowMs: windowMs };
-    return expiresAt === undefined ? { override } : { override, expiresAt: expiresAt };
+    const { override, key, ttlMs } = assertOverride('stored', policy);
+    if (override === null || key !== undefined || ttlMs !== undefined) return undefined;
+    return expiresAt === undefined ? { override } : { override, expiresAt };
   } catch {
     return undefined;
   }
