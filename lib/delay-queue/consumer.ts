@@ -10,7 +10,7 @@ import { parsePayload, type ResolvedConsumeOptions } from './delay-queue.input.j
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
 import type { QueueKeys } from './queue-keys.js';
-import { RateAdmission, type Admission } from './rate-admission.js';
+import { Admission, type SlotKeys, type Verdict } from './admission.js';
 import { AckBatcher } from './ack-batcher.js';
 import { WakeSchedule } from './wake-schedule.js';
 import type { WakeCommand } from './wake-ups.js';
@@ -76,8 +76,8 @@ export class Consumer implements DelayQueueConsumer {
   private readonly leases: LeaseRenewer;
   /** Handled messages to acknowledge. */
   private readonly acks: AckBatcher;
-  /** With a rate limit, what admits claimed messages to their handlers. */
-  private readonly admission: RateAdmission | undefined;
+  /** With a rate limit or a cap per key, what admits claimed messages to their handlers. */
+  private readonly admission: Admission | undefined;
   /** Each delivered message's signal, from the claim until its handler runs. */
   private readonly controllers = new WeakMap<DelayedMessage, AbortController>();
   /** The signals of the handlers running, by their lease (which a reclaim keeps). */
@@ -111,7 +111,8 @@ export class Consumer implements DelayQueueConsumer {
       logger: this.logger,
       retryMs: RETRY_MS,
     });
-    if (options.rateLimit) this.admission = new RateAdmission(redis, redis.keys, deps.queue, keys, options.rateLimit);
+    const { rateLimit, concurrencyPerKey, visibilityTimeoutMs } = options;
+    if (rateLimit || concurrencyPerKey) this.admission = new Admission(redis, redis.keys, deps.queue, keys, rateLimit, concurrencyPerKey, visibilityTimeoutMs);
   }
 
   start(): void {
@@ -215,7 +216,7 @@ export class Consumer implements DelayQueueConsumer {
     }
   }
 
-  /** Starts the handlers of a claim's messages, once the rate limit (if any) admits them. */
+  /** Starts the handlers of a claim's messages, once the rate limit and cap per key (if any) admit them. */
   private async handle(messages: readonly DelayQueueClaimMessageReply[], leasedUntil: number): Promise<void> {
     const fresh: DelayedMessage[] = [];
     const tokens: number[] = [];
@@ -248,7 +249,7 @@ export class Consumer implements DelayQueueConsumer {
       fresh.push(message);
       tokens.push(token);
     }
-    const start = (verdicts: Admission[] | undefined) => this.settle(fresh, tokens, verdicts, leasedUntil);
+    const start = (verdicts: Verdict[] | undefined) => this.settle(fresh, tokens, verdicts, leasedUntil);
     if (!this.admission || fresh.length === 0) return start(undefined);
     // refused by Redis, admission leaves the leases to run out: the messages come back then, and
     // those claims count as no attempt
@@ -256,11 +257,11 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Runs, defers or fails each claimed message as admission decided (all start without it). */
-  private settle(messages: DelayedMessage[], tokens: number[], verdicts: Admission[] | undefined, leasedUntil: number): void {
+  private settle(messages: DelayedMessage[], tokens: number[], verdicts: Verdict[] | undefined, leasedUntil: number): void {
     messages.forEach((message, i) => {
-      const verdict = verdicts?.[i] ?? { kind: 'start' };
+      const verdict: Verdict = verdicts?.[i] ?? { kind: 'start' };
       const lease = { id: message.id, token: tokens[i]!, attempt: message.attempt, leasedUntil };
-      if (verdict.kind === 'start') this.run(message, lease);
+      if (verdict.kind === 'start') this.run(message, lease, verdict.slot);
       else if (verdict.kind === 'deferred')
         this.hint(verdict.dueAt); // the claim's reply plans the wake-up: keep this for it
       else if (verdict.kind === 'broken') {
@@ -270,12 +271,20 @@ export class Consumer implements DelayQueueConsumer {
     });
   }
 
-  private run(message: DelayedMessage, lease: Lease): void {
+  private run(message: DelayedMessage, lease: Lease, slot: SlotKeys | undefined): void {
     const { options } = this.deps;
     this.leases.hold(lease);
+    // the slot names the token it was taken with: a reclaim of our own may change the lease's
+    const release =
+      slot === undefined
+        ? () => undefined
+        : (
+            (token) => () =>
+              this.releaseSlot(message, token, slot)
+          )(lease.token);
     if (message.attempt > options.maxAttempts) {
       // delivered more often than allowed without an answer: its handler keeps dying
-      void this.fail(message, lease, new Error('the consumer died or timed out on every attempt'));
+      void this.fail(message, lease, new Error('the consumer died or timed out on every attempt')).finally(release);
       return;
     }
     const { events } = this.deps.redis;
@@ -303,6 +312,7 @@ export class Consumer implements DelayQueueConsumer {
     })().finally(() => {
       this.running.delete(lease);
       this.inFlight.delete(running);
+      release();
       if (this.saturated) this.wake();
     });
     this.inFlight.add(running);
@@ -338,6 +348,20 @@ export class Consumer implements DelayQueueConsumer {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Frees the slot of `concurrencyPerKey` a handler held; the message of its key that waited
+   * longest is due at once, and this consumer looks for it. A failed call leaves the slot to free
+   * with the lease, and the waiting message to come back after its wait.
+   */
+  private releaseSlot(message: DelayedMessage, token: number, slot: SlotKeys): void {
+    this.admission!.release(message, token, slot).then(
+      (woken) => {
+        if (woken) this.wake();
+      },
+      (error: unknown) => this.logger.warn(`could not free the slot of ${message.id}: ${(error as Error).message}`),
+    );
   }
 
   /** Acknowledges a handled message after `ms`; its lease is renewed meanwhile. */
@@ -395,10 +419,10 @@ export class Consumer implements DelayQueueConsumer {
   private async retryLater(message: DelayedMessage, lease: Lease, delayMs: number, pauseKey: boolean): Promise<void> {
     const { redis, keys } = this.deps;
     const { id, queue } = message;
-    const rate = pauseKey ? this.paceToPause(message) : undefined;
-    const paces = rate === undefined ? [] : [rate.pace];
+    const pause = pauseKey ? this.pacesToPause(message) : undefined;
+    const paces = pause?.paces ?? [];
     // an adaptive rate limit learns from the pause: retry-later.lua halves the key's limit
-    const adaptive = rate === undefined ? undefined : this.admission?.adaptive;
+    const adaptive = pause?.rate === undefined ? undefined : this.admission?.adaptive;
     lease.failing = true;
     try {
       const { dueAt, limit } = await redis.scripts.call('queueRetryLater', {
@@ -407,7 +431,7 @@ export class Consumer implements DelayQueueConsumer {
       });
       if (dueAt >= 0) {
         this.schedule.at(dueAt);
-        if (adaptive !== undefined) redis.events.adaptiveLimit(queue, rate!.name, { halved: limit, ...adaptive });
+        if (adaptive !== undefined) redis.events.adaptiveLimit(queue, pause!.rate!, { halved: limit, ...adaptive });
         redis.events.queue({
           type: 'redis-limit.queue.retry-later',
           queue,
@@ -426,14 +450,14 @@ export class Consumer implements DelayQueueConsumer {
     }
   }
 
-  /** The pace key a RetryLater with pauseKey pauses, and its rate key's name: none without a rate
-   * key (said once). */
-  private paceToPause(message: DelayedMessage): { pace: string; name: string } | undefined {
-    const rate = this.admission?.paceKey(message);
-    if (rate !== undefined && !(rate instanceof Error)) return rate;
+  /** The keys a RetryLater with pauseKey pauses, and its rate key's name: none without a rate
+   * limit or a cap per key (said once). */
+  private pacesToPause(message: DelayedMessage): { paces: string[]; rate: string | undefined } | undefined {
+    const pause = this.admission?.paces(message);
+    if (pause !== undefined && !(pause instanceof Error)) return pause;
     if (!this.pauseUnkeyedReported) {
       this.pauseUnkeyedReported = true;
-      const why = rate === undefined ? 'this consumer has no rateLimit' : `its rate key failed: ${rate.message}`;
+      const why = pause === undefined ? 'this consumer has no rateLimit or concurrencyPerKey' : `its key failed: ${pause.message}`;
       this.logger.warn(`RetryLater with pauseKey: ${why}, so only the message waits (logged once)`);
     }
     return undefined;

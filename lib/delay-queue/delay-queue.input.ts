@@ -92,7 +92,7 @@ export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts i
 
 /** The consume options that are plain integers, with their defaults (the `@default`s
  * ConsumeOptions states). */
-type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'globalConcurrency' | 'backoff' | 'jitter' | 'timeoutMs'>>;
+type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'concurrencyPerKey' | 'globalConcurrency' | 'backoff' | 'jitter' | 'timeoutMs'>>;
 
 export const CONSUME_DEFAULTS: IntegerConsumeOptions = {
   concurrency: 10,
@@ -110,8 +110,15 @@ export interface ConsumerRateLimit {
   adaptive: boolean;
 }
 
+/** A consumer's cap per key, checked. */
+export interface ConsumerSlots {
+  limit: number;
+  key: (message: DelayedMessage) => string;
+}
+
 export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
   rateLimit: ConsumerRateLimit | undefined;
+  concurrencyPerKey: ConsumerSlots | undefined;
   globalConcurrency: number | undefined;
   backoff: ((attempt: number, error: unknown) => number) | undefined;
   jitter: boolean;
@@ -125,8 +132,8 @@ export interface ResolvedConsumeOptions extends IntegerConsumeOptions {
  */
 export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): ResolvedConsumeOptions {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object, got ${describeValue(opts)}`);
-  const { rateLimit, globalConcurrency, backoff, jitter = false, timeoutMs, ...integers } = opts as ConsumeOptions;
-  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'globalConcurrency', 'backoff', 'jitter', 'timeoutMs'];
+  const { rateLimit, concurrencyPerKey, globalConcurrency, backoff, jitter = false, timeoutMs, ...integers } = opts as ConsumeOptions;
+  const names = [...Object.keys(CONSUME_DEFAULTS), 'rateLimit', 'concurrencyPerKey', 'globalConcurrency', 'backoff', 'jitter', 'timeoutMs'];
   const resolved = resolveIntegers(integers, CONSUME_DEFAULTS, { backoffMs: 0, maxBackoffMs: 0 }, at, names);
   if (globalConcurrency !== undefined && (typeof globalConcurrency !== 'number' || !Number.isSafeInteger(globalConcurrency) || globalConcurrency < 1)) {
     throw new (numberError(globalConcurrency))(`${at}.globalConcurrency must be an integer >= 1, got ${describeValue(globalConcurrency)}`);
@@ -142,6 +149,7 @@ export function resolveConsumeOptions(opts: unknown = {}, at = 'opts'): Resolved
   return {
     ...resolved,
     rateLimit: rateLimit === undefined ? undefined : resolveRateLimit(rateLimit, `${at}.rateLimit`),
+    concurrencyPerKey: concurrencyPerKey === undefined ? undefined : resolveSlots(concurrencyPerKey, `${at}.concurrencyPerKey`),
     globalConcurrency,
     backoff,
     jitter,
@@ -155,6 +163,18 @@ function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (message) => string, got ${describeValue(key)}`);
   if (adaptive !== undefined && typeof adaptive !== 'boolean') throw new TypeError(`${at}.adaptive must be a boolean, got ${describeValue(adaptive)}`);
   return { spec, key: key as ConsumerRateLimit['key'], adaptive: adaptive === true };
+}
+
+function resolveSlots(slots: unknown, at: string): ConsumerSlots {
+  if (typeof slots !== 'object' || slots === null) throw new TypeError(`${at} must be an object { limit, key }, got ${describeValue(slots)}`);
+  const { limit, key, ...rest } = slots as { limit?: unknown; key?: unknown };
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new TypeError(`${at}.${unknown} is not an option (limit, key)`);
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new (numberError(limit))(`${at}.limit must be an integer >= 1, got ${describeValue(limit)}`);
+  }
+  if (typeof key !== 'function') throw new TypeError(`${at}.key must be a function (message) => string, got ${describeValue(key)}`);
+  return { limit, key: key as ConsumerSlots['key'] };
 }
 
 /** The module option `delayQueue`'s defaults (the `@default`s DelayQueueOptions states). */

@@ -133,6 +133,25 @@ export interface ConsumeOptions<T = unknown> {
   // a method, so that options for one payload type still fit ConsumeOptions<unknown> (@OnDelayed)
   rateLimit?: RateLimitPolicy & { key?(message: DelayedMessage<T>): string; adaptive?: boolean };
   /**
+   * Handlers running at once at most per key, across every process: `key` names a message's
+   * concurrency key (a tenant, an account), and at most `limit` of its messages are handled at
+   * once; it must return a non-empty string, else the message fails as if its handler had thrown.
+   *
+   * A message whose key has every slot taken waits: back in the queue, out of the way of the other
+   * keys' messages (a tenant with 10,000 waiting does not hold up one with 1), and due again as
+   * soon as one of its key's handlers ends, in the order they came to wait. Waiting is not an
+   * attempt, and it never dies of it. A slot is held while its message's lease is, so one a dead
+   * consumer held frees when that lease runs out (`visibilityTimeoutMs`); a waiting message is
+   * looked at again after that long anyway. A `RetryLater` with `pauseKey` pauses the key too.
+   * With a `rateLimit` as well, a message takes a slot and a permit in one atomic step, or
+   * neither. See docs/flow-control.md.
+   * @default none: only `concurrency` per consumer (and `globalConcurrency` per queue)
+   * @throws TypeError `opts.concurrencyPerKey` when not an object with only `limit` and `key`;
+   * TypeError / RangeError `opts.concurrencyPerKey.limit` when not an integer >= 1; TypeError
+   * `opts.concurrencyPerKey.key` when not a function.
+   */
+  concurrencyPerKey?: { limit: number; key(message: DelayedMessage<T>): string };
+  /**
    * Handlers of this queue running at once at most, across every process. Counted from the
    * queue's leases: a consumer that dies frees its share when its leases expire
    * (`visibilityTimeoutMs`). A consumer finding the queue full does not poll: whatever frees a

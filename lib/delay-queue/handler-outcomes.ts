@@ -9,10 +9,11 @@ const UNRECOVERABLE = Symbol.for('nest-redis-limit.Unrecoverable');
 /** `RetryLater`'s options. */
 export interface RetryLaterOptions {
   /**
-   * Hold every message with this message's rate key (the consumer's `rateLimit.key`) until this
-   * one is due again, in every process: an upstream answered 429 with Retry-After for the tenant,
-   * not only for this call. Needs a consumer with `rateLimit`; elsewhere the message alone waits
-   * (and the consumer logs that once).
+   * Hold every message with this message's rate key (the consumer's `rateLimit.key`) or
+   * concurrency key (`concurrencyPerKey.key`) until this one is due again, in every process: an
+   * upstream answered 429 with Retry-After for the tenant, not only for this call. Needs a
+   * consumer with `rateLimit` or `concurrencyPerKey`; elsewhere the message alone waits (and the
+   * consumer logs that once).
    * @default false
    */
   pauseKey?: boolean;

@@ -11,6 +11,8 @@ export const QueueReply = {
   LEASE_LOST: -2,
   /** admit.lua: charged to its key's counter, the handler may start (else: the time it is due again). */
   ADMITTED: -3,
+  /** admit.lua: every slot of its concurrency key is taken: it waits for one. */
+  WAITING: -4,
   /** claim.lua, as its next time: nothing is scheduled or in flight. */
   NOTHING_DUE: -1,
   /** reschedule.lua: the id is not scheduled (else it replies the new runAt). */

@@ -31,6 +31,7 @@ export const SCRIPT_FILES = {
   queueEnqueueMany: 'delay-queue/enqueue-many.lua',
   queueClaim: 'delay-queue/claim.lua',
   queueAdmit: 'delay-queue/admit.lua',
+  queueSlotRelease: 'delay-queue/slot-release.lua',
   queueAck: 'delay-queue/ack.lua',
   queueFail: 'delay-queue/fail.lua',
   queueRetryLater: 'delay-queue/retry-later.lua',

@@ -10,6 +10,8 @@ local LEASE_LOST = -2
 -- admit.lua: the message is charged to its key's counter; its handler may start (else it
 -- replies the time the message is due again)
 local ADMITTED = -3
+-- admit.lua: every slot of the message's concurrency key is taken: it waits for one
+local WAITING = -4
 -- claim.lua, as its next time: nothing is scheduled or in flight
 local NOTHING_DUE = -1
 -- reschedule.lua: the id is not scheduled (else it replies the new runAt)

@@ -1,19 +1,21 @@
 -- A handler asked for its message to run again later (RetryLater): back to the scheduled set,
 -- due after delayMs, and the claim counted as no attempt ('d:'..id), so it never dies of asking.
--- Its last error stays as it was. With a pace key, that rate key is paused until then as well:
--- admit.lua gives every message of the key back, uncharged, until the pause ends.
+-- Its last error stays as it was. With pace keys, the message's rate key and concurrency key are
+-- paused until then as well: admit.lua gives every message of those keys back, uncharged, until
+-- the pause ends.
 -- KEYS[1]     scheduled
 -- KEYS[2]     inFlight  in flight
 -- KEYS[3]     dead  (unused)
 -- KEYS[4]     data
--- KEYS[5..]   paces[]  none, or the pace key of the message's rate key (admit.lua), in the
---             queue's hash slot: that key is paused until the message is due
+-- KEYS[5..]   paces[]  none, or the pace key of the message's rate key and/or its concurrency
+--             key's hold (admit.lua), the rate key's first, in the queue's hash slot: each is
+--             paused until the message is due
 -- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
 -- ARGV[2]     id: string
 -- ARGV[3]     delayMs: ms  before the message is due again
 -- ARGV[4]     token: int  the lease token of the claim whose handler asked
--- ARGV[5]     limit: int = ''  with a pace key of an adaptive rate limit: its configured limit,
---             and the key's limit is halved (adaptive.lua); '' otherwise
+-- ARGV[5]     limit: int = ''  with the pace key of an adaptive rate limit first: its configured
+--             limit, and the key's limit is halved (adaptive.lua); '' otherwise
 -- ARGV[6]     windowMs: ms = ''  the rate limit's window, with `limit`
 -- Returns     a flat array:
 --               - dueAt: ms | LEASE_LOST  when the message is due again (ms), or LEASE_LOST when
@@ -46,6 +48,6 @@ for i = 5, #KEYS do
     rcall('HSET', pace, 'p', int(due))
     if rcall('PTTL', pace) < due - now then rcall('PEXPIRE', pace, int(due - now)) end
   end
-  if ARGV[5] ~= '' then adaptive = adaptive_halve(pace, tonumber(ARGV[5]), tonumber(ARGV[6]), now) end
+  if ARGV[5] ~= '' and i == 5 then adaptive = adaptive_halve(pace, tonumber(ARGV[5]), tonumber(ARGV[6]), now) end
 end
 return { due, adaptive }

@@ -39,8 +39,8 @@ describe('DelayQueue adaptive rate limits', () => {
       const ids = await lease(n);
       const reply = (await connection.scripts.run(
         'queueAdmit',
-        [...keys, ...ids.flatMap(() => [counter, pace])],
-        [now, 'fw', LIMIT, 1000, '1', ...ids.flatMap((id) => [id, 1])],
+        [...keys, ...ids.flatMap(() => [counter, pace, pace, pace, pace])],
+        [now, 'fw', LIMIT, 1000, '1', 0, 0, ...ids.flatMap((id) => [id, 1])],
       )) as number[];
       return reply.filter((code) => code === QueueReply.ADMITTED).length;
     };
@@ -71,8 +71,8 @@ describe('DelayQueue adaptive rate limits', () => {
     const ids = await lease(10);
     const plain = (await connection.scripts.run(
       'queueAdmit',
-      [...keys, ...ids.flatMap(() => [counter, pace])],
-      [T0 + 4_300 + 120_000, 'fw', LIMIT, 1000, '0', ...ids.flatMap((id) => [id, 1])],
+      [...keys, ...ids.flatMap(() => [counter, pace, pace, pace, pace])],
+      [T0 + 4_300 + 120_000, 'fw', LIMIT, 1000, '0', 0, 0, ...ids.flatMap((id) => [id, 1])],
     )) as number[];
     expect(plain.filter((code) => code === QueueReply.ADMITTED)).toHaveLength(LIMIT);
   });

@@ -7,8 +7,8 @@ import { withLimiterApp } from '../harness/limiter-app.js';
 
 // The DelayQueue scripts against a state machine, at explicit times (the scripts' test hook):
 // each id is scheduled (runAt), in flight (lease deadline, claim token), dead, or gone. Random
-// enqueues, claims (some for a rate-limited consumer), admissions of claimed messages (start or
-// deferral by a fixed-window counter), acks, lease renewals, fails (admissions, acks, renewals
+// enqueues, claims (some for a rate-limited consumer), admissions of claimed messages (start,
+// deferral by a fixed-window counter, or a wait for a slot of a cap per key), slot releases, acks, lease renewals, fails (admissions, acks, renewals
 // and fails sometimes from a stale claim), cancels, reschedules, dead-set pages, retries and
 // purges of the dead (by id and all) and clock steps on a small pool of ids, so duplicates,
 // redeliveries and ties happen; deaths trim the dead set by age and count. A deferred claim, and
@@ -53,6 +53,10 @@ const byTimeThenId = ([a, x]: [string, Message], [b, y]: [string, Message]) => x
 class QueueModel {
   readonly messages = new Map<string, Message>();
   readonly rateKeys = new Map<string, RateKey>();
+  /** Per concurrency key: the slots (id -> the token of the claim admitted), and the messages
+   * waiting for one (id -> the due time their wait gave them). */
+  readonly slots = new Map<string, Map<string, number>>();
+  readonly waitingFor = new Map<string, Map<string, number>>();
   /** 'w': a claim found the queue full; the wake-up it names goes out when a slot frees. */
   waiting: string | null = null;
   /** 'f': the queue's claims so far, each claim's fence. */
@@ -109,25 +113,72 @@ class QueueModel {
     return m?.where === 'inFlight' && m.claims === attempt;
   }
 
-  /** Admissions at `now` by fixed-window counters of `limit` in one window of `windowMs`. */
-  admit(now: number, limit: number, windowMs: number, held: [string, number, string][]): number[] {
-    return held.map(([id, token, key]) => {
+  /**
+   * Admissions at `now`: with `rated`, by fixed-window counters of `limit` in one window of
+   * `windowMs`; with `cap` > 0, at most `cap` slots per concurrency key (a message waiting for one
+   * is due after PARK_MS). `held`: id, token, rate key, concurrency key.
+   */
+  admit(now: number, rated: boolean, limit: number, windowMs: number, cap: number, held: [string, number, string, string][]): number[] {
+    // slots held per key, counted once per call (as admit.lua does)
+    const counted = new Map<string, number>();
+    return held.map(([id, token, key, slotKey]) => {
       if (!this.holds(id, token)) return QueueReply.LEASE_LOST;
       const m = this.messages.get(id)!;
-      const counter = this.rateKeys.get(key) ?? { used: 0 };
-      this.rateKeys.set(key, counter);
       m.pending = false;
-      if (counter.used + 1 <= limit) {
-        counter.used += 1;
-        return QueueReply.ADMITTED;
+      const slots = this.slots.get(slotKey) ?? new Map<string, number>();
+      this.slots.set(slotKey, slots);
+      if (cap > 0) {
+        if (!counted.has(slotKey)) {
+          for (const [holder, held] of slots) if (!this.holds(holder, held)) slots.delete(holder);
+          counted.set(slotKey, slots.size);
+        }
+        if (counted.get(slotKey)! >= cap) {
+          const due = now + PARK_MS;
+          Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
+          const waiting = this.waitingFor.get(slotKey) ?? new Map<string, number>();
+          this.waitingFor.set(slotKey, waiting.set(id, due));
+          this.waiting = null;
+          return QueueReply.WAITING;
+        }
       }
-      let due = now + Math.max(1, (Math.floor(now / windowMs) + 1) * windowMs - now);
-      if (counter.paced !== undefined && counter.paced + windowMs / limit > due) due = Math.ceil(counter.paced + windowMs / limit);
-      counter.paced = due;
-      Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
-      this.waiting = null;
-      return due;
+      const counter = this.rateKeys.get(key) ?? { used: 0 };
+      if (rated) {
+        this.rateKeys.set(key, counter);
+        if (counter.used + 1 > limit) {
+          let due = now + Math.max(1, (Math.floor(now / windowMs) + 1) * windowMs - now);
+          if (counter.paced !== undefined && counter.paced + windowMs / limit > due) due = Math.ceil(counter.paced + windowMs / limit);
+          counter.paced = due;
+          Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
+          this.waiting = null;
+          return due;
+        }
+        counter.used += 1;
+      }
+      if (cap > 0) {
+        slots.set(id, token);
+        this.waitingFor.get(slotKey)?.delete(id);
+        counted.set(slotKey, counted.get(slotKey)! + 1);
+      }
+      return QueueReply.ADMITTED;
     });
+  }
+
+  /** A handler of (id, token) with a slot of `slotKey` ended: 1 when a waiting message is due now. */
+  release(now: number, id: string, token: number, slotKey: string): number {
+    const slots = this.slots.get(slotKey);
+    if (slots?.get(id) === token) slots.delete(id);
+    const waiting = this.waitingFor.get(slotKey) ?? new Map<string, number>();
+    for (let i = 0; i < 16; i++) {
+      const [first] = [...waiting].sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0));
+      if (!first) return 0;
+      waiting.delete(first[0]);
+      const m = this.messages.get(first[0]);
+      if (m?.where === 'scheduled' && m.at === first[1]) {
+        if (m.at > now) m.at = now;
+        return 1;
+      }
+    }
+    return 0;
   }
 
   ack(pairs: [string, number][]): number {
@@ -233,8 +284,11 @@ type Op =
   | { kind: 'enqueue'; id: number; when: When }
   /** admitting: for a rate-limited consumer, whose claimed messages await admission */
   | { kind: 'claim'; limit: number; visibilityMs: number; admitting: boolean; global: number | null }
-  /** each held message charged to rate key k0 or k1 (the key index), `limit` starts per window */
-  | { kind: 'admit'; held: (Held & { key: number })[]; limit: number }
+  /** each held message charged to rate key k0 or k1 (the key index), `limit` starts per window
+   * (when `rated`), and taking a slot of concurrency key s0 or s1 (`slot`), `cap` each (when > 0) */
+  | { kind: 'admit'; held: (Held & { key: number; slot: number })[]; rated: boolean; limit: number; cap: number }
+  /** the handler of a held message with a slot of s0 or s1 ended */
+  | { kind: 'release'; held: Held; slot: number }
   | { kind: 'ack'; held: Held[] }
   | { kind: 'renew'; held: Held[]; visibilityMs: number }
   /** id null: one in flight (when there is one) as its latest attempt, so deaths are common;
@@ -253,6 +307,9 @@ type Op =
  * leaves it, and the counters' real-time expiry (a window) never comes during a run. */
 const RATE_WINDOW_MS = 1_000_000_000;
 const RATE_KIND = `dqr.fw.${RATE_WINDOW_MS}`;
+/** How long a message waiting for a slot stays back (admit.lua's parkMs): long runs see waits
+ * run out, and the waiting sets' real-time expiry (as long) never comes during a run. */
+const PARK_MS = 600_000;
 
 // ids whose bytewise order is not their length order, to pin down how ties are broken
 const IDS = ['a', 'b', 'c', 'aa', 'ab', 'b1', 'm10', 'm9'];
@@ -279,11 +336,26 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     weight: 3,
     arbitrary: fc.record({
       kind: fc.constant('admit' as const),
-      held: fc.array(fc.record({ id, attempt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 4 }), key: fc.integer({ min: 0, max: 1 }) }), {
-        minLength: 1,
-        maxLength: 3,
-      }),
+      held: fc.array(
+        fc.record({
+          id,
+          attempt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 4 }),
+          key: fc.integer({ min: 0, max: 1 }),
+          slot: fc.integer({ min: 0, max: 1 }),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+      rated: fc.boolean(),
       limit: fc.integer({ min: 1, max: 3 }),
+      cap: fc.constantFrom(0, 1, 2),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('release' as const),
+      held: fc.record({ id, attempt: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 4 }) }),
+      slot: fc.integer({ min: 0, max: 1 }),
     }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), held: heldList }) },
@@ -369,6 +441,11 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
         const rateKeys = ['k0', 'k1'].map(
           (name) => [connection.keys.build(RATE_KIND, queue, name), connection.keys.build(`p${RATE_KIND}`, queue, name)] as const,
         );
+        const slotKeys = ['s0', 's1'].map((name) => [
+          connection.keys.build('dqc', queue, name),
+          connection.keys.build('dqcw', queue, name),
+          connection.keys.build('dqch', queue, name),
+        ]);
         const pairs = (held: Held[]) => held.map(({ id: i, attempt }): [string, number] => [IDS[i]!, attemptOf(IDS[i]!, attempt)]);
 
         for (const [step, o] of ops.entries()) {
@@ -382,14 +459,25 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const reply = await call('queueClaim', [now, o.limit, o.visibilityMs, '', '', o.global ?? '', o.admitting ? 1 : '', channel, publish]);
             expect(reply).toEqual(model.claim(now, o.limit, o.visibilityMs, o.admitting, o.global, `${publish} ${channel}`));
           } else if (o.kind === 'admit') {
-            const held = o.held.map(({ id: i, attempt, key }): [string, number, string] => [IDS[i]!, attemptOf(IDS[i]!, attempt), `k${key}`]);
-            const counters = o.held.flatMap(({ key }) => rateKeys[key]!);
+            const held = o.held.map(({ id: i, attempt, key, slot }): [string, number, string, string] => [
+              IDS[i]!,
+              attemptOf(IDS[i]!, attempt),
+              `k${key}`,
+              `s${slot}`,
+            ]);
+            const flows = o.held.flatMap(({ key, slot }) => [...rateKeys[key]!, ...slotKeys[slot]!]);
             const reply = await connection.scripts.run(
               'queueAdmit',
-              [...keys, ...counters],
-              [now, 'fw', o.limit, RATE_WINDOW_MS, '0', ...held.flatMap(([i, t]) => [i, t])],
+              [...keys, ...flows],
+              [now, o.rated ? 'fw' : '-', o.limit, RATE_WINDOW_MS, '0', o.cap, PARK_MS, ...held.flatMap(([i, t]) => [i, t])],
             );
-            expect(reply).toEqual(model.admit(now, o.limit, RATE_WINDOW_MS, held));
+            expect(reply).toEqual(model.admit(now, o.rated, o.limit, RATE_WINDOW_MS, o.cap, held));
+          } else if (o.kind === 'release') {
+            const target = IDS[o.held.id]!;
+            const token = attemptOf(target, o.held.attempt);
+            const [slots, waiting] = slotKeys[o.slot]!;
+            const reply = await connection.scripts.run('queueSlotRelease', [scheduled, slots!, waiting!], [now, target, token]);
+            expect(reply).toBe(model.release(now, target, token, `s${o.slot}`));
           } else if (o.kind === 'ack') {
             const held = pairs(o.held);
             expect(await call('queueAck', held.flat())).toBe(model.ack(held));
@@ -441,6 +529,11 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           if (m.skipped > 0) fields[`d:${k}`] = String(m.skipped);
           if (m.pending) fields[`u:${k}`] = String(m.claims);
           if (m.error !== undefined) fields[`e:${k}`] = m.error;
+        }
+        // each concurrency key's slots and waiting messages
+        for (const [i, [slots, waiting]] of slotKeys.entries()) {
+          expect(await client.hgetall(slots!)).toEqual(Object.fromEntries([...(model.slots.get(`s${i}`) ?? [])].map(([k, t]) => [k, String(t)])));
+          expect(await scores(waiting!)).toEqual(Object.fromEntries(model.waitingFor.get(`s${i}`) ?? []));
         }
         if (model.waiting !== null) fields['w'] = model.waiting;
         if (model.fences > 0) fields['f'] = String(model.fences);

@@ -47,6 +47,20 @@ async function until(check: () => Promise<boolean> | boolean, timeoutMs: number,
   }
 }
 
+/** Handlers running at once at most, from their records: each start until `end` (records fall
+ * inside the handlers' runs, so this never counts more than ran). */
+function mostAtOnce(started: Delivery[], end: (d: Delivery) => number): number {
+  const edges = started.flatMap((d) => [
+    { at: d.at, step: 1 },
+    { at: end(d), step: -1 },
+  ]);
+  edges.sort((a, b) => a.at - b.at || a.step - b.step);
+  let running = 0;
+  let most = 0;
+  for (const edge of edges) most = Math.max(most, (running += edge.step));
+  return most;
+}
+
 describe('DelayQueueService across Node processes', () => {
   let libDir: string;
   const children: ChildProcess[] = [];
@@ -112,6 +126,23 @@ describe('DelayQueueService across Node processes', () => {
         return stopped.handled!;
       },
     };
+  }
+
+  /** SIGKILLs the worker that recorded the latest start, once one has: likely mid-handler. */
+  async function killOneThatStarted<W extends { pid: number; child: ChildProcess; exited: Promise<unknown> }>(
+    workers: W[],
+    deliveries: (list: 'started') => Promise<Delivery[]>,
+  ): Promise<{ victim: W; killedAt: number }> {
+    await until(
+      async () => (await deliveries('started')).length > 0,
+      15_000,
+      () => 'nothing started',
+    );
+    const latest = (await deliveries('started')).at(-1)!;
+    const victim = workers.find((w) => w.pid === latest.pid)!;
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    return { victim, killedAt: Date.now() };
   }
 
   /** A module in this process (enqueue, size, in-process consumers) and a raw client. */
@@ -269,16 +300,7 @@ describe('DelayQueueService across Node processes', () => {
 
       // the victim is a worker that has started a message, likely still handling it: with the cap
       // shared, a given worker may never get a turn before every tenant is at its limit
-      await until(
-        async () => (await deliveries('started')).length > 0,
-        15_000,
-        () => 'nothing started',
-      );
-      const latest = (await deliveries('started')).at(-1)!;
-      const victim = workers.find((w) => w.pid === latest.pid)!;
-      victim.child.kill('SIGKILL');
-      await victim.exited;
-      const killedAt = Date.now();
+      const { victim, killedAt } = await killOneThatStarted(workers, deliveries);
 
       const tenantOf = (d: Delivery) => d.id.split('-')[0]!;
       const startsOf = (started: Delivery[]) => tenants.map((t) => started.filter((d) => tenantOf(d) === t).length);
@@ -300,18 +322,52 @@ describe('DelayQueueService across Node processes', () => {
       expect(await queues.size(queue)).toEqual({ scheduled: ids.length - handled.length, inFlight: 0, dead: 0 });
 
       // handlers running at once, from the records: each start until its handled record, or until
-      // the kill for those the victim never finished (records fall inside the handlers' runs)
+      // the kill for those the victim never finished
       const end = (d: Delivery) => handled.find((h) => h.id === d.id && h.attempt === d.attempt && h.pid === d.pid)?.at ?? killedAt;
-      const edges = started.flatMap((d) => [
-        { at: d.at, step: 1 },
-        { at: end(d), step: -1 },
-      ]);
-      edges.sort((a, b) => a.at - b.at || a.step - b.step);
-      let running = 0;
-      let most = 0;
-      for (const edge of edges) most = Math.max(most, (running += edge.step));
-      expect(most).toBeLessThanOrEqual(globalConcurrency);
-      expect(most).toBeGreaterThan(1);
+      expect(mostAtOnce(started, end)).toBeLessThanOrEqual(globalConcurrency);
+      expect(mostAtOnce(started, end)).toBeGreaterThan(1);
+    });
+
+    it('concurrencyPerKey holds across 3 processes, one SIGKILLed mid-run; nothing is lost, waiting is no attempt', async () => {
+      const { app, queues, deliveries, listening } = await testSide(redis);
+      const queue = 'per-tenant';
+      const limit = 2;
+      // the worker adds the key function (slotKey): a function does not cross to another process
+      const consume = { concurrency: 4, visibilityTimeoutMs: 1500, concurrencyPerKey: { limit } as ConsumeOptions['concurrencyPerKey'] };
+      const config = { redis: redis.connection, recorder: redis.rawConnection, keyPrefix: app.prefix, queue, consume, slotKey: 'tenant', handleMs: 120 };
+      const workers = await Promise.all([0, 1, 2].map(() => startWorker(config)));
+      await listening(queue, workers.length);
+      const tenants = Array.from({ length: 5 }, (_, t) => `t${t}`);
+      const ids = tenants.flatMap((t) => Array.from({ length: 6 }, (_, i) => `${t}-${i}`));
+      await Promise.all(ids.map((id) => queues.enqueue(queue, { tenant: id.split('-')[0] }, { id })));
+
+      const { victim, killedAt } = await killOneThatStarted(workers, deliveries);
+
+      // every message is handled: the victim's come back when their leases run out
+      const handledIds = async () => new Set((await deliveries('handled')).map((d) => d.id));
+      await until(
+        async () => (await handledIds()).size === ids.length && (await queues.size(queue)).inFlight === 0,
+        60_000,
+        async () => `${(await handledIds()).size} of ${ids.length} handled; size ${JSON.stringify(await queues.size(queue))}`,
+      );
+      await Promise.all(workers.filter((w) => w !== victim).map((w) => w.terminate()));
+
+      const started = await deliveries('started');
+      const handled = await deliveries('handled');
+      expect(await queues.size(queue)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+      // waiting is no attempt: only a message the victim held comes back as a second one
+      const victimIds = new Set(started.filter((d) => d.pid === victim.pid).map((d) => d.id));
+      expect(started.filter((d) => d.attempt > 1 && !victimIds.has(d.id))).toEqual([]);
+      const end = (d: Delivery) => handled.find((h) => h.id === d.id && h.attempt === d.attempt && h.pid === d.pid)?.at ?? killedAt;
+      const most = tenants.map((t) =>
+        mostAtOnce(
+          started.filter((d) => d.id.startsWith(`${t}-`)),
+          end,
+        ),
+      );
+      expect(most.every((n) => n <= limit)).toBe(true);
+      // the cap was reached, not merely never tried: some tenant ran two at once
+      expect(Math.max(...most)).toBe(limit);
     });
   });
 

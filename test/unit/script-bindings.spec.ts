@@ -71,9 +71,29 @@ describe('generated script bindings', () => {
 
   it('admit.lua: a group of keys counts in the key count; get.lua: a Lua false reads as null', () => {
     const admit = SCRIPT_BINDINGS['delay-queue/admit.lua'];
-    const rates = [{ counter: 'c1', pace: 'p1' }];
-    const call = { keys: { ...queue, rates }, args: { algorithm: 'fw', limit: 1, windowMs: 1000, adaptive: '0', leases: [{ id: 'x', token: 7 }] } } as const;
-    expect(admit.encode(call)).toEqual([6, 's', 'f', 'd', 'm', 'c1', 'p1', '', 'fw', 1, 1000, '0', 'x', 7]);
+    const flows = [{ counter: 'c1', pace: 'p1', slots: 's1', waiting: 'w1', hold: 'h1' }];
+    const args = { algorithm: 'fw', limit: 1, windowMs: 1000, adaptive: '0', slots: 2, parkMs: 500, leases: [{ id: 'x', token: 7 }] } as const;
+    expect(admit.encode({ keys: { ...queue, flows }, args })).toEqual([
+      9,
+      's',
+      'f',
+      'd',
+      'm',
+      'c1',
+      'p1',
+      's1',
+      'w1',
+      'h1',
+      '',
+      'fw',
+      1,
+      1000,
+      '0',
+      2,
+      500,
+      'x',
+      7,
+    ]);
     const get = SCRIPT_BINDINGS['expiring-hash/get.lua'];
     const keys = { hash: 'h', index: 'i', outbox: 'o' };
     expect(get.decode([null, -2], { keys, args: { field: 'f' } })).toEqual({ value: null, ttlMs: -2 });

@@ -1,12 +1,12 @@
 // A separate Node process consuming one delay queue: argv[2] is JSON
 //   { libDir, redis, recorder, keyPrefix, queue, consume?: ConsumeOptions, blockId?: string, blockMs?: number,
-//     handleMs?: number, rateKey?: string }
+//     handleMs?: number, rateKey?: string, slotKey?: string }
 // (`redis`, the module's connection, and `recorder`, the test's own: a URL or `{ cluster: { nodes } }`). It boots RedisLimitModule.forRoot({ redis, keyPrefix }) in a Nest application context and
 // consumes `queue` with DelayQueueService.consume. Every delivery is recorded with its own ioredis
 // client: RPUSH `<keyPrefix>started` when the handler begins and RPUSH `<keyPrefix>handled` just
 // before it resolves, each entry JSON { id, attempt, pid, at }. The handler for `blockId` blocks
 // `blockMs` (to be killed mid-handler); every handler takes `handleMs` (default 0). With `rateKey`, a
-// `consume.rateLimit` keys messages by that payload field. Prints one JSON line { event: 'ready', pid } once consuming;
+// `consume.rateLimit` keys messages by that payload field, and with `slotKey` a `consume.concurrencyPerKey`. Prints one JSON line { event: 'ready', pid } once consuming;
 // on SIGTERM closes the application (which stops the consumer), prints
 // { event: 'stopped', pid, handled } and exits 0. Library warnings and errors go to stderr.
 import 'reflect-metadata';
@@ -15,8 +15,9 @@ import { NestFactory } from '@nestjs/core';
 import { Cluster, Redis } from 'ioredis';
 
 const config = JSON.parse(process.argv[2]);
-const { libDir, redis, recorder: recordTo, keyPrefix, queue, consume = {}, blockId, blockMs = 0, handleMs = 0, rateKey } = config;
+const { libDir, redis, recorder: recordTo, keyPrefix, queue, consume = {}, blockId, blockMs = 0, handleMs = 0, rateKey, slotKey } = config;
 if (rateKey !== undefined) consume.rateLimit = { ...consume.rateLimit, key: (message) => message.payload[rateKey] };
+if (slotKey !== undefined) consume.concurrencyPerKey = { ...consume.concurrencyPerKey, key: (message) => message.payload[slotKey] };
 const { RedisLimitModule, DelayQueueService } = await import(`${libDir}/index.js`);
 
 const toStderr =
