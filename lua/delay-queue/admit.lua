@@ -13,8 +13,8 @@
 --             repeat; a row the consumer does not use repeats its pace key, never read as such):
 --               - counter  the counter of its rate key
 --               - pace  that key's pace (hash { d = the due time last given to one of its refused
---                 messages, p = the end of a pause a handler asked for (retry-later.lua), l and
---                 t = its adaptive limit (adaptive.lua) })
+--                 messages, p = the end of a pause a handler asked for (retry-later.lua), l, t
+--                 and r = its adaptive limit (adaptive.lua) })
 --               - slots  its concurrency key's slots (hash { <id> = the lease token of the claim
 --                 whose handler holds the slot }): a slot is held while that lease is, so one a
 --                 dead consumer held frees when its lease runs out

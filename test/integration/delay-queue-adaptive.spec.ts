@@ -57,22 +57,24 @@ describe('DelayQueue adaptive rate limits', () => {
     // the messages in flight when the upstream first refused say nothing new: once a window
     expect(await halvedAt(T0 + 20)).toBe(4);
     expect(await halvedAt(T0 + 1_009)).toBe(4);
-    // a whole window since the halving: 1 back
-    expect(await admitted(T0 + 1_010, 10)).toBe(5);
-    expect(await halvedAt(T0 + 1_020)).toBe(2);
-    expect(await halvedAt(T0 + 2_100)).toBe(1);
-    expect(await halvedAt(T0 + 3_200)).toBe(1);
-    expect(await halvedAt(T0 + 4_300)).toBe(1);
-    expect(await admitted(T0 + 4_400, 10)).toBe(1);
+    // the refusal at T0 + 1_009 came in the window after the halving: that window adds nothing
+    expect(await admitted(T0 + 1_010, 10)).toBe(4);
+    // a whole window without a refusal: 1 back
+    expect(await admitted(T0 + 2_009, 10)).toBe(5);
+    expect(await halvedAt(T0 + 2_020)).toBe(2);
+    expect(await halvedAt(T0 + 3_100)).toBe(1);
+    expect(await halvedAt(T0 + 4_200)).toBe(1);
+    expect(await halvedAt(T0 + 5_300)).toBe(1);
+    expect(await admitted(T0 + 5_400, 10)).toBe(1);
     // 7 windows later it is whole again, and never more
-    expect(await admitted(T0 + 4_300 + 7_000, 10)).toBe(LIMIT);
-    expect(await admitted(T0 + 4_300 + 60_000, 20)).toBe(LIMIT);
+    expect(await admitted(T0 + 5_300 + 7_000, 10)).toBe(LIMIT);
+    expect(await admitted(T0 + 5_300 + 60_000, 20)).toBe(LIMIT);
     // not adaptive: the limit is the configured one whatever the pace hash holds
     const ids = await lease(10);
     const plain = (await connection.scripts.run(
       'queueAdmit',
       [...keys, ...ids.flatMap(() => [counter, pace, pace, pace, pace])],
-      [T0 + 4_300 + 120_000, 'fw', LIMIT, 1000, '0', 0, 0, ...ids.flatMap((id) => [id, 1])],
+      [T0 + 5_300 + 120_000, 'fw', LIMIT, 1000, '0', 0, 0, ...ids.flatMap((id) => [id, 1])],
     )) as number[];
     expect(plain.filter((code) => code === QueueReply.ADMITTED)).toHaveLength(LIMIT);
   });
