@@ -360,7 +360,8 @@ export class Consumer implements DelayQueueConsumer {
       (woken) => {
         if (woken) this.wake();
       },
-      (error: unknown) => this.logger.warn(`could not free the slot of ${message.id}: ${(error as Error).message}`),
+      // (a stopping consumer's connection may be closing: its slots free with the leases anyway)
+      (error: unknown) => this.stopped || this.logger.warn(`could not free the slot of ${message.id}: ${(error as Error).message}`),
     );
   }
 
