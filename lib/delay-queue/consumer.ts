@@ -264,6 +264,8 @@ export class Consumer implements DelayQueueConsumer {
       if (verdict.kind === 'start') this.run(message, lease, verdict.slot);
       else if (verdict.kind === 'deferred')
         this.hint(verdict.dueAt); // the claim's reply plans the wake-up: keep this for it
+      else if (verdict.kind === 'waiting')
+        this.deps.redis.events.queue({ type: 'redis-limit.queue.waiting', queue: message.queue, id: message.id, attempt: message.attempt });
       else if (verdict.kind === 'broken') {
         this.leases.hold(lease);
         void this.fail(message, lease, verdict.error);

@@ -77,6 +77,8 @@ export type RedisLimitEvent =
   /** A handler threw RetryLater: due again at `dueAt`, not an attempt; `pausedKey`: its rate key
    * waits as long; `adaptiveLimit`: that key's adaptive limit now (rateLimit.adaptive). */
   | { type: 'redis-limit.queue.retry-later'; queue: string; id: string; attempt: number; dueAt: number; pausedKey: boolean; adaptiveLimit?: number }
+  /** Every slot of its `concurrencyPerKey` key was taken: it waits for one, not an attempt. */
+  | { type: 'redis-limit.queue.waiting'; queue: string; id: string; attempt: number }
   /** Out of attempts, or at once: `unrecoverable` when its handler threw Unrecoverable. */
   | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown; unrecoverable?: true }
   /** `retryDead` moved `count` dead messages back to scheduled; `purgeDead` deleted `count`. */
@@ -117,6 +119,8 @@ export interface RedisLimitCounters {
       handled: number;
       retried: number;
       retriedLater: number;
+      /** Messages that waited for a slot of `concurrencyPerKey` (each time one did). */
+      waited: number;
       dead: number;
       unrecoverable: number;
       deadRetried: number;

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DelayQueueService, RetryLater, type DelayedMessage } from '../../lib/index.js';
+import { DelayQueueService, RedisLimitEvents, RetryLater, type DelayedMessage } from '../../lib/index.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
@@ -98,6 +98,8 @@ describe('DelayQueue concurrencyPerKey', () => {
     // waiting is no attempt: each message ran once, as its first, and none died
     expect(h.started.every((m) => m.attempt === 1)).toBe(true);
     expect(await queues().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
+    // each wait was counted (a message may wait more than once, if a claim finds its key full again)
+    expect(ctx.app.moduleRef.get(RedisLimitEvents).counters().queues[q]!.waited).toBeGreaterThanOrEqual(busy.length - 2);
     // nothing is left behind: the slots and the waiting list are gone with the last handler
     expect(await ctx.app.raw.exists(key('dqc', q, 'a'), key('dqcw', q, 'a'), key('dqc', q, 'b'))).toBe(0);
   });

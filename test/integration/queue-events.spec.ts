@@ -74,6 +74,7 @@ describe('DelayQueue events and counters', () => {
       handled: 1,
       retried: 2,
       retriedLater: 0,
+      waited: 0,
       dead: 1,
       unrecoverable: 0,
       deadRetried: 0,

@@ -13,7 +13,9 @@ describe('prometheusText', () => {
     concurrencySlots: { taken: 9, refused: 2 },
     shadowRefused: 4,
     refusalCacheHits: 8,
-    queues: { 'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, retriedLater: 0, dead: 0, unrecoverable: 0, deadRetried: 3, deadPurged: 0 } },
+    queues: {
+      'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, retriedLater: 0, waited: 0, dead: 0, unrecoverable: 0, deadRetried: 3, deadPurged: 0 },
+    },
     queueSizes: { orders: { scheduled: 4, inFlight: 1, dead: 2 } },
     adaptiveLimits: { webhooks: { 'tenant "1"': 12, '': 3 } },
   };
