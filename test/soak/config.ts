@@ -35,7 +35,8 @@ export const SOAK = {
    * those never kill a message, `backoffMs` short enough that the drain sees them through.
    * `rateLimit`: per tenant (`tenants` of them, from the id), adaptive: some RetryLaters pause the
    * tenant (an upstream's 429), which halves its limit; `limit` is well above the tenants' rate, so
-   * the halved limits never hold the drain up. */
+   * the halved limits never hold the drain up. `concurrencyPerKey`: at most `limit` handlers of a
+   * tenant at once, across the consumer processes. */
   queue: {
     name: 'soak',
     maxDelayMs: 1500,
@@ -46,6 +47,7 @@ export const SOAK = {
     backoffMs: 200,
     maxBackoffMs: 2000,
     rateLimit: { limit: 50, windowMs: 1000, tenants: 8 },
+    concurrencyPerKey: { limit: 2 },
   },
 } as const;
 

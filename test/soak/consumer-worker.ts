@@ -23,7 +23,11 @@ async function main(): Promise<() => Promise<string>> {
   const app = await NestFactory.createApplicationContext(ConsumerModule, { logger: ['error', 'warn'] });
   const file = join(config.dir, `${config.name}.handled`);
   appendFileSync(file, '');
-  const { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs, rateLimit } = SOAK.queue;
+  const { concurrency, visibilityTimeoutMs, timeoutMs, maxAttempts, backoffMs, maxBackoffMs, rateLimit, concurrencyPerKey } = SOAK.queue;
+  // each handler run that ended on its own (its signal never fired): tenant, start, end, for the
+  // controller to count a tenant's handlers at once
+  const runs = join(config.dir, `${config.name}.runs`);
+  appendFileSync(runs, '');
   // each adaptive limit a RetryLater with pauseKey left, for the controller to check its bounds
   const adaptive = join(config.dir, `${config.name}.adaptive`);
   appendFileSync(adaptive, '');
@@ -33,13 +37,19 @@ async function main(): Promise<() => Promise<string>> {
   const consumer = app.get(DelayQueueService).consume<{ id: string }>(
     SOAK.queue.name,
     async (message) => {
-      const roll = Math.random();
-      // an upstream's 429 for the tenant now and then
-      if (roll < 0.05) throw new RetryLater(Math.floor(Math.random() * 200), { pauseKey: roll < 0.02 });
-      // an overrun rejects with the signal's AbortError at the deadline, before the write: a
-      // timed-out attempt must never count as handled
-      await sleep(roll < 0.07 ? timeoutMs * 2 : Math.random() * 20, undefined, { signal: message.signal });
-      appendFileSync(file, `${message.payload.id}\n`);
+      const start = Date.now();
+      try {
+        const roll = Math.random();
+        // an upstream's 429 for the tenant now and then
+        if (roll < 0.05) throw new RetryLater(Math.floor(Math.random() * 200), { pauseKey: roll < 0.02 });
+        // an overrun rejects with the signal's AbortError at the deadline, before the write: a
+        // timed-out attempt must never count as handled
+        await sleep(roll < 0.07 ? timeoutMs * 2 : Math.random() * 20, undefined, { signal: message.signal });
+        appendFileSync(file, `${message.payload.id}\n`);
+      } finally {
+        // a run whose signal fired (timeout, lease lost, stop) may outlive its slot: not counted
+        if (!message.signal.aborted) appendFileSync(runs, `${tenantOf(message.payload.id)} ${start} ${Date.now()}\n`);
+      }
     },
     {
       concurrency,
@@ -49,6 +59,7 @@ async function main(): Promise<() => Promise<string>> {
       backoffMs,
       maxBackoffMs,
       rateLimit: { limit: rateLimit.limit, windowMs: rateLimit.windowMs, key: (m) => tenantOf(m.payload.id), adaptive: true },
+      concurrencyPerKey: { limit: concurrencyPerKey.limit, key: (m) => tenantOf(m.payload.id) },
     },
   );
   const lapsed = join(config.dir, `${config.name}.lapsed`);

@@ -367,3 +367,37 @@ export function checkAdaptiveLimits(reported: number[], limit: number): Violatio
   if (reported.length === 0) out.push({ invariant: 'coverage', detail: 'no RetryLater with pauseKey reported an adaptive limit' });
   return out;
 }
+
+/** A handler run of a consumer with concurrencyPerKey: its key, and when it started and ended (ms). */
+export interface Run {
+  key: string;
+  start: number;
+  end: number;
+}
+
+/** concurrencyPerKey: no key ever has more than `limit` runs at once (a run that ends in the ms
+ * another starts does not overlap it). Returns the violations and the most at once seen. */
+export function checkConcurrency(runs: Run[], limit: number): { violations: Violation[]; most: number } {
+  const violations: Violation[] = [];
+  let most = 0;
+  const byKey = new Map<string, Run[]>();
+  for (const run of runs) byKey.set(run.key, [...(byKey.get(run.key) ?? []), run]);
+  for (const [key, list] of byKey) {
+    const edges = list.flatMap((r) => [
+      { at: r.start, step: 1 },
+      { at: r.end, step: -1 },
+    ]);
+    edges.sort((a, b) => a.at - b.at || a.step - b.step);
+    let running = 0;
+    let reported = false;
+    for (const edge of edges) {
+      running += edge.step;
+      most = Math.max(most, running);
+      if (running > limit && !reported) {
+        reported = true;
+        violations.push({ invariant: 'concurrency-per-key', detail: `${key}: ${running} handlers at once at ${edge.at}, limit ${limit}` });
+      }
+    }
+  }
+  return { violations, most };
+}

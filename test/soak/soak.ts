@@ -23,6 +23,7 @@ import { now, SOAK, type FromWorker, type WebLog, type WorkerConfig } from './co
 import { FAULTS, inject, PAUSE_MS, type Fault } from './faults.js';
 import {
   checkCacheHits,
+  checkConcurrency,
   checkCountIf,
   checkAdaptiveLimits,
   checkDelivery,
@@ -359,6 +360,18 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     'adaptive rate limits',
     `${adaptive.length} adaptive limits reported (each RetryLater with pauseKey), lowest ${adaptive.length === 0 ? '-' : Math.min(...adaptive)}, highest ${adaptive.length === 0 ? '-' : Math.max(...adaptive)} (of ${limit}); ` +
       `${bounds.length === 0 ? 'never outside [1, limit]' : `${bounds.length} violation(s)`}`,
+  );
+  // concurrencyPerKey: never more than its limit of a tenant's handlers at once, across processes
+  const runs = readHandled(dir, 'runs').map(({ id }) => {
+    const [key, start, end] = id.split(' ');
+    return { key: key!, start: Number(start), end: Number(end) };
+  });
+  const perTenant = checkConcurrency(runs, SOAK.queue.concurrencyPerKey.limit);
+  violations.push(...perTenant.violations);
+  row(
+    'concurrency per tenant',
+    `${runs.length} handler runs that ended on their own, at most ${perTenant.most} of one tenant at once (limit ${SOAK.queue.concurrencyPerKey.limit}); ` +
+      `${perTenant.violations.length === 0 ? 'never above it' : `${perTenant.violations.length} violation(s)`}`,
   );
   console.log('');
   return violations;

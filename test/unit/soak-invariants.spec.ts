@@ -6,6 +6,7 @@ import {
   type Slot,
   checkAdaptiveLimits,
   checkCacheHits,
+  checkConcurrency,
   checkCountIf,
   checkDelivery,
   checkLocalGrants,
@@ -438,5 +439,18 @@ describe('checkAdaptiveLimits', () => {
       { invariant: 'adaptive-limit', detail: 'an adaptive limit of 51, outside [1, 50]' },
     ]);
     expect(checkAdaptiveLimits([], 50)).toEqual([{ invariant: 'coverage', detail: 'no RetryLater with pauseKey reported an adaptive limit' }]);
+  });
+});
+
+describe('checkConcurrency', () => {
+  it('counts runs at once per key: touching runs do not overlap; one above the limit is flagged once per key', () => {
+    const run = (key: string, start: number, end: number) => ({ key, start, end });
+    const held = [run('t1', 0, 10), run('t1', 5, 20), run('t1', 10, 30), run('t2', 0, 100), run('t2', 50, 60)];
+    expect(checkConcurrency(held, 2)).toEqual({ violations: [], most: 2 });
+    const over = [...held, run('t1', 6, 8), run('t1', 7, 9)];
+    expect(checkConcurrency(over, 2)).toEqual({
+      violations: [{ invariant: 'concurrency-per-key', detail: 't1: 3 handlers at once at 6, limit 2' }],
+      most: 4,
+    });
   });
 });
