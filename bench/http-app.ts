@@ -1,6 +1,7 @@
 // The HTTP benchmark's server, run in a process of its own so autocannon does not share its event
-// loop: the sample app's quote route three times over, with no guard, under @RateLimit, and under
-// @nestjs/throttler with @nest-lab/throttler-storage-redis, all keyed by client IP on one Redis.
+// loop: the sample app's quote route four times over, with no guard, under @RateLimit, under
+// @MaxConcurrent, and under @nestjs/throttler with @nest-lab/throttler-storage-redis, all keyed by
+// client IP on one Redis.
 // Limits are far above what 10 s of load can reach: the benchmark measures deciding, not refusing.
 // Started with 'defaults' as its last argument, it serves the same route undecorated in an app whose
 // module has defaultLimits instead (a process of its own: defaults apply to every route of an app);
@@ -11,7 +12,7 @@ import { NestFactory } from '@nestjs/core';
 import { Throttle, ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { Redis } from 'ioredis';
-import { RateLimit, RedisLimitModule, SkipRateLimit } from '../lib/index.js';
+import { MaxConcurrent, RateLimit, RedisLimitModule, SkipRateLimit } from '../lib/index.js';
 import { QuotesService } from '../sample-app/src/quotes/quotes.service.js';
 import { serveBench } from './common/app-process.js';
 import { quoteController } from './common/quote-controller.js';
@@ -22,6 +23,8 @@ const MODE = process.argv[6] as 'routes' | 'defaults' | 'graphql';
 const PlainController = quoteController('plain');
 // fixed window, as the throttler counts
 const RateLimitedController = quoteController('rate-limit', RateLimit({ limit: LIMIT, windowMs: WINDOW_MS, algorithm: 'fixed-window' }));
+// a cap far above the connections: every request takes a slot and gives it back (issue 30)
+const ConcurrentController = quoteController('max-concurrent', MaxConcurrent(LIMIT, { name: 'quotes' }));
 const ThrottledController = quoteController('throttler', UseGuards(ThrottlerGuard), Throttle({ default: { limit: LIMIT, ttl: WINDOW_MS } }));
 const DefaultsController = quoteController('defaults');
 // the defaults app's own unguarded route: its baseline, measured in the same process
@@ -47,7 +50,7 @@ class DefaultsBenchModule {}
       storage: new ThrottlerStorageRedisService(new Redis({ host: redisHost, port: redisPort })),
     }),
   ],
-  controllers: [PlainController, RateLimitedController, ThrottledController],
+  controllers: [PlainController, RateLimitedController, ConcurrentController, ThrottledController],
   providers: [QuotesService],
 })
 class HttpBenchModule {}

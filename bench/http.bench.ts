@@ -19,6 +19,7 @@ const gql = (query: GraphQLQuery): Target => ({ app: 'graphql', path: '/graphql'
 export const ROUTES = {
   'no guard': { app: 'routes', path: '/plain/ACME' },
   '@RateLimit (nest-redis-limit)': { app: 'routes', path: '/rate-limit/ACME' },
+  '@MaxConcurrent (nest-redis-limit)': { app: 'routes', path: '/max-concurrent/ACME' },
   'defaultLimits app, @SkipRateLimit route': { app: 'defaults', path: '/defaults-skip/ACME' },
   'defaultLimits (nest-redis-limit)': { app: 'defaults', path: '/defaults/ACME' },
   '@nestjs/throttler + throttler-storage-redis': { app: 'routes', path: '/throttler/ACME' },

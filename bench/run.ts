@@ -324,6 +324,7 @@ async function main(): Promise<void> {
     const of = (route: keyof typeof ROUTES) => httpRows.find((r) => r.route === route)!;
     const plain = of('no guard');
     const ours = of('@RateLimit (nest-redis-limit)');
+    const slots = of('@MaxConcurrent (nest-redis-limit)');
     const defaults = of('defaultLimits (nest-redis-limit)');
     // defaultLimits against the unguarded route of its own process: two processes differ by more
     // than the guard costs (130 against 115 µs/req for the same guard path in one run)
@@ -335,8 +336,9 @@ async function main(): Promise<void> {
     const isGraphQL = (r: HttpRow) => r.route.startsWith('GraphQL');
     md.push('## 3. HTTP overhead', '');
     md.push(
-      `\`autocannon -c 50 -d ${HTTP_SECONDS}\` against the sample app's quote route (Express, bench/http-app.ts), four ways: ` +
-        `no guard; \`@RateLimit({ limit: ${HTTP_LIMIT}, windowMs: ${HTTP_WINDOW_MS}, algorithm: 'fixed-window' })\`; the same limit as the module's ` +
+      `\`autocannon -c 50 -d ${HTTP_SECONDS}\` against the sample app's quote route (Express, bench/http-app.ts), five ways: ` +
+        `no guard; \`@RateLimit({ limit: ${HTTP_LIMIT}, windowMs: ${HTTP_WINDOW_MS}, algorithm: 'fixed-window' })\`; ` +
+        `\`@MaxConcurrent(${HTTP_LIMIT}, { name: 'quotes' })\` (a slot taken before the handler and given back when the response ends, never refused here); the same limit as the module's ` +
         "`defaultLimits` on an undecorated route (a server process of its own, as defaults apply to every route of an app), beside that app's own `@SkipRateLimit()` route as its baseline; and " +
         '`@UseGuards(ThrottlerGuard)` with the same limit on `@nestjs/throttler` storing in Redis through `@nest-lab/throttler-storage-redis`. ' +
         'Then the same quote as a GraphQL query (`POST /graphql`, Apollo on Express as in the sample app, bench/graphql-app.module.ts, a third server process), three ways: ' +
@@ -352,7 +354,7 @@ async function main(): Promise<void> {
           `| ${r.route} | ${cell(r.perSecond)} | ${cell(r.p50Ms, 1)} | ${cell(r.p99Ms, 1)} | ${cell(r.appUs)} | ${cell(r.redisUs, 1)} | ${r.non2xx} | ${r.errors} |`,
       ),
       '',
-      `@RateLimit ÷ no guard: ${formatRatio(ratio(ours.perSecond, plain.perSecond))}; defaultLimits ÷ its app's @SkipRateLimit route: ${formatRatio(ratio(defaults.perSecond, defaultsPlain.perSecond))} (÷ no guard: ${formatRatio(ratio(defaults.perSecond, plain.perSecond))}); ` +
+      `@RateLimit ÷ no guard: ${formatRatio(ratio(ours.perSecond, plain.perSecond))}; @MaxConcurrent ÷ no guard: ${formatRatio(ratio(slots.perSecond, plain.perSecond))}; defaultLimits ÷ its app's @SkipRateLimit route: ${formatRatio(ratio(defaults.perSecond, defaultsPlain.perSecond))} (÷ no guard: ${formatRatio(ratio(defaults.perSecond, plain.perSecond))}); ` +
         `throttler ÷ no guard: ${formatRatio(ratio(thr.perSecond, plain.perSecond))}; ` +
         `@RateLimit ÷ throttler: ${formatRatio(ratio(ours.perSecond, thr.perSecond))}. ` +
         `GraphQL: @RateLimit ÷ no guard: ${formatRatio(ratio(gqlOurs.perSecond, gqlPlain.perSecond))}; throttler ÷ no guard: ${formatRatio(ratio(gqlThr.perSecond, gqlPlain.perSecond))}; ` +
