@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { RedisConnection, type ScriptAccess } from '../redis/redis-connection.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { SlotBatcher } from './slot-batch.js';
 
 /** A concurrency slot this process holds: renewed every third of its lease until released. */
 export interface HeldSlot {
@@ -28,8 +29,11 @@ export interface SlotRefusal {
 @Injectable()
 export class ConcurrencySlots {
   private readonly logger = new Logger('ConcurrencySlots');
+  private readonly batcher: SlotBatcher;
 
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {}
+  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+    this.batcher = new SlotBatcher(redis.scripts, redis.cluster);
+  }
 
   /**
    * Takes a slot of `key` unless `limit` are held (a RedisLimitError when Redis cannot say),
@@ -41,13 +45,13 @@ export class ConcurrencySlots {
     // a route's own slots are another kind of key: no name can meet them
     const slots = scope === undefined ? this.redis.keys.build('cs', key, name) : this.redis.keys.build('csr', key, scope);
     const id = randomUUID();
-    const { taken, held, retryAfterMs } = await this.redis.scripts.call('slotAcquire', { keys: { slots }, args: { id, limit, leaseMs } });
-    if (taken !== 1) {
+    const { done, held, retryAfterMs } = await this.batcher.run(slots, { op: 'a', id, limit, leaseMs });
+    if (done !== 1) {
       this.redis.events.concurrencySlot({ route, name, key, limit, retryAfterMs });
       return { held, retryAfterMs };
     }
     this.redis.events.concurrencySlot();
-    return new RenewedSlot(this.redis, this.logger, slots, id, leaseMs);
+    return new RenewedSlot(this.batcher, this.logger, slots, id, leaseMs);
   }
 }
 
@@ -58,7 +62,7 @@ class RenewedSlot implements HeldSlot {
   private released = false;
 
   constructor(
-    private readonly redis: ScriptAccess,
+    private readonly batcher: SlotBatcher,
     private readonly logger: Pick<Logger, 'warn'>,
     private readonly slots: string,
     private readonly id: string,
@@ -71,13 +75,13 @@ class RenewedSlot implements HeldSlot {
     if (this.released) return;
     this.released = true;
     clearInterval(this.timer);
-    await this.redis.scripts.call('slotRelease', { keys: { slots: this.slots }, args: { id: this.id } });
+    await this.batcher.run(this.slots, { op: 'r', id: this.id, limit: 0, leaseMs: 0 });
   }
 
   private async renew(): Promise<void> {
     try {
-      const held = await this.redis.scripts.call('slotRenew', { keys: { slots: this.slots }, args: { id: this.id, leaseMs: this.leaseMs } });
-      if (held === 1 || this.released) return;
+      const { done } = await this.batcher.run(this.slots, { op: 'n', id: this.id, limit: 0, leaseMs: this.leaseMs });
+      if (done === 1 || this.released) return;
       clearInterval(this.timer);
       this.logger.warn(`a concurrency slot of ${this.slots} ended before it could be renewed (its holder still runs, over the limit)`);
     } catch {

@@ -1,7 +1,7 @@
 import { RateLimitReply } from '../redis/replies.js';
 import type { RateLimitDecideLimit, RateLimitDecideStackReply } from '../redis/script-bindings.generated.js';
-import { clusterSlot } from '../redis/slot.js';
 import { replyFailure, type ScriptRunner } from '../redis/scripts.js';
+import { TurnBatcher } from '../redis/turn-batch.js';
 
 /** Stacks per script call: bounds how long one batch holds Redis (about 5 µs per limit here). */
 const MAX_STACKS = 128;
@@ -19,21 +19,20 @@ interface Pending {
 }
 
 /**
- * Sends the stacks decided in one turn of the event loop as one decide.lua call (per cluster
- * slot), so a busy app pays one round trip, one script start and one TIME for many decisions.
- * Each stack is still atomic on its own, and a stack whose Redis call fails fails alone. The flush
- * runs in setImmediate, after the poll phase: requests read from many sockets in one pass share a
- * call (with process.nextTick each would go alone). A lone call waits for nothing else.
+ * Sends the stacks decided in one turn of the event loop as one decide.lua call per cluster slot
+ * (TurnBatcher). Each stack is still atomic on its own, and a stack whose Redis call fails fails
+ * alone.
  */
 export class DecisionBatcher {
-  private readonly open = new Map<number, Pending[]>();
-  private scheduled = false;
+  private readonly turn: TurnBatcher<Pending>;
 
   constructor(
     private readonly scripts: ScriptRunner,
     /** Group by slot: a cluster runs each call on the node that owns its keys. */
-    private readonly cluster: boolean,
-  ) {}
+    cluster: boolean,
+  ) {
+    this.turn = new TurnBatcher((batch) => this.send(batch), cluster, MAX_STACKS);
+  }
 
   /** Decides one stack: its keys (one per limit), whether it consumes ('1') or peeks ('0'), and
    * decide.lua's row for each limit. */
@@ -41,25 +40,9 @@ export class DecisionBatcher {
     return new Promise((resolve, reject) => {
       const pending: Pending = { keys, consume, limits, resolve, reject };
       // the test hook's explicit clock is per call; it never shares a batch
-      if (now !== undefined) return void this.send([pending], now);
-      const slot = this.cluster ? clusterSlot(keys[0]!) : 0;
-      const batch = this.open.get(slot);
-      if (batch === undefined) this.open.set(slot, [pending]);
-      else if (batch.push(pending) >= MAX_STACKS) {
-        this.open.delete(slot);
-        this.send(batch);
-      }
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      if (now !== undefined) this.send([pending], now);
+      else this.turn.add(keys[0]!, pending);
     });
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    for (const batch of this.open.values()) this.send(batch);
-    this.open.clear();
   }
 
   private send(batch: Pending[], now?: number): void {

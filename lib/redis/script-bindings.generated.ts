@@ -20,26 +20,28 @@ function list(reply: Reply, file: string): readonly Reply[] {
   return reply;
 }
 
-// concurrency/slot-acquire.lua
-/** concurrency/slot-acquire.lua: KEYS, by name. */ export interface ConcurrencySlotAcquireKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
-/** concurrency/slot-acquire.lua: ARGV, by name. */ export interface ConcurrencySlotAcquireArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the new slot's id */ readonly id: string; /** slots held at most */ readonly limit: number; /** how long the slot lasts unless renewed */ readonly leaseMs: number; }
-/** concurrency/slot-acquire.lua: its reply, by name. */ export interface ConcurrencySlotAcquireReply { /** 1 when the slot was taken, else 0 */ readonly taken: number; /** slots held after the call (this one included when taken) */ readonly held: number; /** 0 when taken; else until the soonest lease ends */ readonly retryAfterMs: number; }
-/** Take one of a key's concurrency slots, unless `limit` are held. The slots are a sorted set of slot ids scored by the time their lease ends: a holder renews its lease while it runs, and the slots of one that died (its leases ended unrenewed) are dropped here, which gives them back. */ export interface ConcurrencySlotAcquireCall { readonly keys: ConcurrencySlotAcquireKeys; readonly args: ConcurrencySlotAcquireArgs; }
-const CONCURRENCY_SLOT_ACQUIRE: ScriptBinding<ConcurrencySlotAcquireCall, ConcurrencySlotAcquireReply> = { encode: ({ keys, args }) => [keys.slots, args.now ?? '', args.id, args.limit, args.leaseMs], decode: (reply) => { const r = list(reply, "concurrency/slot-acquire.lua"); return { taken: Number(r[0]), held: Number(r[1]), retryAfterMs: Number(r[2]) }; } };
-
-// concurrency/slot-release.lua
-/** concurrency/slot-release.lua: KEYS, by name. */ export interface ConcurrencySlotReleaseKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
-/** concurrency/slot-release.lua: ARGV, by name. */ export interface ConcurrencySlotReleaseArgs { readonly id: string; }
-/** concurrency/slot-release.lua: 1 when the slot was held, else 0 */ export type ConcurrencySlotReleaseReply = number;
-/** Give a concurrency slot back (its holder ended); a slot already gone changes nothing. */ export interface ConcurrencySlotReleaseCall { readonly keys: ConcurrencySlotReleaseKeys; readonly args: ConcurrencySlotReleaseArgs; }
-const CONCURRENCY_SLOT_RELEASE: ScriptBinding<ConcurrencySlotReleaseCall, ConcurrencySlotReleaseReply> = { encode: ({ keys, args }) => [keys.slots, args.id], decode: (reply) => Number(reply) };
-
-// concurrency/slot-renew.lua
-/** concurrency/slot-renew.lua: KEYS, by name. */ export interface ConcurrencySlotRenewKeys { /** zset: slot id -> lease end (ms) */ readonly slots: string; }
-/** concurrency/slot-renew.lua: ARGV, by name. */ export interface ConcurrencySlotRenewArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; readonly leaseMs: number; }
-/** concurrency/slot-renew.lua: 1 when renewed; 0 when the slot was no longer held (its lease had ended and it was given back): its holder now runs over the limit */ export type ConcurrencySlotRenewReply = number;
-/** Renew a concurrency slot while its holder runs: its lease ends `leaseMs` from now. */ export interface ConcurrencySlotRenewCall { readonly keys: ConcurrencySlotRenewKeys; readonly args: ConcurrencySlotRenewArgs; }
-const CONCURRENCY_SLOT_RENEW: ScriptBinding<ConcurrencySlotRenewCall, ConcurrencySlotRenewReply> = { encode: ({ keys, args }) => [keys.slots, args.now ?? '', args.id, args.leaseMs], decode: (reply) => Number(reply) };
+// concurrency/slots.lua
+/** concurrency/slots.lua: KEYS, by name. */ export interface ConcurrencySlotsKeys { /** one sorted set per operation (slot id -> lease end, ms), in ARGV order */ readonly slots: readonly string[]; }
+/** four per operation */ export interface ConcurrencySlotsOp { /** acquire, renew, release */ readonly op: 'a' | 'n' | 'r'; /** the slot's id */ readonly id: string; /** acquire: slots held at most (else ignored) */ readonly limit: number; /** acquire, renew: how long the slot lasts unless renewed (else ignored) */ readonly leaseMs: number; }
+/** concurrency/slots.lua: ARGV, by name. */ export interface ConcurrencySlotsArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** four per operation */ readonly ops: readonly ConcurrencySlotsOp[]; }
+/** four per operation, in ARGV order */ export interface ConcurrencySlotsResultReply { /** 1 when taken, renewed or released; 0 when refused (acquire: `limit` are held), gone (renew: its lease had ended and the slot was given back, so its holder runs over the limit) or already gone (release); -1 when it failed */ readonly done: number; /** acquire: slots held after it (this one included when taken); else 0 */ readonly held: number; /** a refused acquire: until the soonest lease ends; else 0 */ readonly retryAfterMs: number; /** the error text when it failed, else '' */ readonly error: string; }
+/** concurrency/slots.lua: its reply, by name. */ export interface ConcurrencySlotsReply { /** four per operation, in ARGV order */ readonly results: readonly ConcurrencySlotsResultReply[]; }
+/** Take, renew and give back concurrency slots. A key's slots are a sorted set of slot ids scored by the time their lease ends: a holder renews its lease while it runs, and the slots of one that died (its leases ended unrenewed) are dropped when the key is next acquired, which gives them back. One call carries the operations made in one turn of the event loop (on a cluster, those of one hash slot), so a busy app pays one round trip and one script start for many; each operation is atomic on its own, and one that fails (e.g. WRONGTYPE on a key someone else wrote) fails alone. */ export interface ConcurrencySlotsCall { readonly keys: ConcurrencySlotsKeys; readonly args: ConcurrencySlotsArgs; }
+/** concurrency/slots.lua: values per op in its ARGV. */ export const CONCURRENCY_SLOTS_ARGV_OP_FIELDS = 4;
+/** concurrency/slots.lua: values per result in its reply. */ export const CONCURRENCY_SLOTS_REPLY_RESULT_FIELDS = 4;
+const CONCURRENCY_SLOTS: ScriptBinding<ConcurrencySlotsCall, ConcurrencySlotsReply> = {
+  encode: ({ keys, args }) => {
+    const argv: Argv = [keys.slots.length, ...keys.slots, args.now ?? ''];
+    for (const op of args.ops) argv.push(op.op, op.id, op.limit, op.leaseMs);
+    return argv;
+  },
+  decode: (reply) => {
+    const r = list(reply, "concurrency/slots.lua");
+    const results: ConcurrencySlotsResultReply[] = [];
+    for (let at = 0; at < r.length; at += CONCURRENCY_SLOTS_REPLY_RESULT_FIELDS) results.push({ done: Number(r[at]), held: Number(r[at + 1]), retryAfterMs: Number(r[at + 2]), error: String(r[at + 3]) });
+    return { results };
+  },
+};
 
 // delay-queue/ack.lua
 /** delay-queue/ack.lua: KEYS, by name. */ export interface DelayQueueAckKeys { /** (unused) */ readonly scheduled: string; /** in flight */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; }
@@ -493,9 +495,7 @@ const RATE_LIMIT_REFUND: ScriptBinding<RateLimitRefundCall, RateLimitRefundReply
 
 /** Every script's call and reply, by its path below lua/. */
 export interface ScriptSignatures {
-  "concurrency/slot-acquire.lua": { call: ConcurrencySlotAcquireCall; reply: ConcurrencySlotAcquireReply };
-  "concurrency/slot-release.lua": { call: ConcurrencySlotReleaseCall; reply: ConcurrencySlotReleaseReply };
-  "concurrency/slot-renew.lua": { call: ConcurrencySlotRenewCall; reply: ConcurrencySlotRenewReply };
+  "concurrency/slots.lua": { call: ConcurrencySlotsCall; reply: ConcurrencySlotsReply };
   "delay-queue/ack.lua": { call: DelayQueueAckCall; reply: DelayQueueAckReply };
   "delay-queue/admit.lua": { call: DelayQueueAdmitCall; reply: DelayQueueAdmitReply };
   "delay-queue/cancel.lua": { call: DelayQueueCancelCall; reply: DelayQueueCancelReply };
@@ -537,9 +537,7 @@ export interface ScriptSignatures {
 
 /** Every script's binding, by its path below lua/. */
 export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBinding<ScriptSignatures[F]['call'], ScriptSignatures[F]['reply']> } = {
-  "concurrency/slot-acquire.lua": CONCURRENCY_SLOT_ACQUIRE,
-  "concurrency/slot-release.lua": CONCURRENCY_SLOT_RELEASE,
-  "concurrency/slot-renew.lua": CONCURRENCY_SLOT_RENEW,
+  "concurrency/slots.lua": CONCURRENCY_SLOTS,
   "delay-queue/ack.lua": DELAY_QUEUE_ACK,
   "delay-queue/admit.lua": DELAY_QUEUE_ADMIT,
   "delay-queue/cancel.lua": DELAY_QUEUE_CANCEL,

@@ -43,9 +43,7 @@ export const SCRIPT_FILES = {
   queueRetryDead: 'delay-queue/retry-dead.lua',
   queuePurgeDead: 'delay-queue/purge-dead.lua',
   queueRegistryPrune: 'delay-queue/registry-prune.lua',
-  slotAcquire: 'concurrency/slot-acquire.lua',
-  slotRenew: 'concurrency/slot-renew.lua',
-  slotRelease: 'concurrency/slot-release.lua',
+  slots: 'concurrency/slots.lua',
 } as const satisfies Record<string, keyof ScriptSignatures>;
 
 export type ScriptName = keyof typeof SCRIPT_FILES;

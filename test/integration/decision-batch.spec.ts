@@ -1,6 +1,7 @@
 import { RedisScriptError, type RateLimitPolicy } from '../../lib/index.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
+import { scriptCalls as countScriptCalls } from '../harness/script-calls.js';
 
 // Decisions made in the same tick travel as one script call (per cluster slot); each must still
 // be decided as if alone, in call order, and fail alone.
@@ -12,12 +13,7 @@ describe('decisions made together are sent together', () => {
   let run = 0;
   const nextKey = () => `batch-${++run}`;
 
-  async function scriptCalls(): Promise<number> {
-    const infos = (await ctx.redis.onEveryMaster('INFO', 'commandstats')) as string[];
-    let calls = 0;
-    for (const info of infos) for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-    return calls;
-  }
+  const scriptCalls = () => countScriptCalls(ctx.redis);
 
   it('300 concurrent decisions cost a handful of script calls, not 300', async () => {
     const key = nextKey(); // one user key (one slot), 300 scopes: batched on a cluster as well

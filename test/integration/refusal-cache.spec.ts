@@ -10,6 +10,7 @@ import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
 import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
+import { scriptCalls as countScriptCalls } from '../harness/script-calls.js';
 
 // The refusal cache (issue 15): a flood from one key over its limit costs Redis no script call,
 // and across two app instances sharing counters, with resets and refunds from either, it never
@@ -44,12 +45,7 @@ describe('refusal cache', () => {
   const counterOf = (app: LimiterApp, key: string, policy: RateLimitPolicy) =>
     app.moduleRef.get(RedisConnection).keys.build(counterKind(rateLimitSpec(policy)), key);
 
-  async function scriptCalls(): Promise<number> {
-    const infos = (await redis.onEveryMaster('INFO', 'commandstats')) as string[];
-    let calls = 0;
-    for (const info of infos) for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-    return calls;
-  }
+  const scriptCalls = () => countScriptCalls(redis);
 
   /** Refuses on `app` until a refusal is remembered (the channel opens on the first one). */
   async function refusedAndRemembered(app: LimiterApp, key: string, policy: RateLimitPolicy): Promise<void> {
