@@ -11,8 +11,10 @@
 //   (its documented way), which pauses the whole queue.
 // Calls the upstream served per tenant per second, and the share of calls it refused, over
 // BENCH_UPSTREAM_SECONDS (20) whole seconds after a warm-up of BENCH_WARMUP_SECONDS (10).
-// `npm run bench -- adaptive-upstream`; BENCH_CONTENDERS (comma list of adaptive, told, bullmq).
+// `npm run bench -- adaptive-upstream`; BENCH_CONTENDERS (comma list of adaptive, told, bullmq). In
+// `npm run bench`, its section 6 (the results also go to the file BENCH_JSON names).
 import 'reflect-metadata';
+import { writeFileSync } from 'node:fs';
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker, type Job } from 'bullmq';
 import { DelayQueueService, RedisLimitModule, RetryLater, type DelayedMessage } from '../lib/index.js';
@@ -174,5 +176,17 @@ const lines = [
   ),
   '',
 ];
+const json = process.env['BENCH_JSON'];
+if (json)
+  writeFileSync(
+    json,
+    JSON.stringify({
+      target: TARGET,
+      trueLimit: TRUE_LIMIT,
+      seconds: SECONDS,
+      warmup: WARMUP,
+      results: results.map((r) => ({ ...r, name: NAME[r.contender] })),
+    }),
+  );
 process.stdout.write(lines.join('\n'));
 process.exit(0);

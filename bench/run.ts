@@ -1,7 +1,7 @@
 // `npm run bench`: every comparison in one run on this machine, written to BENCHMARKS.md and
 // benchmarks.svg. Sections run one after another (never two loads at once on 2 cores; only memory
 // measurements, and timer-paced ones, share their time: see below):
-// ceiling, decisions, http, flood, sliding, bound, outcomes, memory, queue, queue-ops. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
+// ceiling, decisions, http, flood, sliding, bound, outcomes, memory, queue, queue-ops, flow. BENCH_SECTIONS (comma list) picks fewer; BENCH_RUNS,
 // BENCH_CALLS, BENCH_HTTP_SECONDS and BENCH_RATE_SECONDS scale them down for a quick look (the report says so).
 //
 // The whole run stays under 10 minutes. At afa46c8 the sections took 534 s (8.9 min: ceiling 4,
@@ -18,6 +18,9 @@
 //   ~500 ms lags set by timers, not CPU.
 // So memory becomes about 63 + 3 + 33 = 99 s and queue-ops about 10 s: 534 + 2 + 10 = 546 s, 9.1 min,
 // and about 10 s more for the install check and the compile that `npm run bench` does first.
+// Issue 30 adds section 6 (flow): Redis CPU per concurrency slot, about 40 s, and three contenders
+// against an upstream of unknown limit, 35 s each: about 2.5 min. The last full run before it took
+// 12.5 min (3e42513), so the whole run is now about 15.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -35,7 +38,7 @@ import { slidingWindowCost, SW_LIMIT, SW_SMALL_GRANTS, type SlidingRow } from '.
 import { BOUND_LIMIT, BOUND_WINDOW_MS, windowBound, type BoundRow } from './window-bound.bench.js';
 import { queueOpsReport, type QueueOpsFigures } from './queue-ops.report.js';
 
-const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'bound', 'outcomes', 'memory', 'queue', 'queue-ops'];
+const ALL_SECTIONS = ['ceiling', 'decisions', 'http', 'flood', 'sliding', 'bound', 'outcomes', 'memory', 'queue', 'queue-ops', 'flow'];
 const SECTIONS = process.env['BENCH_SECTIONS']?.split(',') ?? ALL_SECTIONS;
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 200_000);
@@ -193,6 +196,16 @@ async function main(): Promise<void> {
     });
     if (!queueOps.memory) await queueMemory();
     if (!queueOps.rate) await queueRate();
+  });
+
+  // issue 30's flow control: Redis CPU per slot, and consumers against an upstream of unknown limit
+  // (about 40 s and 3 x 35 s, each on a redis-server of its own)
+  let flow: { slots?: [string, SlotFigures]; upstream?: [string, UpstreamFigures] } = {};
+  await timed('flow', async () => {
+    flow = {
+      slots: await childWithJson<SlotFigures>('slots-cpu.bench.js', { BENCH_RUNS: String(RUNS) }),
+      upstream: await childWithJson<UpstreamFigures>('adaptive-upstream.bench.js', {}),
+    };
   });
 
   // ---- the report ------------------------------------------------------------------------------
@@ -569,6 +582,37 @@ async function main(): Promise<void> {
     panels.push(...ops.panels);
   }
 
+  if (flow.slots && flow.upstream) {
+    const [slotTable, slots] = flow.slots;
+    const [upstreamTable, upstream] = flow.upstream;
+    md.push('## 6. Flow control per tenant (issue 30)', '');
+    md.push(
+      'From `bench/slots-cpu.bench.ts` and `bench/adaptive-upstream.bench.ts` (also `npm run bench -- slots-cpu` and `-- adaptive-upstream`), ' +
+        `each on a redis-server of its own; the upstream's contenders one after the other, one run each. The HTTP cost of \`@MaxConcurrent\` is in section 3.`,
+      '',
+      demote(slotTable.trim()),
+      '',
+      demote(upstreamTable.trim()),
+      '',
+    );
+    const row = (contender: string) => upstream.results.find((r) => r.contender === contender);
+    const [adaptive, told, bullmq] = [row('adaptive'), row('told'), row('bullmq')];
+    const served = (r: UpstreamFigures['results'][number] | undefined) =>
+      r === undefined ? 'not run' : `mean ${r.mean.toFixed(1)}, lowest tenant ${r.lowest.toFixed(1)}, ${(r.refusedShare * 100).toFixed(1)}% refused`;
+    const slot = httpRows.find((r) => r.route === '@MaxConcurrent (nest-redis-limit)');
+    const plain = httpRows.find((r) => r.route === 'no guard');
+    headlines.push(
+      `- **Concurrency slots**: an acquire plus its release costs ${slots.slotUs.median.toFixed(1)} µs of Redis CPU, ` +
+        `${formatRatio(ratio(slots.slotUs, slots.slidingUs))} a sliding-window consume and ${formatRatio(ratio(slots.slotUs, slots.fixedUs))} a fixed-window one (target: within 2×)` +
+        (slot && plain
+          ? `; a \`@MaxConcurrent\` route serves ${formatRatio(ratio(slot.perSecond, plain.perSecond))} the req/s of the same route without it (target: at least 0.9×).`
+          : '.'),
+      `- **An upstream of unknown limit** (${upstream.trueLimit} calls per tenant per second, 429 above; 10 tenants, ${upstream.seconds} s after ${upstream.warmup} s of warm-up), served per tenant-second: ` +
+        `adaptive consumers guessing twice the limit ${served(adaptive)} (target: every tenant at least ${upstream.target}, at most 2% refused); ` +
+        `told the limit ${served(told)}; BullMQ's global limiter with RateLimitError ${served(bullmq)}.`,
+    );
+  }
+
   const report = md.join('\n').replace('HEADLINES', headlines.length ? `## Headlines\n\n${headlines.join('\n')}` : '');
   writeFileSync(`${ROOT}BENCHMARKS.md`, `${report.trimEnd()}\n`);
   writeFileSync(`${ROOT}benchmarks.svg`, barChart('nest-redis-limit beside the alternatives (this machine, one run of npm run bench)', panels));
@@ -577,6 +621,22 @@ async function main(): Promise<void> {
 
 /** A child bench's headings, one level down: they sit inside a section of this report. */
 const demote = (markdown: string) => markdown.replace(/^(#{2,5}) /gm, '#$1 ');
+
+/** slots-cpu.bench.ts's figures: Redis µs per operation. */
+interface SlotFigures {
+  slotUs: Spread;
+  slidingUs: Spread;
+  fixedUs: Spread;
+}
+
+/** adaptive-upstream.bench.ts's figures. */
+interface UpstreamFigures {
+  target: number;
+  trueLimit: number;
+  seconds: number;
+  warmup: number;
+  results: { contender: string; name: string; lowest: number; highest: number; mean: number; refusedShare: number }[];
+}
 
 interface QueueSummary {
   trickle: { p50?: Spread; p95?: Spread; p99?: Spread; max?: Spread };

@@ -3,8 +3,10 @@
 // algorithm (the exact sliding window) and with the fixed window, on 10,000 keys, 64 calls in
 // flight, through the module. Redis CPU is used_cpu_user + used_cpu_sys (INFO cpu) around
 // BENCH_CALLS operations; the three alternate within each of BENCH_RUNS runs on one fresh server,
-// medians with the range. `npm run bench -- slots-cpu`.
+// medians with the range. `npm run bench -- slots-cpu`; in `npm run bench`, its section 6 (the
+// figures also go to the file BENCH_JSON names).
 import 'reflect-metadata';
+import { writeFileSync } from 'node:fs';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { RateLimiterService, RedisLimitModule } from '../lib/index.js';
@@ -52,6 +54,12 @@ async function main(): Promise<void> {
   }
   const median = (name: string) => spread(samples[name]!).median;
   const slot = median('acquireSlot + release (limit 5)');
+  const json = process.env['BENCH_JSON'];
+  if (json) {
+    const [slotUs, slidingUs, fixedUs] = Object.keys(contenders).map((name) => spread(samples[name]!));
+    writeFileSync(json, JSON.stringify({ slotUs, slidingUs, fixedUs }));
+  }
+  console.log('### Redis CPU per concurrency slot');
   console.log(`\n${CALLS.toLocaleString('en')} operations per run, ${RUNS} runs, ${KEYS.toLocaleString('en')} keys, ${IN_FLIGHT} in flight\n`);
   console.log('| operation | Redis µs per operation | acquire + release ÷ this |');
   console.log('|---|---:|---:|');
