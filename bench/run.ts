@@ -18,8 +18,8 @@
 //   ~500 ms lags set by timers, not CPU.
 // So memory becomes about 63 + 3 + 33 = 99 s and queue-ops about 10 s: 534 + 2 + 10 = 546 s, 9.1 min,
 // and about 10 s more for the install check and the compile that `npm run bench` does first.
-// Issue 30 adds section 6 (flow): Redis CPU per concurrency slot, about 40 s, and three contenders
-// against an upstream of unknown limit, 35 s each: about 2.5 min. The last full run before it took
+// Issue 30 adds section 6 (flow): Redis CPU per concurrency slot, about 40 s, three contenders
+// against an upstream of unknown limit, 35 s each, and deadlines, about 20 s: about 3 min. The last full run before it took
 // 12.5 min (3e42513), so the whole run is now about 15.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -199,12 +199,13 @@ async function main(): Promise<void> {
   });
 
   // issue 30's flow control: Redis CPU per slot, and consumers against an upstream of unknown limit
-  // (about 40 s and 3 x 35 s, each on a redis-server of its own)
-  let flow: { slots?: [string, SlotFigures]; upstream?: [string, UpstreamFigures] } = {};
+  // (about 40 s and 3 x 35 s), and deadlines (about 20 s), each on a redis-server of its own
+  let flow: { slots?: [string, SlotFigures]; upstream?: [string, UpstreamFigures]; timeouts?: [string, TimeoutFigures] } = {};
   await timed('flow', async () => {
     flow = {
       slots: await childWithJson<SlotFigures>('slots-cpu.bench.js', { BENCH_RUNS: String(RUNS) }),
       upstream: await childWithJson<UpstreamFigures>('adaptive-upstream.bench.js', {}),
+      timeouts: await childWithJson<TimeoutFigures>('timeouts.bench.js', {}),
     };
   });
 
@@ -582,17 +583,20 @@ async function main(): Promise<void> {
     panels.push(...ops.panels);
   }
 
-  if (flow.slots && flow.upstream) {
+  if (flow.slots && flow.upstream && flow.timeouts) {
     const [slotTable, slots] = flow.slots;
     const [upstreamTable, upstream] = flow.upstream;
+    const [timeoutTable, timeouts] = flow.timeouts;
     md.push('## 6. Flow control per tenant (issue 30)', '');
     md.push(
-      'From `bench/slots-cpu.bench.ts` and `bench/adaptive-upstream.bench.ts` (also `npm run bench -- slots-cpu` and `-- adaptive-upstream`), ' +
+      'From `bench/slots-cpu.bench.ts`, `bench/adaptive-upstream.bench.ts` and `bench/timeouts.bench.ts` (also `npm run bench -- slots-cpu` and so on), ' +
         `each on a redis-server of its own; the upstream's contenders one after the other, one run each. The HTTP cost of \`@MaxConcurrent\` is in section 3.`,
       '',
       demote(slotTable.trim()),
       '',
       demote(upstreamTable.trim()),
+      '',
+      demote(timeoutTable.trim()),
       '',
     );
     const row = (contender: string) => upstream.results.find((r) => r.contender === contender);
@@ -610,6 +614,9 @@ async function main(): Promise<void> {
       `- **An upstream of unknown limit** (${upstream.trueLimit} calls per tenant per second, 429 above; 10 tenants, ${upstream.seconds} s after ${upstream.warmup} s of warm-up), served per tenant-second: ` +
         `adaptive consumers guessing twice the limit ${served(adaptive)} (target: every tenant at least ${upstream.target}, at most 2% refused); ` +
         `told the limit ${served(told)}; BullMQ's global limiter with RateLimitError ${served(bullmq)}.`,
+      `- **Deadlines** (timeoutMs ${timeouts.timeoutMs}, a handler that ignores its signal): the signal fires ${timeouts.signal.p99.toFixed(1)} ms late at p99 ` +
+        `(max ${timeouts.signal.max.toFixed(1)}), the retry starts ${timeouts.retry.p99.toFixed(1)} ms after signal + backoff at p99 (max ${timeouts.retry.max.toFixed(1)}); ` +
+        `target: both within 50 ms at p99 (${timeouts.complete} of ${timeouts.messages} messages).`,
     );
   }
 
@@ -636,6 +643,16 @@ interface UpstreamFigures {
   seconds: number;
   warmup: number;
   results: { contender: string; name: string; lowest: number; highest: number; mean: number; refusedShare: number }[];
+}
+
+/** timeouts.bench.ts's figures: lateness in ms. */
+interface TimeoutFigures {
+  messages: number;
+  complete: number;
+  timeoutMs: number;
+  backoffMs: number;
+  signal: { p50: number; p99: number; max: number };
+  retry: { p50: number; p99: number; max: number };
 }
 
 interface QueueSummary {
