@@ -362,6 +362,7 @@ function showCounters(c) {
     ['Concurrency slots refused (all held)', c.concurrencySlots.refused],
     ['Queue handlers: RetryLater', c.queueOutcomes.retriedLater],
     ['Queue handlers: Unrecoverable (dead at once)', c.queueOutcomes.unrecoverable],
+    ['Queue messages: waited for a concurrency slot', c.queueOutcomes.waited],
     // an adaptive limit below its configured one, per queue and rate key (the latest few)
     ...Object.entries(c.adaptiveLimits).flatMap(([queue, keys]) =>
       Object.entries(keys).map(([key, limit]) => [`Adaptive limit of ${queue}${key === '' ? '' : ` / ${key}`}`, limit]),

@@ -31,8 +31,9 @@ export interface DashboardOverview {
     RedisLimitCounters,
     'decisions' | 'refusalCacheHits' | 'failMode' | 'localDecisions' | 'outages' | 'redisUp' | 'maxPendingRefused' | 'concurrencySlots' | 'adaptiveLimits'
   > & {
-    /** Summed over this instance's queues: RetryLater thrown, and messages dead by Unrecoverable. */
-    queueOutcomes: { retriedLater: number; unrecoverable: number };
+    /** Summed over this instance's queues: RetryLater thrown, messages dead by Unrecoverable, and
+     * messages that waited for a slot of concurrencyPerKey. */
+    queueOutcomes: { retriedLater: number; unrecoverable: number; waited: number };
   };
   /** Declared in this app; overrides as stored in Redis. */
   limits: NamedLimitView[];
@@ -66,10 +67,11 @@ export class DashboardOverviewReader {
       adaptiveLimits,
       queues: counted,
     } = this.events.counters();
-    const queueOutcomes = { retriedLater: 0, unrecoverable: 0 };
+    const queueOutcomes = { retriedLater: 0, unrecoverable: 0, waited: 0 };
     for (const counts of Object.values(counted)) {
       queueOutcomes.retriedLater += counts.retriedLater;
       queueOutcomes.unrecoverable += counts.unrecoverable;
+      queueOutcomes.waited += counts.waited;
     }
     const declared = this.limiter.namedLimits();
     const stored = new Map<string, AppliedOverride>();

@@ -184,6 +184,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
       'Concurrency slots taken': '1',
       'Queue handlers: RetryLater': '0',
       'Queue handlers: Unrecoverable (dead at once)': '0',
+      'Queue messages: waited for a concurrency slot': '0',
     });
   });
 
