@@ -29,6 +29,11 @@ export const SOAK = {
   /** GET /local: failMode 'local', a fixed window; `divisor` is the module's localDivisor. Its own
    * loop (`rate` req/s per worker). */
   local: { limit: 4, windowMs: 1000, divisor: 2, rate: 15 },
+  /** GET /exports/:k (@MaxConcurrent, failMode 'closed'): at most `limit` requests of a key in its
+   * handler at once across the web workers, each holding its slot about `holdMs`; `loops` per
+   * worker with a request in flight each, on `keys` keys, so the cap is met often; a lease short
+   * enough that a slot leaked by a fault (taken by a call that timed out) comes back soon. */
+  concurrent: { limit: 2, keys: 2, loops: 3, holdMs: 100, leaseMs: 3000, name: 'soak-exports' },
   /** Delay messages every worker enqueues and the consumer processes handle. */
   /** A handler asks to run later now and then, and overruns `timeoutMs` now and then (then it
    * must write nothing: the attempt has failed and runs again); `maxAttempts` high enough that
@@ -52,7 +57,7 @@ export const SOAK = {
 } as const;
 
 /** Routes, as the web workers log them. */
-export type Route = 'hot' | 'sliding' | 'cold' | 'funnel' | 'order' | 'pay' | 'login' | 'lock' | 'flood' | 'local';
+export type Route = 'hot' | 'sliding' | 'cold' | 'funnel' | 'order' | 'pay' | 'login' | 'lock' | 'flood' | 'local' | 'exports';
 
 /** Controller → worker. */
 export type ToWorker = { type: 'stop' };
@@ -88,6 +93,8 @@ export interface WebLog {
   answers: [Route, number, number, number, number][];
   /** Reserved slots: [owner, slot, reserve arrival ms, reserve finish ms, release start ms or -1]. */
   slots: [string, string, number, number, number][];
+  /** /exports/:k handler runs, each inside its concurrency slot: [key, handler start, handler end]. */
+  exports: [string, number, number][];
   /** Delay message ids whose enqueue succeeded, and ids whose enqueue failed (they may exist). */
   enqueued: string[];
   uncertain: string[];

@@ -5,7 +5,8 @@
 // SCRIPT FLUSH, CLIENT KILL TYPE normal, a restart, SIGKILL of a consumer. At the end it checks
 // the invariants over the workers' logs, prints them as figures, and exits 1 on any violation.
 // The outcome-aware routes have their own: countIf (failures only), blockMs lockouts, the refusal
-// cache's hits under a flood, and failMode 'local' (each worker's share of a limit during outages).
+// cache's hits under a flood, and failMode 'local' (each worker's share of a limit during outages);
+// @MaxConcurrent its cap per key across the workers.
 import 'reflect-metadata';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -259,6 +260,7 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     lock: [200, 429, 503],
     flood: [200, 429, 503],
     local: [200, 429],
+    exports: [200, 429, 503],
   };
   for (const [route, statuses] of Object.entries(allowed)) {
     const odd = answers.filter((a) => a[0] === route && !statuses.includes(a[3]));
@@ -373,6 +375,18 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
     `${runs.length} handler runs that ended on their own, at most ${perTenant.most} of one tenant at once (limit ${SOAK.queue.concurrencyPerKey.limit}); ` +
       `${perTenant.violations.length === 0 ? 'never above it' : `${perTenant.violations.length} violation(s)`}`,
   );
+  // @MaxConcurrent: never more than its limit of a key's requests in their handlers at once, across
+  // the web workers (failMode 'closed': every handler that ran held a slot)
+  const exportRuns = webLogs.flatMap((w) => w.exports.map(([key, start, end]) => ({ key, start, end })));
+  const perKey = checkConcurrency(exportRuns, SOAK.concurrent.limit);
+  violations.push(...perKey.violations);
+  const exportAnswers = (status: number) => answers.filter((a) => a[0] === 'exports' && a[3] === status).length;
+  row(
+    `@MaxConcurrent(${SOAK.concurrent.limit}) on ${SOAK.concurrent.keys} keys`,
+    `${exportRuns.length} requests ran, ${exportAnswers(429)} refused (429), ${exportAnswers(503)} × 503; at most ${perKey.most} of one key at once; ` +
+      `${perKey.violations.length === 0 ? 'never above the limit' : `${perKey.violations.length} violation(s)`}`,
+  );
+  if (exportAnswers(429) === 0) violations.push({ invariant: 'coverage', detail: '@MaxConcurrent never refused: the route never met its cap' });
   console.log('');
   return violations;
 }

@@ -26,6 +26,7 @@ import {
   DelayQueueService,
   ExpiringHashService,
   Funnel,
+  MaxConcurrent,
   MaxPending,
   PendingSlot,
   RateLimit,
@@ -44,6 +45,7 @@ const log: WebLog = {
   localGrants: [],
   answers: [],
   slots: [],
+  exports: [],
   enqueued: [],
   uncertain: [],
   counters: undefined as unknown as WebLog['counters'],
@@ -161,6 +163,16 @@ class SoakController {
     if (!heard.getStore()!.local) return grant('local', 'local', req, res);
     log.localGrants.push(['local', req.soakStartDate!, Date.now()]);
     return { decided: false };
+  }
+
+  @Get('exports/:k')
+  @MaxConcurrent(SOAK.concurrent.limit, { key: param('k'), name: SOAK.concurrent.name, leaseMs: SOAK.concurrent.leaseMs })
+  async exports(@Param('k') k: string) {
+    // logged inside the handler, so inside the slot (taken before it, given back after it)
+    const start = now();
+    await sleep(SOAK.concurrent.holdMs * (0.5 + Math.random()));
+    log.exports.push([k, start, now()]);
+    return {};
   }
 
   @Post('orders/:owner')
@@ -291,6 +303,19 @@ async function main(): Promise<() => Promise<string>> {
           const started = now();
           await call('GET', path);
           await sleep(Math.max(0, gap * (0.5 + Math.random()) - (now() - started)));
+        }
+      })(),
+    );
+  }
+
+  // /exports/:k: loops of their own, each with one request in flight, so a key often has more
+  // requests at once than its cap across the workers
+  for (let l = 0; l < SOAK.concurrent.loops; l++) {
+    loops.push(
+      (async () => {
+        while (running) {
+          await call('GET', `/exports/k${Math.floor(Math.random() * SOAK.concurrent.keys)}`);
+          await sleep(SOAK.concurrent.holdMs * Math.random());
         }
       })(),
     );
