@@ -7,6 +7,9 @@ export interface AckBatcherDeps {
   /** The consumer's leases: an acknowledged one is released, one claimed again is acked again. */
   leases: { get(id: string): Lease | undefined; release(lease: Lease): void };
   logger: { warn(message: string): void };
+  /** Handled messages whose acknowledgement is given up (their lease ran out, or the consumer
+   * stopped): they will be delivered again. */
+  unacknowledged: (leases: readonly Lease[]) => void;
   /** After a failed call, try again after this long (while the leases last). */
   retryMs: number;
 }
@@ -52,7 +55,9 @@ export class AckBatcher {
   /** Retries no more (the connection is about to close); what is pending is delivered again. */
   stop(): void {
     clearTimeout(this.retry);
-    if (this.acks.length > 0) this.deps.logger.warn(`stopped with ${this.acks.length} message(s) unacknowledged; they will be delivered again`);
+    if (this.acks.length === 0) return;
+    this.deps.logger.warn(`stopped with ${this.acks.length} message(s) unacknowledged; they will be delivered again`);
+    this.deps.unacknowledged(this.acks);
   }
 
   /** Acknowledged, or refused to a stale claim; one claimed again by this consumer meanwhile
@@ -73,10 +78,11 @@ export class AckBatcher {
     const { leases, logger, retryMs } = this.deps;
     const now = Date.now();
     const live = batch.filter((a) => a.leasedUntil > now + retryMs);
-    const given = batch.length - live.length;
-    batch.filter((a) => !live.includes(a)).forEach((a) => leases.release(a));
-    if (given > 0) {
-      logger.warn(`could not acknowledge ${given} message(s) before their lease ran out (${error.message}); they will be delivered again`);
+    const given = batch.filter((a) => !live.includes(a));
+    given.forEach((a) => leases.release(a));
+    if (given.length > 0) {
+      logger.warn(`could not acknowledge ${given.length} message(s) before their lease ran out (${error.message}); they will be delivered again`);
+      this.deps.unacknowledged(given);
     }
     if (live.length === 0) return;
     this.acks.unshift(...live);

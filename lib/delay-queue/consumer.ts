@@ -110,6 +110,9 @@ export class Consumer implements DelayQueueConsumer {
       leases: this.leases,
       logger: this.logger,
       retryMs: RETRY_MS,
+      unacknowledged: (leases) => {
+        for (const { id, attempt } of leases) redis.events.queue({ type: 'redis-limit.queue.unacknowledged', queue: deps.queue, id, attempt });
+      },
     });
     const { rateLimit, concurrencyPerKey, visibilityTimeoutMs } = options;
     if (rateLimit || concurrencyPerKey) this.admission = new Admission(redis, redis.keys, deps.queue, keys, rateLimit, concurrencyPerKey, visibilityTimeoutMs);

@@ -79,6 +79,9 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.queue.retry-later'; queue: string; id: string; attempt: number; dueAt: number; pausedKey: boolean; adaptiveLimit?: number }
   /** Every slot of its `concurrencyPerKey` key was taken: it waits for one, not an attempt. */
   | { type: 'redis-limit.queue.waiting'; queue: string; id: string; attempt: number }
+  /** Handled, but its acknowledgement could not reach Redis before its lease ran out (an outage
+   * longer than the lease), or before the consumer stopped: it will be delivered again. */
+  | { type: 'redis-limit.queue.unacknowledged'; queue: string; id: string; attempt: number }
   /** Out of attempts, or at once: `unrecoverable` when its handler threw Unrecoverable. */
   | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown; unrecoverable?: true }
   /** `retryDead` moved `count` dead messages back to scheduled; `purgeDead` deleted `count`. */
@@ -121,6 +124,8 @@ export interface RedisLimitCounters {
       retriedLater: number;
       /** Messages that waited for a slot of `concurrencyPerKey` (each time one did). */
       waited: number;
+      /** Handled messages whose acknowledgement never reached Redis: delivered again. */
+      unacknowledged: number;
       dead: number;
       unrecoverable: number;
       deadRetried: number;

@@ -31,8 +31,12 @@ async function main(): Promise<() => Promise<string>> {
   // each adaptive limit a RetryLater with pauseKey left, for the controller to check its bounds
   const adaptive = join(config.dir, `${config.name}.adaptive`);
   appendFileSync(adaptive, '');
+  // each delay message whose ack was given up (an outage outlasted its lease): delivered again
+  const unacked = join(config.dir, `${config.name}.unacked`);
+  appendFileSync(unacked, '');
   app.get(RedisLimitEvents).on((event) => {
     if (event.type === 'redis-limit.queue.retry-later' && event.adaptiveLimit !== undefined) appendFileSync(adaptive, `${event.adaptiveLimit}\n`);
+    if (event.type === 'redis-limit.queue.unacknowledged' && event.queue === SOAK.queue.name) appendFileSync(unacked, `${event.id}\n`);
   });
   const consumer = app.get(DelayQueueService).consume<{ id: string }>(
     SOAK.queue.name,

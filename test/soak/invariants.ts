@@ -201,13 +201,18 @@ export function checkDelivery(
   uncertain: Iterable<string>,
   handled: Handled[],
   crashed: Iterable<string>,
-): { violations: Violation[]; handled: number; lost: number; duplicatesAfterCrash: number; duplicatesWithoutCrash: number } {
+  /** Ids whose acknowledgement a consumer gave up on (redis-limit.queue.unacknowledged: an outage
+   * outlasted the lease): delivered again by design, once per time it was given up. */
+  unacknowledged: Iterable<string> = [],
+): { violations: Violation[]; handled: number; lost: number; duplicatesAfterCrash: number; duplicatesUnacknowledged: number; duplicatesWithoutCrash: number } {
   const lostOut = new Violations('lost');
   const unknownOut = new Violations('unknown');
   const duplicateOut = new Violations('duplicate');
   const enqueuedSet = new Set(enqueued);
   const uncertainSet = new Set(uncertain);
   const crashedSet = new Set(crashed);
+  const givenUp = new Map<string, number>();
+  for (const id of unacknowledged) givenUp.set(id, (givenUp.get(id) ?? 0) + 1);
   const runs = new Map<string, string[]>();
   for (const h of handled) {
     const consumers = runs.get(h.id);
@@ -221,6 +226,7 @@ export function checkDelivery(
     lostOut.add(`id ${id} enqueued but never handled`);
   }
   let duplicatesAfterCrash = 0;
+  let duplicatesUnacknowledged = 0;
   let duplicatesWithoutCrash = 0;
   for (const [id, consumers] of runs) {
     if (!enqueuedSet.has(id) && !uncertainSet.has(id)) unknownOut.add(`id ${id} handled but never enqueued`);
@@ -228,6 +234,8 @@ export function checkDelivery(
     // A consumer killed after its handler ran but before its ack: redelivery is at-least-once by design.
     if (consumers.some((c) => crashedSet.has(c))) {
       duplicatesAfterCrash += 1;
+    } else if (consumers.length <= 1 + (givenUp.get(id) ?? 0)) {
+      duplicatesUnacknowledged += 1;
     } else {
       duplicatesWithoutCrash += 1;
       duplicateOut.add(`id ${id} handled ${consumers.length} times (by ${consumers.join(', ')}) with no crash to explain it`);
@@ -238,6 +246,7 @@ export function checkDelivery(
     handled: runs.size,
     lost,
     duplicatesAfterCrash,
+    duplicatesUnacknowledged,
     duplicatesWithoutCrash,
   };
 }

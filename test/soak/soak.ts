@@ -339,18 +339,21 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
 
   // delay messages: each handled at least once; exactly once unless its consumer was killed
   const handled = readHandled(dir);
+  const unacked = readHandled(dir, 'unacked').map((h) => h.id);
   const delivery = checkDelivery(
     webLogs.flatMap((w) => w.enqueued),
     webLogs.flatMap((w) => w.uncertain),
     handled,
     crashed,
+    unacked,
   );
   violations.push(...delivery.violations);
   row(
     'delay messages',
     `${webLogs.reduce((s, w) => s + w.enqueued.length, 0)} enqueued (+${webLogs.reduce((s, w) => s + w.uncertain.length, 0)} whose enqueue failed), ` +
       `${delivery.handled} handled, ${delivery.lost} lost, ${delivery.duplicatesWithoutCrash} handled twice without a crash, ` +
-      `${delivery.duplicatesAfterCrash} twice after a consumer was killed (${crashed.join(', ') || 'none'})`,
+      `${delivery.duplicatesAfterCrash} twice after a consumer was killed (${crashed.join(', ') || 'none'}), ` +
+      `${delivery.duplicatesUnacknowledged} twice after their ack was given up in an outage (${unacked.length} given up, redis-limit.queue.unacknowledged)`,
   );
 
   // adaptive limits: never below 1, never above the configured limit, and some were halved

@@ -9,6 +9,7 @@ function setUp() {
   const calls: { args: (string | number)[]; resolve: () => void; reject: (error: Error) => void }[] = [];
   const held = new Map<string, Lease>();
   const warnings: string[] = [];
+  const given: string[] = [];
   const batcher = new AckBatcher({
     send: (leases) =>
       new Promise<void>((resolve, reject) => {
@@ -17,13 +18,14 @@ function setUp() {
     leases: { get: (id) => held.get(id), release: (lease) => (held.get(lease.id) === lease ? void held.delete(lease.id) : undefined) },
     logger: { warn: (message) => void warnings.push(message) },
     retryMs: RETRY_MS,
+    unacknowledged: (leases) => void given.push(...leases.map((lease) => lease.id)),
   });
   const hold = (id: string, token: number, leasedUntil = Date.now() + 30_000): Lease => {
     const lease = { id, token, attempt: token, leasedUntil };
     held.set(id, lease);
     return lease;
   };
-  return { batcher, calls, held, warnings, hold };
+  return { batcher, calls, held, warnings, given, hold };
 }
 
 /** Lets the promise callbacks of a settled call run. */
@@ -65,7 +67,7 @@ describe('AckBatcher', () => {
   });
 
   it('retries a failed call while the leases last, in order, then gives the rest up', async () => {
-    const { batcher, calls, held, warnings, hold } = setUp();
+    const { batcher, calls, held, warnings, given, hold } = setUp();
     const long = hold('long', 1, Date.now() + 10_000);
     batcher.ack(hold('short', 1, Date.now() + RETRY_MS)); // runs out before a retry could land
     batcher.ack(long);
@@ -74,6 +76,8 @@ describe('AckBatcher', () => {
     await settle();
     expect(held.has('short')).toBe(false);
     expect(warnings).toEqual(['could not acknowledge 1 message(s) before their lease ran out (connection lost); they will be delivered again']);
+    // each given up is named, for the redis-limit.queue.unacknowledged event
+    expect(given).toEqual(['short']);
     batcher.ack(hold('later', 1)); // waits for the retry: no call of its own
     await jest.advanceTimersByTimeAsync(RETRY_MS - 1);
     expect(calls).toHaveLength(1);
@@ -103,7 +107,7 @@ describe('AckBatcher', () => {
   });
 
   it('stop retries no more and says how many stay unacknowledged', async () => {
-    const { batcher, calls, warnings, hold } = setUp();
+    const { batcher, calls, warnings, given, hold } = setUp();
     batcher.ack(hold('a', 1));
     await settle();
     calls[0]!.reject(new Error('timed out'));
@@ -112,5 +116,6 @@ describe('AckBatcher', () => {
     await jest.advanceTimersByTimeAsync(RETRY_MS * 4);
     expect(calls).toHaveLength(1);
     expect(warnings).toEqual(['stopped with 1 message(s) unacknowledged; they will be delivered again']);
+    expect(given).toEqual(['a']);
   });
 });

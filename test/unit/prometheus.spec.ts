@@ -14,7 +14,19 @@ describe('prometheusText', () => {
     shadowRefused: 4,
     refusalCacheHits: 8,
     queues: {
-      'a"b\\c': { enqueued: 1, delivered: 2, handled: 1, retried: 1, retriedLater: 0, waited: 0, dead: 0, unrecoverable: 0, deadRetried: 3, deadPurged: 0 },
+      'a"b\\c': {
+        enqueued: 1,
+        delivered: 2,
+        handled: 1,
+        retried: 1,
+        retriedLater: 0,
+        waited: 0,
+        unacknowledged: 2,
+        dead: 0,
+        unrecoverable: 0,
+        deadRetried: 3,
+        deadPurged: 0,
+      },
     },
     queueSizes: { orders: { scheduled: 4, inFlight: 1, dead: 2 } },
     adaptiveLimits: { webhooks: { 'tenant "1"': 12, '': 3 } },
@@ -55,5 +67,6 @@ describe('prometheusText', () => {
       'x_queue_size{queue="orders",state="scheduled"} 4\nx_queue_size{queue="orders",state="inflight"} 1\nx_queue_size{queue="orders",state="dead"} 2\n',
     );
     expect(text).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="deadRetried"} 3\n');
+    expect(text).toContain('x_queue_messages_total{queue="a\\"b\\\\c",event="unacknowledged"} 2\n');
   });
 });

@@ -273,7 +273,7 @@ describe('checkDelivery', () => {
       ],
       [],
     );
-    expect(r).toEqual({ violations: [], handled: 2, lost: 0, duplicatesAfterCrash: 0, duplicatesWithoutCrash: 0 });
+    expect(r).toEqual({ violations: [], handled: 2, lost: 0, duplicatesAfterCrash: 0, duplicatesUnacknowledged: 0, duplicatesWithoutCrash: 0 });
   });
 
   it('flags a lost id', () => {
@@ -306,7 +306,25 @@ describe('checkDelivery', () => {
       ],
       ['c1'],
     );
-    expect(r).toEqual({ violations: [], handled: 1, lost: 0, duplicatesAfterCrash: 1, duplicatesWithoutCrash: 0 });
+    expect(r).toEqual({ violations: [], handled: 1, lost: 0, duplicatesAfterCrash: 1, duplicatesUnacknowledged: 0, duplicatesWithoutCrash: 0 });
+  });
+
+  it('allows a second delivery per acknowledgement given up, and no more', () => {
+    const twice = [
+      { id: '1', consumer: 'c1' },
+      { id: '1', consumer: 'c1' },
+    ];
+    expect(checkDelivery(['1'], [], twice, [], ['1'])).toEqual({
+      violations: [],
+      handled: 1,
+      lost: 0,
+      duplicatesAfterCrash: 0,
+      duplicatesUnacknowledged: 1,
+      duplicatesWithoutCrash: 0,
+    });
+    // another id's given-up ack explains nothing here, and one given up explains one more only
+    expect(checkDelivery(['1'], [], twice, [], ['2']).violations.map((v) => v.invariant)).toEqual(['duplicate']);
+    expect(checkDelivery(['1'], [], [...twice, { id: '1', consumer: 'c2' }], [], ['1']).violations.map((v) => v.invariant)).toEqual(['duplicate']);
   });
 
   it('flags an id never enqueued, but not an uncertain one', () => {
