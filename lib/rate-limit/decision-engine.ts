@@ -1,11 +1,12 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { RateLimitReply } from '../redis/replies.js';
-import type { CheckedLimit } from './checked-limit.js';
+import { checkedLimit, type CheckedLimit } from './checked-limit.js';
 import { CounterScopes } from './counter-scopes.js';
 import { DecisionBatcher, type DecidedStack } from './decision-batch.js';
 import type { DecideOptions, LimitOperationOptions, StackDecision } from './decision.types.js';
 import { GrantIds } from './grant-ids.js';
+import { countersOf, explainCounter, PROBE_LIMIT, readableWithoutLimit, type CounterReading } from './limit-explanation.js';
 import { Overrides } from './overrides.js';
 import { counterKind, KIND_NAMES, type LimitSpec, type RateLimitDecision } from './policy.js';
 import { Refusals } from './refusals.js';
@@ -222,6 +223,36 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
     // not awaited: this process forgets at once, others when the message arrives, which waiting
     // would not hasten (refund and block publish from their scripts instead)
     this.refusals.invalidate([counter]).catch(() => undefined);
+  }
+
+  /**
+   * Where `key` stands with each counter of the limits named `name`, one sentence per counter
+   * (limit-explanation.ts): used of its limit, a lockout, an override in force, a refusal this
+   * process remembers. Two round trips: the name's counter kinds and the overrides, then one peek
+   * of every counter (they share the key's hash slot). A peek charges, counts and announces nothing.
+   */
+  async explain(name: string, key: string): Promise<string[]> {
+    const [used, listed] = await Promise.all([this.scopes.kinds(name), this.overrides.list()]);
+    const own = Object.values(listed).find((o) => o.name === name && o.key === key);
+    const named = listed[name]?.key === undefined ? listed[name] : undefined;
+    const counters = countersOf(used, this.overrides.declared.list()[name] ?? [], own, named);
+    if (counters.length === 0) return [`No counter is named '${name}': no process has used one, and this app declares none with a fixed window.`];
+    const readable = counters.map((c) => c.limit !== undefined || readableWithoutLimit(c.spec.kind));
+    const peeks = counters.flatMap((c, i) => (readable[i] ? [checkedLimit(key, name, { ...c.spec, limit: c.limit ?? PROBE_LIMIT }, 1)] : []));
+    const peeked = peeks.length === 0 ? undefined : await this.decide(peeks, { peek: true });
+    let at = 0;
+    return counters.map((counter, i) => {
+      const reading: CounterReading = {};
+      if (readable[i]) {
+        const j = at++;
+        reading.decision = peeked!.decisions[j]!;
+        reading.lockedOut = peeked!.lockedOut?.includes(j) ?? false;
+        if (counter.limit === undefined) reading.probeLimit = PROBE_LIMIT;
+      }
+      const cached = this.refusals.refusingFor(this.counter({ key, scope: name, spec: { ...counter.spec, limit: 0 } }));
+      if (cached !== undefined) reading.cachedForMs = cached;
+      return explainCounter(counter, reading);
+    });
   }
 
   /** Forgets every counter of the limits named `name` for `key`; resolves to how many held something. */

@@ -104,6 +104,15 @@ export function counterKind(spec: LimitSpec): string {
   return `${KEY_KINDS[spec.kind] ?? spec.kind}.${spec.windowMs}`;
 }
 
+/** A counter's kind and window from its key kind (counterKind's inverse); undefined for one this
+ * version does not write (another version's, or not a counter kind). */
+export function parseCounterKind(counterKindText: string): { kind: LimitSpec['kind']; windowMs: number } | undefined {
+  const match = /^([a-z0-9]+)\.(\d+)$/.exec(counterKindText);
+  if (match === null) return undefined;
+  const kind = (Object.keys(KIND_NAMES) as LimitSpec['kind'][]).find((code) => (KEY_KINDS[code] ?? code) === match[1]);
+  return kind === undefined ? undefined : { kind, windowMs: Number(match[2]) };
+}
+
 const ALGORITHMS = Object.fromEntries(
   Object.entries(KIND_NAMES)
     .filter(([code]) => code !== 'fn')

@@ -342,6 +342,30 @@ export class RateLimiterService {
   }
 
   /**
+   * Where `key` stands with the limits declared with `name`, one sentence per counter: how much of
+   * its limit is used in its window (or bucket), a lockout (`blockMs`) in force and for how long,
+   * an override in force (the key's own or the name's, with its lapse), and a refusal this
+   * process remembers in its refusal cache. Reads only: nothing is charged, counted or announced.
+   * Works from any process on the same Redis and key prefix; a counter whose limit a user tier
+   * decides per request is named, and read where its count does not depend on the limit.
+   * @param name - the limits' `name`: a non-empty string
+   * @param key - the resolved key, as the limit's `key` function (or the tracker) gave it
+   * @throws TypeError `name` / `key` when not a non-empty string.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await limiter.explain('login', 'ada@example.com');
+   * // ['sliding-window, 60000 ms window: 5 of 5 used; refusing for 41210 ms; back to full in 59870 ms.']
+   * ```
+   */
+  async explain(name: string, key: string): Promise<string[]> {
+    assertKey(name, 'name');
+    assertKey(key);
+    return this.engine.explain(name, key);
+  }
+
+  /**
    * Leaky bucket: `capacity` units refilled evenly (exact fractions) so an empty funnel is full
    * again after `leakingDurationMs`; charges `quota` if it fits, never waits.
    * @param funnel - `{ capacity, leakingDurationMs }`: positive integers (units, ms)

@@ -131,6 +131,14 @@ export class RefusalCache {
     return this.byCounter.has(counter);
   }
 
+  /** ms the longest remembered refusal involving `counter` still holds; undefined when none does. */
+  refusingFor(counter: string): number | undefined {
+    const now = this.clock();
+    let until = now;
+    for (const id of this.byCounter.get(counter) ?? []) until = Math.max(until, this.entries.get(id)!.until);
+    return until > now ? Math.ceil(until - now) : undefined;
+  }
+
   /** Forgets every refusal that involved `counter` (it was reset, or given permits back), and
    * keeps any refusal of it now in flight from being remembered. */
   invalidate(counter: string): void {

@@ -70,6 +70,11 @@ export class Refusals {
     for (const counter of counters) this.cache?.invalidate(counter);
   }
 
+  /** ms this process still refuses `counter` from its cache without asking Redis; undefined: not. */
+  refusingFor(counter: string): number | undefined {
+    return this.cache?.refusingFor(counter);
+  }
+
   /** Forgets every remembered refusal here (the limits they were decided by changed). */
   clear(): void {
     this.cache?.clear();

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
-import { Controller, Get, Post, type ExecutionContext } from '@nestjs/common';
+import { Controller, Get, Post } from '@nestjs/common';
 import { RateLimit, RateLimiterService } from '../../lib/index.js';
+import { account, isPro, LoginController } from '../harness/login-routes.js';
 import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
@@ -11,20 +12,9 @@ import { until } from '../harness/until.js';
 // policy) never reaches. resetLimit reaches every counter of the name for that resolved key —
 // every algorithm and window, a tier's and an override's windows too — lifts lockouts, and empties
 // every instance's refusal cache, from any process on the prefix (an admin app declaring nothing).
-const account = (ctx: ExecutionContext) => ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-account'] ?? 'none';
-const isPro = (ctx: ExecutionContext) => ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-plan'] === 'pro';
 
 @Controller('auth')
 class AuthController {
-  // two limits of one name on one route (two algorithms), a lockout on the first; a day's fixed
-  // window, so none ends between the grants and the refusal a test expects
-  @Post('login')
-  @RateLimit({ name: 'login', limit: 2, windowMs: DAY_MS, algorithm: 'fixed-window', blockMs: 600_000, key: account })
-  @RateLimit({ name: 'login', limit: 3, windowMs: 600_000, algorithm: 'token-bucket', key: account })
-  login() {
-    return 'ok';
-  }
-
   // the same name elsewhere, with a tier's window
   @Post('otp')
   @RateLimit({ name: 'login', limit: 1, windowMs: (ctx) => (isPro(ctx) ? 120_000 : 90_000), key: account })
@@ -48,7 +38,7 @@ describe('resetLimit(name, key)', () => {
   beforeAll(async () => {
     redis = await TestRedis.start();
     keyPrefix = uniquePrefix('reset-limit');
-    const start = () => controllerApp(redis, { controllers: [AuthController], options: { keyPrefix } });
+    const start = () => controllerApp(redis, { controllers: [LoginController, AuthController], options: { keyPrefix } });
     [a, b] = await Promise.all([start(), start()]);
     admin = await limiterModule(redis, { keyPrefix });
   });
