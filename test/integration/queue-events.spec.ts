@@ -75,6 +75,7 @@ describe('DelayQueue events and counters', () => {
       retried: 2,
       retriedLater: 0,
       waited: 0,
+      unacknowledged: 0,
       dead: 1,
       unrecoverable: 0,
       deadRetried: 0,
