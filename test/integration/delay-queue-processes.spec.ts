@@ -304,9 +304,16 @@ describe('DelayQueueService across Node processes', () => {
 
       const tenantOf = (d: Delivery) => d.id.split('-')[0]!;
       const startsOf = (started: Delivery[]) => tenants.map((t) => started.filter((d) => tenantOf(d) === t).length);
-      // every tenant reaches its limit (none waits behind another), and the victim's leases run out
+      // every tenant reaches its limit (none waits behind another), once the victim's leases ran
+      // out; but for the permits of messages the victim was admitted for and killed before it
+      // recorded their start (a hog run saw 2 of t0's): those come back over their tenant's
+      // limit, whose window outlasts the test. The victim held at most `concurrency` of them.
+      const missing = (started: Delivery[]) => startsOf(started).reduce((sum, n) => sum + Math.max(0, limit - n), 0);
       await until(
-        async () => startsOf(await deliveries('started')).every((n) => n >= limit) && (await queues.size(queue)).inFlight === 0,
+        async () =>
+          Date.now() > killedAt + 2 * consume.visibilityTimeoutMs &&
+          missing(await deliveries('started')) <= consume.concurrency &&
+          (await queues.size(queue)).inFlight === 0,
         20_000,
         async () => `starts per tenant ${startsOf(await deliveries('started')).join(', ')}; size ${JSON.stringify(await queues.size(queue))}`,
       );
@@ -315,7 +322,10 @@ describe('DelayQueueService across Node processes', () => {
 
       const started = await deliveries('started');
       const handled = await deliveries('handled');
-      expect(startsOf(started)).toEqual(tenants.map(() => limit));
+      expect(startsOf(started).every((n) => n <= limit)).toBe(true);
+      expect(missing(started)).toBeLessThanOrEqual(consume.concurrency);
+      // most tenants got all of theirs: the limit was reached, not merely never passed
+      expect(startsOf(started).filter((n) => n === limit).length).toBeGreaterThanOrEqual(tenants.length - consume.concurrency);
       // waiting is no attempt: only a message the victim held comes back as a second one. The
       // victim may have claimed one without recording its start (killed between the two), so
       // what is checked is what it could hold: at most its concurrency, each back once, and
