@@ -85,12 +85,16 @@ describe('DelayQueue adaptive rate limits', () => {
     // one fixed window for the whole test: a new one would add 1 back
     await awayFromWindowEnd(WINDOW_MS, 25_000);
     const started: string[] = [];
-    let refuse = true;
+    // the upstream refuses once: refusing until the test noticed raced the 20 ms retries
+    let refused = false;
     const consumer = queues().consume(
       q,
       (message) => {
         started.push(message.id);
-        if (refuse && message.id === 'first') throw new RetryLater(20, { pauseKey: true });
+        if (!refused && message.id === 'first') {
+          refused = true;
+          throw new RetryLater(20, { pauseKey: true });
+        }
       },
       { rateLimit: { limit: 8, windowMs: WINDOW_MS, algorithm: 'fixed-window', key: () => 'upstream', adaptive: true } },
     );
@@ -101,7 +105,6 @@ describe('DelayQueue adaptive rate limits', () => {
         20_000,
         () => `started ${started.join(', ')}`,
       );
-      refuse = false;
       expect(eventsOf('redis-limit.queue.retry-later', q)[0]).toMatchObject({ id: 'first', pausedKey: true, adaptiveLimit: 4 });
       expect(ctx.app.moduleRef.get(RedisLimitEvents).counters().adaptiveLimits[q]).toEqual({ upstream: 4 });
       expect(ctx.app.moduleRef.get(RedisLimitEvents).prometheus()).toContain('nest_redis_limit_queue_adaptive_limit{queue="adaptive",key="upstream"} 4\n');
