@@ -145,6 +145,20 @@ describe('DelayQueueService across Node processes', () => {
     return { victim, killedAt: Date.now() };
   }
 
+  /**
+   * Waiting is no attempt: only a message the victim held comes back as a second one. The victim
+   * may have claimed one without recording its start (killed between the two), so what is checked
+   * is what it could hold: at most its concurrency, each back once, none another process started.
+   */
+  function expectOnlyTheVictimsBack(started: Delivery[], victimPid: number, concurrency: number) {
+    const again = started.filter((d) => d.attempt > 1);
+    expect(again.every((d) => d.attempt === 2 && d.pid !== victimPid)).toBe(true);
+    expect(new Set(again.map((d) => d.id)).size).toBe(again.length);
+    expect(again.length).toBeLessThanOrEqual(concurrency);
+    const byOthers = new Set(started.filter((d) => d.pid !== victimPid && d.attempt === 1).map((d) => d.id));
+    expect(again.filter((d) => byOthers.has(d.id))).toEqual([]);
+  }
+
   /** A module in this process (enqueue, size, in-process consumers) and a raw client. */
   async function testSide(redis: TestRedis) {
     // a loaded machine must not time out the test's own bookkeeping
@@ -326,16 +340,7 @@ describe('DelayQueueService across Node processes', () => {
       expect(missing(started)).toBeLessThanOrEqual(consume.concurrency);
       // most tenants got all of theirs: the limit was reached, not merely never passed
       expect(startsOf(started).filter((n) => n === limit).length).toBeGreaterThanOrEqual(tenants.length - consume.concurrency);
-      // waiting is no attempt: only a message the victim held comes back as a second one. The
-      // victim may have claimed one without recording its start (killed between the two), so
-      // what is checked is what it could hold: at most its concurrency, each back once, and
-      // none a message another process had started
-      const again = started.filter((d) => d.attempt > 1);
-      expect(again.every((d) => d.attempt === 2 && d.pid !== victim.pid)).toBe(true);
-      expect(new Set(again.map((d) => d.id)).size).toBe(again.length);
-      expect(again.length).toBeLessThanOrEqual(consume.concurrency);
-      const byOthers = new Set(started.filter((d) => d.pid !== victim.pid && d.attempt === 1).map((d) => d.id));
-      expect(again.filter((d) => byOthers.has(d.id))).toEqual([]);
+      expectOnlyTheVictimsBack(started, victim.pid, consume.concurrency);
       expect(await queues.size(queue)).toEqual({ scheduled: ids.length - handled.length, inFlight: 0, dead: 0 });
 
       // handlers running at once, from the records: each start until its handled record, or until
@@ -372,16 +377,7 @@ describe('DelayQueueService across Node processes', () => {
       const started = await deliveries('started');
       const handled = await deliveries('handled');
       expect(await queues.size(queue)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
-      // waiting is no attempt: only a message the victim held comes back as a second one. The
-      // victim may have claimed one without recording its start (killed between the two), so
-      // what is checked is what it could hold: at most its concurrency, each back once, and
-      // none a message another process had started
-      const again = started.filter((d) => d.attempt > 1);
-      expect(again.every((d) => d.attempt === 2 && d.pid !== victim.pid)).toBe(true);
-      expect(new Set(again.map((d) => d.id)).size).toBe(again.length);
-      expect(again.length).toBeLessThanOrEqual(consume.concurrency);
-      const byOthers = new Set(started.filter((d) => d.pid !== victim.pid && d.attempt === 1).map((d) => d.id));
-      expect(again.filter((d) => byOthers.has(d.id))).toEqual([]);
+      expectOnlyTheVictimsBack(started, victim.pid, consume.concurrency);
       const end = (d: Delivery) => handled.find((h) => h.id === d.id && h.attempt === d.attempt && h.pid === d.pid)?.at ?? killedAt;
       const most = tenants.map((t) =>
         mostAtOnce(
