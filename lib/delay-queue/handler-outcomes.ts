@@ -84,7 +84,7 @@ export const isUnrecoverable = (error: unknown): error is Unrecoverable =>
  */
 export class DelayQueueTimeoutError extends Error {
   constructor(readonly timeoutMs: number) {
-    super(`the handler ran past timeoutMs (${timeoutMs} ms)`);
+    super(`the handler timed out: it ran past timeoutMs (${timeoutMs} ms)`);
     this.name = 'DelayQueueTimeoutError';
   }
 }

@@ -77,7 +77,7 @@ describe('DelayQueue deadlines, signals and fences', () => {
       await consumer.stop();
     }
     expect((await queues().dead(q)).messages).toEqual([
-      expect.objectContaining({ id: 'm', attempts: 1, error: 'DelayQueueTimeoutError: the handler ran past timeoutMs (100 ms)' }),
+      expect.objectContaining({ id: 'm', attempts: 1, error: 'DelayQueueTimeoutError: the handler timed out: it ran past timeoutMs (100 ms)' }),
     ]);
   });
 
