@@ -66,6 +66,8 @@ const SCRIPT_SUITES = [
   'delay-queue-model',
   'delay-queue',
   'delay-queue-dead',
+  'delay-queue-schedules',
+  'queue-inspection',
   'expiring-hash-model',
   'expiring-hash',
 ];

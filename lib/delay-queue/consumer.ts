@@ -9,7 +9,8 @@ import { abortReason, DelayQueueTimeoutError, isRetryLater, isUnrecoverable } fr
 import { parsePayload, type ResolvedConsumeOptions } from './delay-queue.input.js';
 import type { DelayedHandler, DelayedMessage, DelayQueueConsumer, DelayQueueOptions } from './delay-queue.types.js';
 import { LeaseRenewer, type Lease } from './lease-renewer.js';
-import type { QueueKeys } from './queue-keys.js';
+import { schedulesKey, type QueueKeys } from './queue-keys.js';
+import { RecurringTicks } from './recurring-ticks.js';
 import { Admission, type SlotKeys, type Verdict } from './admission.js';
 import { AckBatcher } from './ack-batcher.js';
 import { WakeSchedule } from './wake-schedule.js';
@@ -76,6 +77,8 @@ export class Consumer implements DelayQueueConsumer {
   private readonly leases: LeaseRenewer;
   /** Handled messages to acknowledge. */
   private readonly acks: AckBatcher;
+  /** Advances the recurring schedules whose ticks this consumer claims. */
+  private readonly recurring: RecurringTicks;
   /** With a rate limit or a cap per key, what admits claimed messages to their handlers. */
   private readonly admission: Admission | undefined;
   /** Each delivered message's signal, from the claim until its handler runs. */
@@ -114,6 +117,12 @@ export class Consumer implements DelayQueueConsumer {
         for (const { id, attempt } of leases) redis.events.queue({ type: 'redis-limit.queue.unacknowledged', queue: deps.queue, id, attempt });
       },
     });
+    this.recurring = new RecurringTicks({
+      redis,
+      keys: { ...keys, schedules: schedulesKey(redis.keys, deps.queue) },
+      wakeUp: deps.wakeUp,
+      missed: (schedule, from, to) => redis.events.queue({ type: 'redis-limit.queue.ticks-missed', queue: deps.queue, schedule, from, to }),
+    });
     const { rateLimit, concurrencyPerKey, visibilityTimeoutMs } = options;
     if (rateLimit || concurrencyPerKey) this.admission = new Admission(redis, redis.keys, deps.queue, keys, rateLimit, concurrencyPerKey, visibilityTimeoutMs);
   }
@@ -128,6 +137,11 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Claim now (after a reconnect, when capacity frees up). */
+  /** Whether this consumer holds `id` under the claim `token` (explain's "this process"). */
+  holds(id: string, token: number): boolean {
+    return this.leases.get(id)?.token === token;
+  }
+
   wake(): void {
     if (this.stopped) return;
     if (this.claiming) {
@@ -190,7 +204,7 @@ export class Consumer implements DelayQueueConsumer {
           // the claim may still run on a Redis that is only slow: whatever it leased is ours to handle
           claim
             .then(
-              (late) => (this.stopped ? undefined : this.handle(late.messages, leasedUntil)),
+              (late) => (this.stopped ? undefined : this.handle(late.messages, leasedUntil, late.now)),
               () => undefined,
             )
             .catch(() => undefined);
@@ -199,7 +213,7 @@ export class Consumer implements DelayQueueConsumer {
         const { now, next, messages } = reply;
         this.schedule.synchronize(now);
         const claimed = messages.length;
-        await this.handle(messages, leasedUntil);
+        await this.handle(messages, leasedUntil, now);
         const left = options.concurrency - this.inFlight.size;
         this.saturated = left <= 0;
         if (claimed === asked && left > 0) this.again = true; // a full batch (or some deferred): maybe more due
@@ -220,11 +234,14 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Starts the handlers of a claim's messages, once the rate limit and cap per key (if any) admit them. */
-  private async handle(messages: readonly DelayQueueClaimMessageReply[], leasedUntil: number): Promise<void> {
+  private async handle(messages: readonly DelayQueueClaimMessageReply[], leasedUntil: number, now: number): Promise<void> {
     const fresh: DelayedMessage[] = [];
     const tokens: number[] = [];
-    for (const { id, payload, runAt, attempt, token, fence } of messages) {
+    const ticks = await this.advanceSchedules(messages, now);
+    for (const { id, payload, runAt, attempt, token, fence, schedule } of messages) {
       const held = this.leases.get(id);
+      // a tick whose schedule did not advance here: dropped for a later tick, or back later
+      if (schedule !== '' && !held && !ticks.has(id)) continue;
       if (held && !held.failing) {
         // its lease ran out (a renewal came late) and our own claim took it back: the handler
         // still running here (or its ack on the way) settles the new claim, rather than a second
@@ -257,6 +274,22 @@ export class Consumer implements DelayQueueConsumer {
     // refused by Redis, admission leaves the leases to run out: the messages come back then, and
     // those claims count as no attempt
     start(await this.admission.admit(fresh, tokens, (late) => (this.stopped ? undefined : start(late))));
+  }
+
+  /**
+   * The claimed ticks of recurring schedules whose handlers run, once their schedules advanced
+   * (RecurringTicks). Redis failing, none runs: their leases run out and they come back.
+   */
+  private async advanceSchedules(messages: readonly DelayQueueClaimMessageReply[], now: number): Promise<Set<string>> {
+    const ticks = messages.filter((m) => m.schedule !== '' && !this.leases.get(m.id));
+    if (ticks.length === 0) return new Set();
+    try {
+      return await this.recurring.advance(now, ticks);
+    } catch (error) {
+      if (error instanceof RedisLimitError) this.deps.redis.reportFailure(error);
+      else this.logger.error(`recurring schedules could not advance: ${(error as Error).message}`);
+      return new Set();
+    }
   }
 
   /** Runs, defers or fails each claimed message as admission decided (all start without it). */

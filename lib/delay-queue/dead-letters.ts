@@ -1,6 +1,6 @@
 import type { ScriptAccess } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
-import { encodeCursor, type DeadCursor } from './dead-letters.input.js';
+import { encodeCursor, type PageCursor } from './dead-letters.input.js';
 import { parsePayload } from './delay-queue.input.js';
 import type { DeadMessage } from './delay-queue.types.js';
 import type { QueueKeys } from './queue-keys.js';
@@ -13,7 +13,7 @@ import type { WakeUps } from './wake-ups.js';
 export const DEAD_BATCH = 200;
 
 /**
- * A queue's dead set, seen and replayed: pages by cursor (dead.lua), and retry / purge of given
+ * A queue's dead set, seen and replayed: pages by cursor (page.lua), and retry / purge of given
  * ids in one script call or of all of them in batches (retry-dead.lua, purge-dead.lua).
  */
 export class DeadLetters {
@@ -22,11 +22,11 @@ export class DeadLetters {
     private readonly wakeUps: WakeUps,
   ) {}
 
-  async page<T>(queue: string, keys: QueueKeys, limit: number, after: DeadCursor | undefined): Promise<{ messages: DeadMessage<T>[]; cursor: string | null }> {
-    const cursor = after ? { afterDiedAt: after.diedAt, afterId: after.id } : {};
-    const { more, messages: dead } = await this.redis.scripts.call('queueDead', { keys, args: { ...cursor, count: limit } });
+  async page<T>(queue: string, keys: QueueKeys, limit: number, after: PageCursor | undefined): Promise<{ messages: DeadMessage<T>[]; cursor: string | null }> {
+    const cursor = after ? { afterScore: after.score, afterId: after.id } : {};
+    const { more, messages: dead } = await this.redis.scripts.call('queuePage', { keys, args: { set: 'd', ...cursor, count: limit } });
     const messages: DeadMessage<T>[] = [];
-    for (const { id, diedAt, payload: stored, attempts, error: died } of dead) {
+    for (const { id, score: diedAt, payload: stored, attempts, error: died } of dead) {
       const parsed = parsePayload(stored);
       // unreadable: listed with no payload and the parse failure, rather than failing the page
       // (one that died of it was stored with that same text)
@@ -34,7 +34,7 @@ export class DeadLetters {
       messages.push({ id, queue, payload: payload as T, attempts, error, diedAt });
     }
     const last = messages.at(-1);
-    return { messages, cursor: more === QueueReply.MORE && last ? encodeCursor(last) : null };
+    return { messages, cursor: more === QueueReply.MORE && last ? encodeCursor({ score: last.diedAt, id: last.id }) : null };
   }
 
   /** Back to scheduled, due now; resolves how many moved. */

@@ -51,20 +51,23 @@ function assertJsonSafe(value: unknown, path: string, seen: Set<object>): void {
 export function resolveWhen(opts: { delayMs?: number; runAt?: number | Date }, argument: string): [number | '', number] {
   const { delayMs, runAt } = opts;
   if (runAt !== undefined && delayMs !== undefined) throw new TypeError(`${argument}: give runAt or delayMs, not both`);
-  if (runAt !== undefined) {
-    const ms = runAt instanceof Date ? runAt.getTime() : runAt;
-    if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
-      throw new (numberError(ms))(
-        `${argument}.runAt must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(runAt instanceof Date ? 'Invalid Date' : runAt)}`,
-      );
-    }
-    return [ms, 0];
-  }
+  if (runAt !== undefined) return [resolveTime(runAt, `${argument}.runAt`), 0];
   const delay = delayMs === undefined ? 0 : delayMs;
   if (typeof delay !== 'number' || !Number.isSafeInteger(delay) || delay < 0) {
     throw new (numberError(delay))(`${argument}.delayMs must be a whole number of ms >= 0, got ${describeValue(delayMs)}`);
   }
   return ['', delay];
+}
+
+/** A point in time given as a Date or ms since the epoch, in ms; else an error naming `argument`. */
+export function resolveTime(value: unknown, argument: string): number {
+  const ms = value instanceof Date ? value.getTime() : value;
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
+    throw new (numberError(ms))(
+      `${argument} must be a Date or a whole number of ms since the epoch (>= 0), got ${describeValue(value instanceof Date ? 'Invalid Date' : value)}`,
+    );
+  }
+  return ms;
 }
 
 /** The longest queue name or message id, in UTF-8 bytes. */

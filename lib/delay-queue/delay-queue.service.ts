@@ -5,7 +5,7 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import { Consumer, type MessageSettler } from './consumer.js';
 import { DeadLetters } from './dead-letters.js';
-import { resolveDeadIds, resolveDeadPage } from './dead-letters.input.js';
+import { resolveDeadIds, resolveDeadPage, resolveListPage } from './dead-letters.input.js';
 import { assertEnqueueOptions, assertName, DELAY_QUEUE_OPTIONS, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
 import type {
   ConsumeOptions,
@@ -15,10 +15,18 @@ import type {
   DelayQueueOptions,
   EnqueueManyItem,
   EnqueueOptions,
+  ListOptions,
+  MessagePage,
+  QueuedMessage,
   QueueSize,
+  ScheduleInfo,
+  ScheduleSpec,
   RescheduleOptions,
 } from './delay-queue.types.js';
-import { queueKeys, type QueueKeys } from './queue-keys.js';
+import { MessageInspector } from './message-inspector.js';
+import { resolveSchedule } from './recurring.input.js';
+import { RecurringSchedules } from './recurring-schedules.js';
+import { queueKeys, schedulesKey, type QueueKeys } from './queue-keys.js';
 import { QueueRegistry } from './queue-registry.js';
 import { WakeUps } from './wake-ups.js';
 
@@ -56,6 +64,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   private readonly wakeUps: WakeUps;
   private readonly registry: QueueRegistry;
   private readonly deadLetters: DeadLetters;
+  private readonly inspector: MessageInspector;
+  private readonly recurring: RecurringSchedules;
   private settler: MessageSettler | undefined;
 
   constructor(
@@ -69,6 +79,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     });
     this.registry = new QueueRegistry(redis);
     this.deadLetters = new DeadLetters(redis, this.wakeUps);
+    this.inspector = new MessageInspector(redis);
+    this.recurring = new RecurringSchedules(redis, this.wakeUps);
   }
 
   /**
@@ -217,6 +229,145 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const size = { scheduled, inFlight, dead };
     this.redis.events.queueSize(queue, size);
     return size;
+  }
+
+  /**
+   * Creates or replaces the recurring schedule `name` of `queue`: each tick enqueues one message,
+   * id `<name>@<tick ms>`, with `spec.payload`, handled by the queue's consumers like any other.
+   * Exactly one message per tick, however many instances consume the queue and however often the
+   * schedule is replaced; ticks missed while no consumer ran are not replayed (one runs for them).
+   * Scheduling the same spec again changes nothing; a changed spec takes effect from its next
+   * tick after now (or after a tick already due, which still runs), and counts its runs afresh.
+   * @param spec - `cron` (5 fields, or 6 with seconds first) in `tz` (an IANA zone, default UTC),
+   * or `everyMs` (counted from `startAt`, else from the epoch); `payload`; `startAt`, `endAt` (Date
+   * or ms); `limit` (runs in all)
+   * @returns `nextRunAt`: the first tick's time; its message's id is `<name>@<nextRunAt>`
+   * @throws TypeError / RangeError `queue`, `name` as `enqueue` takes `queue` (a name leaves room
+   * for '@<ms>' in 1,024 bytes); TypeError `spec` when not an object, with another option, or
+   * without exactly one of `cron` and `everyMs`; TypeError `spec.cron` when not 5 or 6 valid
+   * fields; TypeError / RangeError `spec.tz` (not an IANA zone, or with `everyMs`),
+   * `spec.everyMs` (not a whole number >= 1), `spec.startAt`, `spec.endAt` (not a Date or ms >= 0;
+   * `endAt` before `startAt` or leaving no tick), `spec.limit` (not a whole number >= 1; or the
+   * same spec again once its runs are done), `spec.payload…` as `enqueue`'s payload.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * await queue.schedule('reports', 'nightly', { cron: '30 2 * * *', tz: 'America/New_York', payload: { kind: 'sales' } });
+   * await queue.schedule('health', 'ping', { everyMs: 60_000 });
+   * ```
+   */
+  async schedule<T = unknown>(queue: string, name: string, spec: ScheduleSpec<T>): Promise<{ nextRunAt: number }> {
+    assertName(queue, 'queue');
+    const resolved = resolveSchedule(name, spec);
+    const [nextRunAt] = await Promise.all([this.recurring.set(queue, this.scheduleKeys(queue), name, resolved), this.registry.register(queue)]);
+    return { nextRunAt };
+  }
+
+  /**
+   * Removes the recurring schedule `name` of `queue` and its pending tick's message (one already
+   * claimed runs to its end).
+   * @returns whether the schedule existed
+   * @throws TypeError / RangeError `queue`, `name` as `schedule`.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
+  async unschedule(queue: string, name: string): Promise<boolean> {
+    assertName(queue, 'queue');
+    assertName(name, 'name');
+    return this.recurring.remove(this.scheduleKeys(queue), name);
+  }
+
+  /**
+   * The recurring schedules of `queue`, or of every queue (`queues()`), by queue then name:
+   * each with its spec, its next tick (`nextRunAt`, null once it has no more) and its runs since
+   * it was last created or replaced.
+   * @throws TypeError / RangeError `queue` as `enqueue`, when given.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   */
+  async schedules(queue?: string): Promise<ScheduleInfo[]> {
+    if (queue !== undefined) {
+      assertName(queue, 'queue');
+      return this.recurring.list(queue, this.scheduleKeys(queue));
+    }
+    const names = (await this.registry.names()).map(([name]) => name).sort();
+    return (await Promise.all(names.map((name) => this.recurring.list(name, this.scheduleKeys(name))))).flat();
+  }
+
+  /**
+   * One message of `queue`, wherever it is: scheduled, in flight or dead. `runAt` is when it is
+   * due (scheduled), or was due for the delivery in flight or its last one (dead); `attempts`
+   * counts deliveries so far (0 before the first, 1 while the first runs; waits for a rate limit
+   * or a concurrency slot and RetryLater are none). A payload that cannot be parsed is `null`.
+   * @returns the message, or null when the queue holds no such id (never enqueued, or
+   * acknowledged, cancelled or purged)
+   * @throws TypeError / RangeError `queue`, `id` as `enqueue` takes them.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * const message = await queue.get<{ orderId: string }>('orders', 'order-7');
+   * if (message?.state === 'scheduled') console.log(`due at ${new Date(message.runAt).toISOString()}`);
+   * ```
+   */
+  async get<T = unknown>(queue: string, id: string): Promise<QueuedMessage<T> | null> {
+    assertName(queue, 'queue');
+    assertName(id, 'id');
+    return this.inspector.get<T>(this.keys(queue), id);
+  }
+
+  /**
+   * A page of `queue`'s scheduled messages (in due order) or in-flight ones (in lease deadline
+   * order), then by id. Following the cursors lists each message that stays put once; one that
+   * moves meanwhile (claimed, deferred, its lease renewed) may show on two pages or on none.
+   * @param opts - `state`: 'scheduled' or 'in-flight' (dead ones: `dead()`); `limit`: messages
+   * per page, 1 to 1,000 (default 100); `cursor`: the previous page's (omitted or null: the
+   * first page)
+   * @returns `messages` (id, runAt, attempts, payload, as `get` has them) and the `cursor` of the
+   * next page (null when this is the last)
+   * @throws TypeError / RangeError `queue` as `enqueue`; TypeError `opts` when not an object or
+   * with another option; TypeError `opts.state` when neither 'scheduled' nor 'in-flight';
+   * TypeError / RangeError `opts.limit` when not an integer from 1 to 1,000; TypeError
+   * `opts.cursor` when not a cursor `list()` returned.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * let page = await queue.list('orders', { state: 'scheduled', limit: 1000 });
+   * for (;;) {
+   *   for (const message of page.messages) console.log(message.id, new Date(message.runAt));
+   *   if (page.cursor === null) break;
+   *   page = await queue.list('orders', { state: 'scheduled', limit: 1000, cursor: page.cursor });
+   * }
+   * ```
+   */
+  async list<T = unknown>(queue: string, opts: ListOptions): Promise<MessagePage<T>> {
+    assertName(queue, 'queue');
+    const { state, limit, after } = resolveListPage(opts);
+    return this.inspector.list<T>(this.keys(queue), state, limit, after);
+  }
+
+  /**
+   * Where one message of `queue` stands and why, in one sentence, from one script call: "due in
+   * N ms"; "due since T: waiting for a consumer to claim it"; "waiting for key K's rate limit
+   * until T"; "waiting for a concurrency slot of key K"; "paused by RetryLater until T"; "leased
+   * by this process" (or "another process"), "claim N, lease until T"; "dead: <error>";
+   * "unknown: …". Times are ISO 8601, Redis server clock.
+   * @throws TypeError / RangeError `queue`, `id` as `enqueue` takes them.
+   * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
+   * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
+   * @example
+   * ```ts
+   * console.log(await queue.explain('webhooks', 'delivery-42'));
+   * // waiting for key "tenant-a"'s rate limit until 2026-11-29T10:00:00.000Z (in 1200 ms)
+   * ```
+   */
+  async explain(queue: string, id: string): Promise<string> {
+    assertName(queue, 'queue');
+    assertName(id, 'id');
+    const consumers = this.consumers.get(queue);
+    return this.inspector.explain(queue, this.keys(queue), id, (held, token) => [...(consumers ?? [])].some((c) => c.holds(held, token)));
   }
 
   /**
@@ -386,6 +537,10 @@ export class DelayQueueService implements BeforeApplicationShutdown {
 
   private keys(queue: string): QueueKeys {
     return queueKeys(this.redis.keys, queue);
+  }
+
+  private scheduleKeys(queue: string): QueueKeys & { schedules: string } {
+    return { ...this.keys(queue), schedules: schedulesKey(this.redis.keys, queue) };
   }
 
   private forget(queue: string, consumer: Consumer): void {

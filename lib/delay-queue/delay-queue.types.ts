@@ -225,6 +225,76 @@ export interface DeadPage<T = unknown> {
   cursor: string | null;
 }
 
+/** A recurring schedule (`schedule()`): a cron in a time zone, or a fixed interval. */
+export interface ScheduleSpec<T = unknown> {
+  /** 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first); day of month
+   * and day of week match either, as cron reads them. Exactly one of `cron` and `everyMs`. */
+  cron?: string;
+  /** The IANA time zone `cron` reads its wall clock in (default 'UTC'). */
+  tz?: string;
+  /** Every this many ms, counted from `startAt` (from the epoch when omitted, so schedules of one
+   * interval tick together). */
+  everyMs?: number;
+  /** Each tick's message's payload (default null). */
+  payload?: T;
+  /** No tick before it (a Date or ms since the epoch). */
+  startAt?: number | Date;
+  /** No tick after it. */
+  endAt?: number | Date;
+  /** Runs in all; then the schedule has no next tick. */
+  limit?: number;
+}
+
+/** A recurring schedule as `schedules()` lists it. */
+export interface ScheduleInfo {
+  queue: string;
+  name: string;
+  /** As given, with times in ms, `tz` filled in for a cron and `payload` null when omitted. */
+  spec: object;
+  /** Its next tick: the message `<name>@<nextRunAt>` is scheduled; null once it has no more. */
+  nextRunAt: number | null;
+  /** Ticks run since it was last created or replaced. */
+  runs: number;
+}
+
+/** Where a message is: `get()`'s `state`, and the sets `list()` pages. */
+export type MessageState = 'scheduled' | 'in-flight' | 'dead';
+
+/** A message as `list()` shows it. */
+export interface ListedMessage<T = unknown> {
+  id: string;
+  /** When it is due (scheduled), or was due for the delivery now in flight (in flight) or for its
+   * last one (dead); ms since the epoch, Redis server clock. */
+  runAt: number;
+  /** Deliveries so far: 0 before the first, 1 while the first runs; rate-limit and concurrency
+   * waits and RetryLater are not counted. */
+  attempts: number;
+  /** The payload, as enqueued; `null` when what Redis holds cannot be parsed as JSON. */
+  payload: T;
+}
+
+/** A message as `get()` finds it. */
+export interface QueuedMessage<T = unknown> extends ListedMessage<T> {
+  state: MessageState;
+}
+
+/** `list()`'s options. */
+export interface ListOptions {
+  /** The set to page: due order for 'scheduled', lease deadline order for 'in-flight'. */
+  state: 'scheduled' | 'in-flight';
+  /** Messages per page, 1 to 1,000 (default 100). */
+  limit?: number;
+  /** The previous page's cursor; omitted or null: the first page. */
+  cursor?: string | null;
+}
+
+/** One page of `list()`. */
+export interface MessagePage<T = unknown> {
+  messages: ListedMessage<T>[];
+  /** Pass to `list()` for the next page; null when this page is the last. */
+  cursor: string | null;
+}
+
 /** What `consume()` returns. Application shutdown stops it too. */
 export interface DelayQueueConsumer {
   /** Claims nothing more and waits (at most `timeoutMs` ms, default 10 s) for the handlers in

@@ -15,3 +15,8 @@ export interface QueueKeys {
 export function queueKeys(keys: RedisKeys, queue: string): QueueKeys {
   return { scheduled: keys.build('dqs', queue), inFlight: keys.build('dqf', queue), dead: keys.build('dqd', queue), data: keys.build('dqm', queue) };
 }
+
+/** A queue's recurring schedules (recurring-set.lua), in its hash slot. */
+export function schedulesKey(keys: RedisKeys, queue: string): string {
+  return keys.build('dqrs', queue);
+}

@@ -82,6 +82,9 @@ export type RedisLimitEvent =
   /** Handled, but its acknowledgement could not reach Redis before its lease ran out (an outage
    * longer than the lease), or before the consumer stopped: it will be delivered again. */
   | { type: 'redis-limit.queue.unacknowledged'; queue: string; id: string; attempt: number }
+  /** The recurring schedule `schedule` had ticks due while no consumer ran: they were missed, from
+   * `from` up to `to` (ms), and the tick at `to` runs in their place, once. */
+  | { type: 'redis-limit.queue.ticks-missed'; queue: string; schedule: string; from: number; to: number }
   /** Out of attempts, or at once: `unrecoverable` when its handler threw Unrecoverable. */
   | { type: 'redis-limit.queue.dead'; queue: string; id: string; attempt: number; error: unknown; unrecoverable?: true }
   /** `retryDead` moved `count` dead messages back to scheduled; `purgeDead` deleted `count`. */
@@ -126,6 +129,8 @@ export interface RedisLimitCounters {
       waited: number;
       /** Handled messages whose acknowledgement never reached Redis: delivered again. */
       unacknowledged: number;
+      /** Times a recurring schedule skipped ticks missed while no consumer ran. */
+      ticksMissed: number;
       dead: number;
       unrecoverable: number;
       deadRetried: number;

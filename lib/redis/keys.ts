@@ -19,6 +19,14 @@ export class RedisKeys {
     const middle = scope === undefined ? '' : `${escapeKeyPart(scope)}:`;
     return `${this.prefix}${kind}:${middle}{${escapeKeyPart(key)}}`;
   }
+
+  /** The scope `build` put in `built`, unescaped (for messages that name a key): undefined when
+   * it was built without one, or not by this builder. */
+  scopeOf(built: string): string | undefined {
+    if (!built.startsWith(this.prefix)) return undefined;
+    const scope = /^[^:{}]+:([^:{}]*):\{[^{}]*\}$/.exec(built.slice(this.prefix.length))?.[1];
+    return scope === undefined ? undefined : unescapeKeyPart(scope);
+  }
 }
 
 /**
@@ -46,4 +54,11 @@ export function escapeKeyPart(part: string): string {
     const code = c.charCodeAt(0);
     return code >= 0xd800 ? `%u${code.toString(16).toUpperCase()}` : `%${code.toString(16).toUpperCase()}`;
   });
+}
+
+/** escapeKeyPart's inverse. */
+export function unescapeKeyPart(part: string): string {
+  return part.replace(/%u([0-9A-F]{4})|%([0-9A-F]{2})/g, (_, wide: string | undefined, narrow: string | undefined) =>
+    String.fromCharCode(parseInt((wide ?? narrow)!, 16)),
+  );
 }

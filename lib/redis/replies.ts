@@ -25,9 +25,17 @@ export const QueueReply = {
   CANCELLED: 1,
   /** cancel.lua: nothing changed. */
   NOT_CANCELLED: 0,
-  /** dead.lua: more dead messages follow the page. */
+  /** recurring-set.lua: the schedule changed since the caller read it. */
+  CHANGED: -5,
+  /** recurring-advance.lua, per tick: it runs. */
+  RUN: 1,
+  /** recurring-advance.lua: dropped, as ticks were missed while nothing ran (the latest runs instead). */
+  DROPPED: 2,
+  /** recurring-advance.lua: the caller's spec is not the schedule's; the current one follows. */
+  STALE: 3,
+  /** page.lua: more messages follow the page. */
   MORE: 1,
-  /** dead.lua: the page is the last. */
+  /** page.lua: the page is the last. */
   LAST_PAGE: 0,
 } as const;
 

@@ -89,10 +89,10 @@ const DELAY_QUEUE_CANCEL: ScriptBinding<DelayQueueCancelCall, DelayQueueCancelRe
 // delay-queue/claim.lua
 /** delay-queue/claim.lua: KEYS, by name. */ export interface DelayQueueClaimKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> visibility deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; /** hash: see message-fields.lua; 'w' while a consumer waits for a free slot; 'f' the queue's claims so far (each claim's fence) */ readonly data: string; }
 /** delay-queue/claim.lua: ARGV, by name. */ export interface DelayQueueClaimArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** at most this many messages */ readonly count: number; /** visibility timeout: unacknowledged by then, a message is delivered again */ readonly visibilityMs: number; /** dead messages that died longer ago are deleted here too, so they go even when nothing dies again; '' for none */ readonly deadRetentionMs?: number | ''; /** with deadRetentionMs: dead messages deleted at most per call */ readonly deadTrimBatch?: number | ''; /** messages in flight at most, across every consumer; the in-flight set holds every live lease, and a dead consumer's leases expire, so its share comes back after its visibility timeout; '' for none */ readonly globalConcurrency?: number | ''; /** '1' when the claim is for a rate-limited consumer: each message is marked pending ('u:'..id) until admit.lua starts or defers it; a lease that runs out still pending is counted as no attempt ('d:'..id), as its handler never ran */ readonly rateLimited?: '1' | ''; /** with globalConcurrency: the queue's wake-up channel; a claim that leaves due messages because the queue is full records it and the publish command in 'w', and the first script that frees a slot publishes there (free-slot.lua) */ readonly wakeChannel?: string; /** with wakeChannel: its publish command */ readonly publish?: 'PUBLISH' | 'SPUBLISH'; }
-/** six per claimed message */ export interface DelayQueueClaimMessageReply { readonly id: string; readonly payload: string; readonly runAt: number; /** 1 on first delivery */ readonly attempt: number; /** the lease token */ readonly token: number; /** the queue's claim count at this claim: it grows with every claim and never repeats, whatever becomes of the id (unlike the token, which starts over when an acknowledged id is enqueued again) */ readonly fence: number; }
-/** delay-queue/claim.lua: its reply, by name. */ export interface DelayQueueClaimReply { readonly now: number; /** the next time a claim may find work: a scheduled runAt or a lease deadline, or, when the queue is full, the earliest lease deadline (when a dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is empty */ readonly next: number; /** six per claimed message */ readonly messages: readonly DelayQueueClaimMessageReply[]; }
+/** seven per claimed message */ export interface DelayQueueClaimMessageReply { readonly id: string; readonly payload: string; readonly runAt: number; /** 1 on first delivery */ readonly attempt: number; /** the lease token */ readonly token: number; /** the queue's claim count at this claim: it grows with every claim and never repeats, whatever becomes of the id (unlike the token, which starts over when an acknowledged id is enqueued again) */ readonly fence: number; /** the recurring schedule whose tick it is, or '': the consumer advances that schedule (recurring-advance.lua) before it runs */ readonly schedule: string; }
+/** delay-queue/claim.lua: its reply, by name. */ export interface DelayQueueClaimReply { readonly now: number; /** the next time a claim may find work: a scheduled runAt or a lease deadline, or, when the queue is full, the earliest lease deadline (when a dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is empty */ readonly next: number; /** seven per claimed message */ readonly messages: readonly DelayQueueClaimMessageReply[]; }
 /** Claim due messages for one consumer, after returning expired leases (their consumer died). */ export interface DelayQueueClaimCall { readonly keys: DelayQueueClaimKeys; readonly args: DelayQueueClaimArgs; }
-/** delay-queue/claim.lua: values per message in its reply. */ export const DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS = 6;
+/** delay-queue/claim.lua: values per message in its reply. */ export const DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS = 7;
 const DELAY_QUEUE_CLAIM: ScriptBinding<DelayQueueClaimCall, DelayQueueClaimReply> = {
   encode: ({ keys, args }) => {
     const argv: Argv = [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.count, args.visibilityMs, args.deadRetentionMs ?? '', args.deadTrimBatch ?? '', args.globalConcurrency ?? '', args.rateLimited ?? ''];
@@ -105,25 +105,8 @@ const DELAY_QUEUE_CLAIM: ScriptBinding<DelayQueueClaimCall, DelayQueueClaimReply
   decode: (reply) => {
     const r = list(reply, "delay-queue/claim.lua");
     const messages: DelayQueueClaimMessageReply[] = [];
-    for (let at = 2; at < r.length; at += DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), payload: String(r[at + 1]), runAt: Number(r[at + 2]), attempt: Number(r[at + 3]), token: Number(r[at + 4]), fence: Number(r[at + 5]) });
+    for (let at = 2; at < r.length; at += DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), payload: String(r[at + 1]), runAt: Number(r[at + 2]), attempt: Number(r[at + 3]), token: Number(r[at + 4]), fence: Number(r[at + 5]), schedule: String(r[at + 6]) });
     return { now: Number(r[0]), next: Number(r[1]), messages };
-  },
-};
-
-// delay-queue/dead.lua
-/** delay-queue/dead.lua: KEYS, by name. */ export interface DelayQueueDeadKeys { /** (unused) */ readonly scheduled: string; /** (unused) */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; readonly data: string; }
-/** delay-queue/dead.lua: ARGV, by name. */ export interface DelayQueueDeadArgs { /** the cursor's time of death (ms), or '' for the first page */ readonly afterDiedAt?: number | ''; /** the cursor's id */ readonly afterId?: string; /** at most this many messages */ readonly count: number; }
-/** five per message */ export interface DelayQueueDeadMessageReply { readonly id: string; readonly diedAt: number; readonly payload: string; readonly attempts: number; readonly error: string; }
-/** delay-queue/dead.lua: its reply, by name. */ export interface DelayQueueDeadReply { /** MORE if messages follow this page (replies.lua) */ readonly more: 1 | 0; /** five per message */ readonly messages: readonly DelayQueueDeadMessageReply[]; }
-/** A page of the dead set, oldest first: ordered by the time each died, then by id (as Redis orders equal scores: bytewise). The page starts after the cursor (ARGV[1], ARGV[2]) wherever that pair would sit, so it works when the message the cursor names was retried or purged meanwhile. */ export interface DelayQueueDeadCall { readonly keys: DelayQueueDeadKeys; readonly args: DelayQueueDeadArgs; }
-/** delay-queue/dead.lua: values per message in its reply. */ export const DELAY_QUEUE_DEAD_REPLY_MESSAGE_FIELDS = 5;
-const DELAY_QUEUE_DEAD: ScriptBinding<DelayQueueDeadCall, DelayQueueDeadReply> = {
-  encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.afterDiedAt ?? '', args.afterId ?? '', args.count],
-  decode: (reply) => {
-    const r = list(reply, "delay-queue/dead.lua");
-    const messages: DelayQueueDeadMessageReply[] = [];
-    for (let at = 1; at < r.length; at += DELAY_QUEUE_DEAD_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), diedAt: Number(r[at + 1]), payload: String(r[at + 2]), attempts: Number(r[at + 3]), error: String(r[at + 4]) });
-    return { more: Number(r[0]) as 1 | 0, messages };
   },
 };
 
@@ -164,12 +147,90 @@ const DELAY_QUEUE_ENQUEUE: ScriptBinding<DelayQueueEnqueueCall, DelayQueueEnqueu
 /** A handler failed: schedule the message again after a backoff, or move it to the dead set and trim that set to what is kept. */ export interface DelayQueueFailCall { readonly keys: DelayQueueFailKeys; readonly args: DelayQueueFailArgs; }
 const DELAY_QUEUE_FAIL: ScriptBinding<DelayQueueFailCall, DelayQueueFailReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.id, args.backoffMs, args.error, args.token, args.deadRetentionMs, args.maxDead, args.deadTrimBatch], decode: (reply) => Number(reply) };
 
+// delay-queue/inspect.lua
+/** delay-queue/inspect.lua: KEYS, by name. */ export interface DelayQueueInspectKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> lease deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; readonly data: string; }
+/** delay-queue/inspect.lua: ARGV, by name. */ export interface DelayQueueInspectArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; }
+/** delay-queue/inspect.lua: its reply, by name. */ export interface DelayQueueInspectReply { readonly now: number; /** the set that holds it: scheduled, in flight or dead; '-' for none (unknown here) */ readonly state: 's' | 'f' | 'd' | '-'; /** its score in that set: runAt, lease deadline, the time it died; 0 for none */ readonly score: number; readonly payload: string; /** deliveries so far (a claim awaiting its admission is none yet) */ readonly attempts: number; /** its claims so far: the lease token of the latest */ readonly claims: number; /** 1 while that claim awaits its admission (admit.lua), else 0 */ readonly pending: number; /** the last failure's, or '' */ readonly error: string; /** the due time of its last claim (message-fields.lua) */ readonly runAt: number | null; /** why it was last given back to wait (message-fields.lua), or '' */ readonly why: string; }
+/** One message as it stands, for get() and explain(): the set that holds it, its score there and its fields, read in one call so they agree. */ export interface DelayQueueInspectCall { readonly keys: DelayQueueInspectKeys; readonly args: DelayQueueInspectArgs; }
+const DELAY_QUEUE_INSPECT: ScriptBinding<DelayQueueInspectCall, DelayQueueInspectReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.id], decode: (reply) => { const r = list(reply, "delay-queue/inspect.lua"); return { now: Number(r[0]), state: String(r[1]) as 's' | 'f' | 'd' | '-', score: Number(r[2]), payload: String(r[3]), attempts: Number(r[4]), claims: Number(r[5]), pending: Number(r[6]), error: String(r[7]), runAt: r[8] === null ? null : Number(r[8]), why: String(r[9]) }; } };
+
+// delay-queue/page.lua
+/** delay-queue/page.lua: KEYS, by name. */ export interface DelayQueuePageKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> lease deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; readonly data: string; }
+/** delay-queue/page.lua: ARGV, by name. */ export interface DelayQueuePageArgs { /** the set: scheduled, in flight or dead */ readonly set: 's' | 'f' | 'd'; /** the cursor's score (ms), or '' for the first page */ readonly afterScore?: number | ''; /** the cursor's id */ readonly afterId?: string; /** at most this many messages */ readonly count: number; }
+/** six per message */ export interface DelayQueuePageMessageReply { readonly id: string; /** its score in the set */ readonly score: number; readonly payload: string; /** deliveries so far (a claim awaiting its admission is none yet) */ readonly attempts: number; /** the last failure's, or '' */ readonly error: string; /** when it was due for the delivery in flight (or the last one, once dead); nil when no claim recorded it */ readonly runAt: number | null; }
+/** delay-queue/page.lua: its reply, by name. */ export interface DelayQueuePageReply { /** MORE if messages follow this page (replies.lua) */ readonly more: 1 | 0; /** six per message */ readonly messages: readonly DelayQueuePageMessageReply[]; }
+/** A page of one of the queue's sets, in its order: by score (runAt, lease deadline, the time it died), then by id (as Redis orders equal scores: bytewise). The page starts after the cursor (ARGV[2], ARGV[3]) wherever that pair would sit, so it works when the message the cursor names has moved on meanwhile. */ export interface DelayQueuePageCall { readonly keys: DelayQueuePageKeys; readonly args: DelayQueuePageArgs; }
+/** delay-queue/page.lua: values per message in its reply. */ export const DELAY_QUEUE_PAGE_REPLY_MESSAGE_FIELDS = 6;
+const DELAY_QUEUE_PAGE: ScriptBinding<DelayQueuePageCall, DelayQueuePageReply> = {
+  encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.set, args.afterScore ?? '', args.afterId ?? '', args.count],
+  decode: (reply) => {
+    const r = list(reply, "delay-queue/page.lua");
+    const messages: DelayQueuePageMessageReply[] = [];
+    for (let at = 1; at < r.length; at += DELAY_QUEUE_PAGE_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), score: Number(r[at + 1]), payload: String(r[at + 2]), attempts: Number(r[at + 3]), error: String(r[at + 4]), runAt: r[at + 5] === null ? null : Number(r[at + 5]) });
+    return { more: Number(r[0]) as 1 | 0, messages };
+  },
+};
+
 // delay-queue/purge-dead.lua
 /** delay-queue/purge-dead.lua: KEYS, by name. */ export interface DelayQueuePurgeDeadKeys { /** (unused) */ readonly scheduled: string; /** (unused) */ readonly inFlight: string; readonly dead: string; readonly data: string; }
 /** delay-queue/purge-dead.lua: ARGV, by name. */ export interface DelayQueuePurgeDeadArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** without ids: at most this many (the oldest) */ readonly count: number; /** without ids: only those that died at or before this time ('' for now), so "all" ends */ readonly diedBy?: number | ''; /** the ids to purge (those not dead are skipped); none: the oldest, as above */ readonly ids: readonly string[]; }
 /** delay-queue/purge-dead.lua: its reply, by name. */ export interface DelayQueuePurgeDeadReply { /** how many were deleted */ readonly done: number; /** how many dead remain */ readonly remaining: number; readonly now: number; }
 /** Delete dead messages with all their fields (payload, attempt counts, error). */ export interface DelayQueuePurgeDeadCall { readonly keys: DelayQueuePurgeDeadKeys; readonly args: DelayQueuePurgeDeadArgs; }
 const DELAY_QUEUE_PURGE_DEAD: ScriptBinding<DelayQueuePurgeDeadCall, DelayQueuePurgeDeadReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.count, args.diedBy ?? '', ...args.ids], decode: (reply) => { const r = list(reply, "delay-queue/purge-dead.lua"); return { done: Number(r[0]), remaining: Number(r[1]), now: Number(r[2]) }; } };
+
+// delay-queue/recurring-advance.lua
+/** delay-queue/recurring-advance.lua: KEYS, by name. */ export interface DelayQueueRecurringAdvanceKeys { readonly scheduled: string; readonly inFlight: string; readonly dead: string; readonly data: string; /** hash (recurring-set.lua) */ readonly schedules: string; }
+/** five per claimed tick */ export interface DelayQueueRecurringAdvanceTick { /** '<name>@<tick ms>' */ readonly id: string; /** the lease token of the claim that took it */ readonly token: number; /** the version of the spec the caller computed with (0: none) */ readonly version: number; /** the schedule's tick after this one; '' for none (its end) */ readonly next: number | ''; /** the latest tick by now, when ticks were missed while nothing ran: it runs in place of this one; '' otherwise */ readonly latest: number | ''; }
+/** delay-queue/recurring-advance.lua: ARGV, by name. */ export interface DelayQueueRecurringAdvanceArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** told a tick's time when it becomes the queue's earliest */ readonly wakeChannel: string; readonly publish: 'PUBLISH' | 'SPUBLISH'; /** five per claimed tick */ readonly ticks: readonly DelayQueueRecurringAdvanceTick[]; }
+/** three per tick */ export interface DelayQueueRecurringAdvanceVerdictReply { /** (replies.lua) LEASE_LOST when that claim no longer holds the message (nothing changed) */ readonly verdict: 1 | 2 | 3 | -2; /** with STALE, the schedule's spec version; else 0 */ readonly version: number; /** with STALE, its spec (JSON); else '' */ readonly spec: string; }
+/** delay-queue/recurring-advance.lua: its reply, by name. */ export interface DelayQueueRecurringAdvanceReply { /** three per tick */ readonly verdicts: readonly DelayQueueRecurringAdvanceVerdictReply[]; }
+/** Advance the recurring schedules whose ticks a consumer claimed, before their handlers run: each tick that is its schedule's pending one puts the next tick's message in place (or, past the schedule's limit or end, none), and counts a run. Whatever the number of consumers and however often the tick is delivered, only the claim that finds it pending advances: each tick has one message. Ticks missed while nothing ran are not replayed: when the caller says so, the claimed tick is dropped (taken out of flight as an ack would) and the latest tick by now runs in its place, due at once. A tick that is not its schedule's pending one (advanced by an earlier claim of it, or its schedule replaced or removed) runs and advances nothing. */ export interface DelayQueueRecurringAdvanceCall { readonly keys: DelayQueueRecurringAdvanceKeys; readonly args: DelayQueueRecurringAdvanceArgs; }
+/** delay-queue/recurring-advance.lua: values per tick in its ARGV. */ export const DELAY_QUEUE_RECURRING_ADVANCE_ARGV_TICK_FIELDS = 5;
+/** delay-queue/recurring-advance.lua: values per verdict in its reply. */ export const DELAY_QUEUE_RECURRING_ADVANCE_REPLY_VERDICT_FIELDS = 3;
+const DELAY_QUEUE_RECURRING_ADVANCE: ScriptBinding<DelayQueueRecurringAdvanceCall, DelayQueueRecurringAdvanceReply> = {
+  encode: ({ keys, args }) => {
+    const argv: Argv = [keys.scheduled, keys.inFlight, keys.dead, keys.data, keys.schedules, args.now ?? '', args.wakeChannel, args.publish];
+    for (const tick of args.ticks) argv.push(tick.id, tick.token, tick.version, tick.next, tick.latest);
+    return argv;
+  },
+  decode: (reply) => {
+    const r = list(reply, "delay-queue/recurring-advance.lua");
+    const verdicts: DelayQueueRecurringAdvanceVerdictReply[] = [];
+    for (let at = 0; at < r.length; at += DELAY_QUEUE_RECURRING_ADVANCE_REPLY_VERDICT_FIELDS) verdicts.push({ verdict: Number(r[at]) as 1 | 2 | 3 | -2, version: Number(r[at + 1]), spec: String(r[at + 2]) });
+    return { verdicts };
+  },
+};
+
+// delay-queue/recurring-list.lua
+/** delay-queue/recurring-list.lua: KEYS, by name. */ export interface DelayQueueRecurringListKeys { /** hash (recurring-set.lua) */ readonly schedules: string; }
+/** delay-queue/recurring-list.lua: ARGV, by name. */ export interface DelayQueueRecurringListArgs { /** one schedule's name, or '' for all */ readonly name?: string; }
+/** four per schedule */ export interface DelayQueueRecurringListScheduleReply { readonly name: string; readonly spec: string; /** its pending tick; nil when it has no more */ readonly nextRunAt: number | null; /** its runs since it was last created or replaced */ readonly runs: number; }
+/** delay-queue/recurring-list.lua: its reply, by name. */ export interface DelayQueueRecurringListReply { /** the Redis server clock */ readonly now: number; /** four per schedule */ readonly schedules: readonly DelayQueueRecurringListScheduleReply[]; }
+/** The recurring schedules of a queue (DelayQueueService.schedules), by name (bytewise), or one of them, with the server's time: schedule() computes a replacement's first tick from both. */ export interface DelayQueueRecurringListCall { readonly keys: DelayQueueRecurringListKeys; readonly args: DelayQueueRecurringListArgs; }
+/** delay-queue/recurring-list.lua: values per schedule in its reply. */ export const DELAY_QUEUE_RECURRING_LIST_REPLY_SCHEDULE_FIELDS = 4;
+const DELAY_QUEUE_RECURRING_LIST: ScriptBinding<DelayQueueRecurringListCall, DelayQueueRecurringListReply> = {
+  encode: ({ keys, args }) => [keys.schedules, args.name ?? ''],
+  decode: (reply) => {
+    const r = list(reply, "delay-queue/recurring-list.lua");
+    const schedules: DelayQueueRecurringListScheduleReply[] = [];
+    for (let at = 1; at < r.length; at += DELAY_QUEUE_RECURRING_LIST_REPLY_SCHEDULE_FIELDS) schedules.push({ name: String(r[at]), spec: String(r[at + 1]), nextRunAt: r[at + 2] === null ? null : Number(r[at + 2]), runs: Number(r[at + 3]) });
+    return { now: Number(r[0]), schedules };
+  },
+};
+
+// delay-queue/recurring-remove.lua
+/** delay-queue/recurring-remove.lua: KEYS, by name. */ export interface DelayQueueRecurringRemoveKeys { readonly scheduled: string; /** (unused) */ readonly inFlight: string; /** (unused) */ readonly dead: string; readonly data: string; /** hash (recurring-set.lua) */ readonly schedules: string; }
+/** delay-queue/recurring-remove.lua: ARGV, by name. */ export interface DelayQueueRecurringRemoveArgs { readonly name: string; }
+/** delay-queue/recurring-remove.lua: 1 if the schedule existed, else 0 */ export type DelayQueueRecurringRemoveReply = number;
+/** Remove a recurring schedule (DelayQueueService.unschedule): its spec and state, and its pending tick's message if it is not yet claimed. A tick in flight runs to its end and advances nothing. */ export interface DelayQueueRecurringRemoveCall { readonly keys: DelayQueueRecurringRemoveKeys; readonly args: DelayQueueRecurringRemoveArgs; }
+const DELAY_QUEUE_RECURRING_REMOVE: ScriptBinding<DelayQueueRecurringRemoveCall, DelayQueueRecurringRemoveReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, keys.schedules, args.name], decode: (reply) => Number(reply) };
+
+// delay-queue/recurring-set.lua
+/** delay-queue/recurring-set.lua: KEYS, by name. */ export interface DelayQueueRecurringSetKeys { readonly scheduled: string; readonly inFlight: string; readonly dead: string; readonly data: string; /** hash, per schedule name: 's:'..name its spec (JSON, as schedules() shows it), 'v:'..name its version (grows with each replacement), 'p:'..name each tick's payload, 'l:'..name its limit of runs (absent: none), 'n:'..name its pending tick (ms; absent once it has no more), 'r:'..name its runs so far */ readonly schedules: string; }
+/** delay-queue/recurring-set.lua: ARGV, by name. */ export interface DelayQueueRecurringSetArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly name: string; readonly spec: string; readonly payload: string; /** runs in all, '' for no limit */ readonly limit: number | ''; /** the schedule's first tick */ readonly first: number; /** the pending tick the caller read ('' for none) */ readonly expected: number | ''; /** told the tick's time when it becomes the queue's earliest */ readonly wakeChannel: string; readonly publish: 'PUBLISH' | 'SPUBLISH'; }
+/** delay-queue/recurring-set.lua: `first`; CHANGED (replies.lua) when the pending tick is not `expected` */ export type DelayQueueRecurringSetReply = number;
+/** Create or replace a recurring schedule of the queue (DelayQueueService.schedule) and put its first tick's message in place: id '<name>@<tick ms>', marked as the schedule's ('t:'..id). A pending tick of the schedule not yet due goes, unless it is that same tick (its payload is replaced); one already due or in flight runs as it is, and its claim advances nothing (the schedule's pending tick is no longer it). So however often a schedule is replaced, each tick has one message. The caller read the pending tick and computed `first` from it: if another call changed it meanwhile, nothing is written. */ export interface DelayQueueRecurringSetCall { readonly keys: DelayQueueRecurringSetKeys; readonly args: DelayQueueRecurringSetArgs; }
+const DELAY_QUEUE_RECURRING_SET: ScriptBinding<DelayQueueRecurringSetCall, DelayQueueRecurringSetReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, keys.schedules, args.now ?? '', args.name, args.spec, args.payload, args.limit, args.first, args.expected, args.wakeChannel, args.publish], decode: (reply) => Number(reply) };
 
 // delay-queue/registry-prune.lua
 /** delay-queue/registry-prune.lua: KEYS, by name. */ export interface DelayQueueRegistryPruneKeys { /** the queue registry (zset: queue name -> ms it was last registered) */ readonly registry: string; }
@@ -500,11 +561,16 @@ export interface ScriptSignatures {
   "delay-queue/admit.lua": { call: DelayQueueAdmitCall; reply: DelayQueueAdmitReply };
   "delay-queue/cancel.lua": { call: DelayQueueCancelCall; reply: DelayQueueCancelReply };
   "delay-queue/claim.lua": { call: DelayQueueClaimCall; reply: DelayQueueClaimReply };
-  "delay-queue/dead.lua": { call: DelayQueueDeadCall; reply: DelayQueueDeadReply };
   "delay-queue/enqueue-many.lua": { call: DelayQueueEnqueueManyCall; reply: DelayQueueEnqueueManyReply };
   "delay-queue/enqueue.lua": { call: DelayQueueEnqueueCall; reply: DelayQueueEnqueueReply };
   "delay-queue/fail.lua": { call: DelayQueueFailCall; reply: DelayQueueFailReply };
+  "delay-queue/inspect.lua": { call: DelayQueueInspectCall; reply: DelayQueueInspectReply };
+  "delay-queue/page.lua": { call: DelayQueuePageCall; reply: DelayQueuePageReply };
   "delay-queue/purge-dead.lua": { call: DelayQueuePurgeDeadCall; reply: DelayQueuePurgeDeadReply };
+  "delay-queue/recurring-advance.lua": { call: DelayQueueRecurringAdvanceCall; reply: DelayQueueRecurringAdvanceReply };
+  "delay-queue/recurring-list.lua": { call: DelayQueueRecurringListCall; reply: DelayQueueRecurringListReply };
+  "delay-queue/recurring-remove.lua": { call: DelayQueueRecurringRemoveCall; reply: DelayQueueRecurringRemoveReply };
+  "delay-queue/recurring-set.lua": { call: DelayQueueRecurringSetCall; reply: DelayQueueRecurringSetReply };
   "delay-queue/registry-prune.lua": { call: DelayQueueRegistryPruneCall; reply: DelayQueueRegistryPruneReply };
   "delay-queue/renew.lua": { call: DelayQueueRenewCall; reply: DelayQueueRenewReply };
   "delay-queue/reschedule.lua": { call: DelayQueueRescheduleCall; reply: DelayQueueRescheduleReply };
@@ -542,11 +608,16 @@ export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBi
   "delay-queue/admit.lua": DELAY_QUEUE_ADMIT,
   "delay-queue/cancel.lua": DELAY_QUEUE_CANCEL,
   "delay-queue/claim.lua": DELAY_QUEUE_CLAIM,
-  "delay-queue/dead.lua": DELAY_QUEUE_DEAD,
   "delay-queue/enqueue-many.lua": DELAY_QUEUE_ENQUEUE_MANY,
   "delay-queue/enqueue.lua": DELAY_QUEUE_ENQUEUE,
   "delay-queue/fail.lua": DELAY_QUEUE_FAIL,
+  "delay-queue/inspect.lua": DELAY_QUEUE_INSPECT,
+  "delay-queue/page.lua": DELAY_QUEUE_PAGE,
   "delay-queue/purge-dead.lua": DELAY_QUEUE_PURGE_DEAD,
+  "delay-queue/recurring-advance.lua": DELAY_QUEUE_RECURRING_ADVANCE,
+  "delay-queue/recurring-list.lua": DELAY_QUEUE_RECURRING_LIST,
+  "delay-queue/recurring-remove.lua": DELAY_QUEUE_RECURRING_REMOVE,
+  "delay-queue/recurring-set.lua": DELAY_QUEUE_RECURRING_SET,
   "delay-queue/registry-prune.lua": DELAY_QUEUE_REGISTRY_PRUNE,
   "delay-queue/renew.lua": DELAY_QUEUE_RENEW,
   "delay-queue/reschedule.lua": DELAY_QUEUE_RESCHEDULE,

@@ -83,12 +83,14 @@ local function slots_held(slots)
   return count
 end
 
--- the message goes back, due at `due`, its claim no attempt
-local function give_back(id, due)
+-- the message goes back, due at `due`, its claim no attempt; why (a code and the key it waits
+-- on, message-fields.lua) is kept for explain
+local function give_back(id, due, why, key)
   rcall('ZREM', KEYS[2], id)
   rcall('ZADD', KEYS[1], due, id)
   rcall('HDEL', KEYS[4], 'u:' .. id)
   rcall('HINCRBY', KEYS[4], 'd:' .. id, 1)
+  rcall('HSET', KEYS[4], 'y:' .. id, why .. ' ' .. int(due) .. ' ' .. key)
   given_back = true
 end
 
@@ -106,9 +108,10 @@ for i = 8, #ARGV, 2 do
     reply[#reply + 1] = LEASE_LOST
   else
     local paused = rated and pause_of(pace_key) or nil
+    local paused_by = pace_key
     if cap > 0 then
       local held_until = pause_of(hold)
-      if held_until and (not paused or held_until > paused) then paused = held_until end
+      if held_until and (not paused or held_until > paused) then paused, paused_by = held_until, hold end
     end
     local limit = rated and adaptive and adaptive_limit(pace_key, configured, windowMs, now) or configured
     local ok, retry, state = true, 0, nil
@@ -117,7 +120,7 @@ for i = 8, #ARGV, 2 do
     elseif cap > 0 and slots_held(slots) >= cap then
       -- every slot taken: it waits, out of the claims' way, until one frees (or parkMs passes)
       local due = now + parkMs
-      give_back(id, due)
+      give_back(id, due, 'c', slots)
       rcall('ZADD', waiting, due, id)
       if rcall('PTTL', waiting) < parkMs then rcall('PEXPIRE', waiting, int(parkMs)) end
       reply[#reply + 1] = WAITING
@@ -146,7 +149,7 @@ for i = 8, #ARGV, 2 do
         if rcall('PTTL', pace_key) < due - now + windowMs then rcall('PEXPIRE', pace_key, int(due - now + windowMs)) end
       end
       -- not an attempt; the claim count stays, so that claim's token is never handed out again
-      give_back(id, due)
+      if paused then give_back(id, due, 'p', paused_by) else give_back(id, due, 'r', key) end
       reply[#reply + 1] = due
     end
   end

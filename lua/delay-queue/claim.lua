@@ -27,7 +27,7 @@
 --                lease deadline, or, when the queue is full, the earliest lease deadline (when a
 --                dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is
 --                empty
---            - messages[]  six per claimed message:
+--            - messages[]  seven per claimed message:
 --                - id: string
 --                - payload: json
 --                - runAt: ms
@@ -36,6 +36,8 @@
 --                - fence: int  the queue's claim count at this claim: it grows with every claim
 --                    and never repeats, whatever becomes of the id (unlike the token, which
 --                    starts over when an acknowledged id is enqueued again)
+--                - schedule: string  the recurring schedule whose tick it is, or '': the
+--                    consumer advances that schedule (recurring-advance.lua) before it runs
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"
@@ -88,8 +90,9 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     local id = due[i]
     rcall('ZREM', KEYS[1], id)
     rcall('ZADD', KEYS[2], deadline, id)
-    -- payload and non-attempts in one read (the latter exists only for rate-limited consumers)
-    local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id)
+    -- payload, non-attempts and schedule in one read (the latter two exist only for
+    -- rate-limited consumers, revived messages and ticks)
+    local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id, 't:' .. id)
     local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
     fence = fence + 1
     reply[#reply + 1] = id
@@ -98,7 +101,13 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     reply[#reply + 1] = token - (tonumber(fields[2]) or 0)
     reply[#reply + 1] = token
     reply[#reply + 1] = fence
-    if admitting then rcall('HSET', KEYS[4], 'u:' .. id, token) end
+    reply[#reply + 1] = fields[3] or ''
+    -- its due time, for get() and list() while it is in flight; marked pending if rate limited
+    if admitting then
+      rcall('HSET', KEYS[4], 'r:' .. id, due[i + 1], 'u:' .. id, token)
+    else
+      rcall('HSET', KEYS[4], 'r:' .. id, due[i + 1])
+    end
   end
   scheduled_head = head(KEYS[1])
   if #due > 0 then lease_head = math.min(lease_head or deadline, deadline) end

@@ -1,28 +1,31 @@
--- A page of the dead set, oldest first: ordered by the time each died, then by id (as Redis
--- orders equal scores: bytewise). The page starts after the cursor (ARGV[1], ARGV[2]) wherever
--- that pair would sit, so it works when the message the cursor names was retried or purged
--- meanwhile.
--- KEYS[1]  scheduled  (unused)
--- KEYS[2]  inFlight  (unused)
+-- A page of one of the queue's sets, in its order: by score (runAt, lease deadline, the time it
+-- died), then by id (as Redis orders equal scores: bytewise). The page starts after the cursor
+-- (ARGV[2], ARGV[3]) wherever that pair would sit, so it works when the message the cursor names
+-- has moved on meanwhile.
+-- KEYS[1]  scheduled  zset: id -> runAt ms
+-- KEYS[2]  inFlight  zset: id -> lease deadline ms
 -- KEYS[3]  dead  zset: id -> ms it died
 -- KEYS[4]  data
--- ARGV[1]  afterDiedAt: ms = ''  the cursor's time of death (ms), or '' for the first page
--- ARGV[2]  afterId: string = ''  the cursor's id
--- ARGV[3]  count: int  at most this many messages
+-- ARGV[1]  set: 's' | 'f' | 'd'  the set: scheduled, in flight or dead
+-- ARGV[2]  afterScore: ms = ''  the cursor's score (ms), or '' for the first page
+-- ARGV[3]  afterId: string = ''  the cursor's id
+-- ARGV[4]  count: int  at most this many messages
 -- Returns  a flat array:
 --            - more: MORE | LAST_PAGE  MORE if messages follow this page (replies.lua)
---            - messages[]  five per message:
+--            - messages[]  six per message:
 --                - id: string
---                - diedAt: ms
+--                - score: ms  its score in the set
 --                - payload: json
---                - attempts: int
---                - error: string
+--                - attempts: int  deliveries so far (a claim awaiting its admission is none yet)
+--                - error: string  the last failure's, or ''
+--                - runAt: ms | nil  when it was due for the delivery in flight (or the last one,
+--                    once dead); nil when no claim recorded it
 --- @include "replies.lua"
 --- @include "message-fields.lua"
 
 local rcall = redis.call
-local dead = KEYS[3]
-local limit = tonumber(ARGV[3])
+local set = ({ s = KEYS[1], f = KEYS[2], d = KEYS[3] })[ARGV[1]]
+local limit = tonumber(ARGV[4])
 
 -- bytewise, as Redis compares members (Lua's < follows the server's locale)
 local function after(a, b)
@@ -34,21 +37,21 @@ local function after(a, b)
   return #a > #b
 end
 
--- the rank of the first message after the cursor: those that died earlier, then a binary search
--- among those that died in the same ms (many die in one ms when a burst fails)
+-- the rank of the first message after the cursor: those scored lower, then a binary search
+-- among those with the same score (many die in one ms when a burst fails)
 local start = 0
-if ARGV[1] ~= '' then
-  local at = ARGV[1]
-  start = rcall('ZCOUNT', dead, '-inf', '(' .. at)
-  local lo, hi = start, start + rcall('ZCOUNT', dead, at, at)
+if ARGV[2] ~= '' then
+  local at = ARGV[2]
+  start = rcall('ZCOUNT', set, '-inf', '(' .. at)
+  local lo, hi = start, start + rcall('ZCOUNT', set, at, at)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if after(rcall('ZRANGE', dead, mid, mid)[1], ARGV[2]) then hi = mid else lo = mid + 1 end
+    if after(rcall('ZRANGE', set, mid, mid)[1], ARGV[3]) then hi = mid else lo = mid + 1 end
   end
   start = lo
 end
 
-local page = rcall('ZRANGE', dead, start, start + limit, 'WITHSCORES')
+local page = rcall('ZRANGE', set, start, start + limit, 'WITHSCORES')
 local reply = { #page > limit * 2 and MORE or LAST_PAGE }
 for i = 1, math.min(#page, limit * 2), 2 do
   local id = page[i]
@@ -56,7 +59,8 @@ for i = 1, math.min(#page, limit * 2), 2 do
   reply[#reply + 1] = id
   reply[#reply + 1] = page[i + 1]
   reply[#reply + 1] = fields[1] or 'null'
-  reply[#reply + 1] = string.format('%d', (tonumber(fields[2]) or 0) - (tonumber(fields[4]) or 0))
+  reply[#reply + 1] = attempts_of(fields)
   reply[#reply + 1] = fields[3] or ''
+  reply[#reply + 1] = fields[6] and tonumber(fields[6]) or false
 end
 return reply

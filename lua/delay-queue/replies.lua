@@ -22,6 +22,15 @@ local ALREADY_QUEUED = 0
 -- cancel.lua: the message was scheduled and is gone, or nothing changed
 local CANCELLED = 1
 local NOT_CANCELLED = 0
--- dead.lua: more dead messages follow the page, or it is the last
+-- recurring-set.lua: the schedule changed since the caller read it (another call replaced it)
+local CHANGED = -5
+-- recurring-advance.lua, per tick: it runs (its schedule advanced, or was advanced by an earlier
+-- claim of it, or replaced or removed meanwhile); it was dropped (ticks were missed while
+-- nothing ran: the latest runs instead); or the spec the caller computed with is not the
+-- schedule's (the current one follows)
+local RUN = 1
+local DROPPED = 2
+local STALE = 3
+-- page.lua: more messages follow the page, or it is the last
 local MORE = 1
 local LAST_PAGE = 0

@@ -40,6 +40,7 @@ free_slot(KEYS[4])
 rcall('ZADD', KEYS[1], due, id)
 rcall('HDEL', KEYS[4], 'u:' .. id)
 rcall('HINCRBY', KEYS[4], 'd:' .. id, 1)
+rcall('HSET', KEYS[4], 'y:' .. id, 'l ' .. int(due))
 for i = 5, #KEYS do
   -- a pause only grows; the pace key lasts at least until it ends
   local pace = KEYS[i]

@@ -3,7 +3,7 @@
 -- stay in 'a:'..id and all count as no attempt ('d:'..id = 'a:'..id; see message-fields.lua),
 -- so the next claim is attempt 1 with a token no earlier claim had, and a late ack, failure,
 -- renewal or admission from a claim made before it died stays refused (lease.lua). Its last
--- error and any pending mark go.
+-- error, any pending mark, its last claim's runAt and why it last waited go.
 local function revive(data, id)
   local claims = redis.call('HGET', data, 'a:' .. id)
   if claims then
@@ -11,5 +11,5 @@ local function revive(data, id)
   else
     redis.call('HDEL', data, 'd:' .. id)
   end
-  redis.call('HDEL', data, 'e:' .. id, 'u:' .. id)
+  redis.call('HDEL', data, 'e:' .. id, 'u:' .. id, 'r:' .. id, 'y:' .. id)
 end

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response, Test } from 'supertest';
+import { DelayQueueService } from '../../lib/index.js';
 import { inSequence, PLATFORMS, withSampleApp } from './sample-app.js';
 
 // POST /orders: @MaxPending(3, { name: 'unpaid-orders', ttlMs, owner: x-user-id }); an order is
@@ -36,6 +37,20 @@ describe.each(PLATFORMS)('unpaid orders on %s', (platform) => {
   describe('that lapse after 30 minutes', () => {
     const ctx = withSampleApp(platform);
     const { order, unpaid, pay } = client(ctx);
+
+    it('schedules the nightly unpaid-orders summary at start: 02:30 in New York, one pending tick', async () => {
+      const queue = ctx.sample.app.get(DelayQueueService);
+      const [summary] = await queue.schedules('order-reports');
+      expect(summary).toEqual({
+        queue: 'order-reports',
+        name: 'unpaid-summary',
+        spec: { payload: null, cron: '30 2 * * *', tz: 'America/New_York' },
+        nextRunAt: expect.any(Number),
+        runs: 0,
+      });
+      expect(new Date(summary!.nextRunAt!).toLocaleTimeString('en-US', { timeZone: 'America/New_York', hour12: false })).toBe('02:30:00');
+      expect((await queue.list('order-reports', { state: 'scheduled' })).messages.map((m) => m.id)).toEqual([`unpaid-summary@${summary!.nextRunAt}`]);
+    });
 
     it('admits exactly 3 of 50 concurrent orders from one user; the other 47 are 429s with Retry-After', async () => {
       const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => order('alice', { item: `item-${i}` })));

@@ -39,6 +39,10 @@ interface Message {
   /** A rate-limited claim awaits its admission. */
   pending: boolean;
   error?: string | undefined;
+  /** 'r:': the runAt of its last claim. */
+  ranAt?: number | undefined;
+  /** 'y:': why it was last given back to wait: code, due time, Redis key. */
+  why?: string | undefined;
 }
 
 /** The fixed-window counter admissions charge, in one window (see RATE_WINDOW_MS). */
@@ -92,8 +96,9 @@ class QueueModel {
       .slice(0, Math.max(0, limit))) {
       m.claims += 1;
       m.pending = admitting;
+      m.ranAt = m.at;
       this.fences += 1;
-      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims, this.fences);
+      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims, this.fences, '');
       m.where = 'inFlight';
       m.at = now + visibilityMs;
     }
@@ -118,10 +123,10 @@ class QueueModel {
    * `windowMs`; with `cap` > 0, at most `cap` slots per concurrency key (a message waiting for one
    * is due after PARK_MS). `held`: id, token, rate key, concurrency key.
    */
-  admit(now: number, rated: boolean, limit: number, windowMs: number, cap: number, held: [string, number, string, string][]): number[] {
+  admit(now: number, rated: boolean, limit: number, windowMs: number, cap: number, held: [string, number, string, string, string, string][]): number[] {
     // slots held per key, counted once per call (as admit.lua does)
     const counted = new Map<string, number>();
-    return held.map(([id, token, key, slotKey]) => {
+    return held.map(([id, token, key, slotKey, counterRedisKey, slotsRedisKey]) => {
       if (!this.holds(id, token)) return QueueReply.LEASE_LOST;
       const m = this.messages.get(id)!;
       m.pending = false;
@@ -134,7 +139,7 @@ class QueueModel {
         }
         if (counted.get(slotKey)! >= cap) {
           const due = now + PARK_MS;
-          Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
+          Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1, why: `c ${due} ${slotsRedisKey}` });
           const waiting = this.waitingFor.get(slotKey) ?? new Map<string, number>();
           this.waitingFor.set(slotKey, waiting.set(id, due));
           this.waiting = null;
@@ -148,7 +153,7 @@ class QueueModel {
           let due = now + Math.max(1, (Math.floor(now / windowMs) + 1) * windowMs - now);
           if (counter.paced !== undefined && counter.paced + windowMs / limit > due) due = Math.ceil(counter.paced + windowMs / limit);
           counter.paced = due;
-          Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1 });
+          Object.assign(m, { where: 'scheduled', at: due, skipped: m.skipped + 1, why: `r ${due} ${counterRedisKey}` });
           this.waiting = null;
           return due;
         }
@@ -229,11 +234,11 @@ class QueueModel {
     return runAt;
   }
 
-  /** A page after the cursor (time of death, id), oldest first: more?, then five per message. */
-  deadPage(after: [number, string] | null, limit: number): (string | number)[] {
+  /** A page after the cursor (time of death, id), oldest first: more?, then six per message. */
+  deadPage(after: [number, string] | null, limit: number): (string | number | null)[] {
     const [at, id] = after ?? [-Infinity, ''];
     const rest = this.ordered('dead').filter(([k, m]) => m.at > at || (m.at === at && k > id));
-    const page = rest.slice(0, limit).flatMap(([k, m]) => [k, String(m.at), m.payload, String(m.claims - m.skipped), m.error ?? '']);
+    const page = rest.slice(0, limit).flatMap(([k, m]) => [k, String(m.at), m.payload, m.claims - m.skipped, m.error ?? '', m.ranAt ?? null]);
     return [rest.length > limit ? QueueReply.MORE : QueueReply.LAST_PAGE, ...page];
   }
 
@@ -250,7 +255,7 @@ class QueueModel {
     const moved = this.deadBatch(ids, limit, now);
     for (const k of moved) {
       const m = this.messages.get(k)!;
-      Object.assign(m, { where: 'scheduled', at: now, skipped: m.claims, pending: false, error: undefined });
+      Object.assign(m, { where: 'scheduled', at: now, skipped: m.claims, pending: false, error: undefined, ranAt: undefined, why: undefined });
     }
     return [moved.length, this.size()[2]!, now];
   }
@@ -459,11 +464,13 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const reply = await call('queueClaim', [now, o.limit, o.visibilityMs, '', '', o.global ?? '', o.admitting ? 1 : '', channel, publish]);
             expect(reply).toEqual(model.claim(now, o.limit, o.visibilityMs, o.admitting, o.global, `${publish} ${channel}`));
           } else if (o.kind === 'admit') {
-            const held = o.held.map(({ id: i, attempt, key, slot }): [string, number, string, string] => [
+            const held = o.held.map(({ id: i, attempt, key, slot }): [string, number, string, string, string, string] => [
               IDS[i]!,
               attemptOf(IDS[i]!, attempt),
               `k${key}`,
               `s${slot}`,
+              rateKeys[key]![0],
+              slotKeys[slot]![0]!,
             ]);
             const flows = o.held.flatMap(({ key, slot }) => [...rateKeys[key]!, ...slotKeys[slot]!]);
             const reply = await connection.scripts.run(
@@ -494,7 +501,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             expect(reply).toBe(model.fail(now, target, o.backoffMs, error, attempt, o.trim));
           } else if (o.kind === 'dead') {
             const after: [number, string] | null = o.after && [now + o.after.ms, IDS[o.after.id]!];
-            const reply = await call('queueDead', after ? [...after, o.limit] : ['', '', o.limit]);
+            const reply = await call('queuePage', after ? ['d', ...after, o.limit] : ['d', '', '', o.limit]);
             expect(reply).toEqual(model.deadPage(after, o.limit));
           } else if (o.kind === 'retryDead') {
             const ids = o.ids?.map((i) => IDS[i]!) ?? [];
@@ -512,7 +519,8 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           expect(await connection.client.hget(keys[3]!, 'w')).toBe(model.waiting);
         }
 
-        // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:', 'd:', 'u:')
+        // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:', 'd:', 'u:',
+        // 'r:', 'y:')
         const client = connection.client;
         const scores = async (key: string) => {
           const flat = await client.zrange(key, '0', '-1', 'WITHSCORES');
@@ -529,6 +537,8 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           if (m.skipped > 0) fields[`d:${k}`] = String(m.skipped);
           if (m.pending) fields[`u:${k}`] = String(m.claims);
           if (m.error !== undefined) fields[`e:${k}`] = m.error;
+          if (m.ranAt !== undefined) fields[`r:${k}`] = String(m.ranAt);
+          if (m.why !== undefined) fields[`y:${k}`] = m.why;
         }
         // each concurrency key's slots and waiting messages
         for (const [i, [slots, waiting]] of slotKeys.entries()) {

@@ -2,6 +2,7 @@ import { DelayQueueService, RedisLimitEvents, RetryLater, Unrecoverable, type De
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { recordQueueEvents } from '../harness/queue-events.js';
 import { until } from '../harness/until.js';
+import { redisNow } from '../harness/server-time.js';
 
 // What a handler can say besides "done" and "failed" (issue 30, item 3): RetryLater (no attempt;
 // with pauseKey its rate key waits too, in every process), Unrecoverable (dead now), and how
@@ -11,10 +12,7 @@ describe('DelayQueue handler outcomes', () => {
   const queues = () => ctx.app.moduleRef.get(DelayQueueService);
   const eventsOf = recordQueueEvents(ctx);
   /** The Redis server's clock, which due times are on. */
-  const serverNow = async () => {
-    const [s, us] = await ctx.app.raw.time();
-    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-  };
+  const serverNow = () => redisNow(ctx.app.raw);
 
   it('RetryLater runs the message again after its delay as the same attempt, never killing it, and records no error', async () => {
     const q = 'later';

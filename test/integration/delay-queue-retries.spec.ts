@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
+import { redisNow } from '../harness/server-time.js';
 
 // Retries and the dead set: how long a failed message waits (doubled, capped by maxBackoffMs) and
 // how much of the dead set is kept (maxDead, deadRetentionMs).
@@ -15,10 +16,7 @@ describe('DelayQueue retries', () => {
   const queue = () => ctx.app.moduleRef.get(DelayQueueService);
   const key = (kind: 'dqs' | 'dqd' | 'dqm', q: string) => `${ctx.app.prefix}${kind}:{${q}}`;
   /** The Redis server's clock in ms. */
-  const serverNow = async () => {
-    const [s, us] = await ctx.app.raw.time();
-    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-  };
+  const serverNow = () => redisNow(ctx.app.raw);
 
   it('the retry delay doubles per attempt: each retry is due backoffMs * 2^(attempt-1) or more after the last (server clock)', async () => {
     const q = 'doubling';
@@ -94,7 +92,7 @@ describe('DelayQueue dead set, bounded by count (maxDead)', () => {
     await consumer.stop();
     expect(await ctx.app.raw.zrange(`${ctx.app.prefix}dqd:{${q}}`, '0', '-1')).toEqual(['d3', 'd4', 'd5']);
     expect(Object.keys(await ctx.app.raw.hgetall(`${ctx.app.prefix}dqm:{${q}}`)).sort()).toEqual(
-      ['f', ...['d3', 'd4', 'd5'].flatMap((id) => [`a:${id}`, `e:${id}`, `p:${id}`])].sort(),
+      ['f', ...['d3', 'd4', 'd5'].flatMap((id) => [`a:${id}`, `e:${id}`, `p:${id}`, `r:${id}`])].sort(),
     );
     expect(await queue().size(q)).toEqual({ scheduled: 0, inFlight: 0, dead: 3 });
   });
@@ -104,10 +102,7 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
   const ctx = withLimiterApp({ delayQueue: { deadRetentionMs: 300 } });
   const queue = () => ctx.app.moduleRef.get(DelayQueueService);
   /** The Redis server's clock in ms. */
-  const serverNow = async () => {
-    const [s, us] = await ctx.app.raw.time();
-    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-  };
+  const serverNow = () => redisNow(ctx.app.raw);
 
   it('a message dying deletes those that died more than deadRetentionMs before it', async () => {
     const q = 'dead-age';
@@ -153,7 +148,7 @@ describe('DelayQueue dead set, bounded by age (deadRetentionMs)', () => {
     gates.get('new')!();
     await stopping;
     expect(await dead()).toEqual(['new']);
-    expect(Object.keys(await ctx.app.raw.hgetall(key('dqm'))).sort()).toEqual(['a:new', 'e:new', 'f', 'p:new']);
+    expect(Object.keys(await ctx.app.raw.hgetall(key('dqm'))).sort()).toEqual(['a:new', 'e:new', 'f', 'p:new', 'r:new']);
   });
 
   it('a consumer deletes dead messages past deadRetentionMs even when nothing dies again', async () => {

@@ -76,6 +76,7 @@ describe('DelayQueue events and counters', () => {
       retriedLater: 0,
       waited: 0,
       unacknowledged: 0,
+      ticksMissed: 0,
       dead: 1,
       unrecoverable: 0,
       deadRetried: 0,

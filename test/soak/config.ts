@@ -42,6 +42,9 @@ export const SOAK = {
    * tenant (an upstream's 429), which halves its limit; `limit` is well above the tenants' rate, so
    * the halved limits never hold the drain up. `concurrencyPerKey`: at most `limit` handlers of a
    * tenant at once, across the consumer processes. */
+  /** A recurring schedule of `everyMs` the controller replaces every `replaceEveryMs` (its payload
+   * alternating) while the run goes on; the consumer processes handle its ticks. */
+  recurring: { queue: 'soak-ticks', name: 'tick', everyMs: 250, replaceEveryMs: 1000 },
   queue: {
     name: 'soak',
     maxDelayMs: 1500,

@@ -34,7 +34,16 @@ async function main(): Promise<() => Promise<string>> {
   // each delay message whose ack was given up (an outage outlasted its lease): delivered again
   const unacked = join(config.dir, `${config.name}.unacked`);
   appendFileSync(unacked, '');
+  // each recurring tick handled, and each range of ticks a consumer found missed
+  const ticks = join(config.dir, `${config.name}.ticks`);
+  appendFileSync(ticks, '');
+  const missed = join(config.dir, `${config.name}.missed`);
+  appendFileSync(missed, '');
+  const ticksUnacked = join(config.dir, `${config.name}.ticks-unacked`);
+  appendFileSync(ticksUnacked, '');
   app.get(RedisLimitEvents).on((event) => {
+    if (event.type === 'redis-limit.queue.ticks-missed') appendFileSync(missed, `${event.from} ${event.to}\n`);
+    if (event.type === 'redis-limit.queue.unacknowledged' && event.queue === SOAK.recurring.queue) appendFileSync(ticksUnacked, `${event.id}\n`);
     if (event.type === 'redis-limit.queue.retry-later' && event.adaptiveLimit !== undefined) appendFileSync(adaptive, `${event.adaptiveLimit}\n`);
     if (event.type === 'redis-limit.queue.unacknowledged' && event.queue === SOAK.queue.name) appendFileSync(unacked, `${event.id}\n`);
   });
@@ -66,13 +75,17 @@ async function main(): Promise<() => Promise<string>> {
       concurrencyPerKey: { limit: concurrencyPerKey.limit, key: (m) => tenantOf(m.payload.id) },
     },
   );
+  const tickConsumer = app.get(DelayQueueService).consume(SOAK.recurring.queue, (message) => appendFileSync(ticks, `${message.id}\n`), {
+    maxAttempts: SOAK.queue.maxAttempts,
+    visibilityTimeoutMs: SOAK.queue.visibilityTimeoutMs,
+  });
   const lapsed = join(config.dir, `${config.name}.lapsed`);
   appendFileSync(lapsed, '');
   const notices = app.get(DelayQueueService).consume<ExpiredField>(SOAK.pending.notify, ({ payload }) => {
     appendFileSync(lapsed, `${payload.key}/${payload.field}\n`);
   });
   return async () => {
-    await Promise.all([consumer.stop(), notices.stop()]);
+    await Promise.all([consumer.stop(), notices.stop(), tickConsumer.stop()]);
     await app.close();
     return file;
   };

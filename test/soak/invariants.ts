@@ -410,3 +410,17 @@ export function checkConcurrency(runs: Run[], limit: number): { violations: Viol
   }
   return { violations, most };
 }
+
+/**
+ * A recurring schedule's ticks that must each have run: every `everyMs` from `first` to `last`
+ * (its first tick, and the last that ran), but those missed while no consumer ran (each missed
+ * range [from, to) a consumer reported; the tick at `to` ran in their place). Checked with
+ * checkDelivery: one missing is a skipped tick, one run that is not among them a tick replayed.
+ */
+export function expectedTicks(name: string, first: number, last: number, everyMs: number, missed: [number, number][]): string[] {
+  const ids: string[] = [];
+  for (let tick = first; tick <= last; tick += everyMs) {
+    if (!missed.some(([from, to]) => tick >= from && tick < to)) ids.push(`${name}@${tick}`);
+  }
+  return ids;
+}

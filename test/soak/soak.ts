@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-import { DelayQueueService, ExpiringHashService, RedisLimitModule } from '../../lib/index.js';
+import { DelayQueueService, ExpiringHashService, RedisLimitModule, type QueueSize } from '../../lib/index.js';
 import { RedisNode } from '../harness/redis-server.js';
 import { now, SOAK, type FromWorker, type WebLog, type WorkerConfig } from './config.js';
 import { FAULTS, inject, PAUSE_MS, type Fault } from './faults.js';
@@ -35,6 +35,7 @@ import {
   checkOutageLatency,
   checkSlidingWindow,
   checkTokenBucket,
+  expectedTicks,
   fixedWindowCounts,
   type Grant,
   type Violation,
@@ -118,6 +119,25 @@ async function main(): Promise<number> {
   const webs = await Promise.all(['w1', 'w2'].map((name) => spawnWorker('./web-worker.js', workerConfig(name))));
   log(`2 web workers (${RATE} req/s and 20 delay messages/s each), 2 consumers: running`);
 
+  // a recurring schedule, replaced again and again (the same interval, a new payload) while it ticks
+  const { queue: ticksQueue, name: tickName, everyMs, replaceEveryMs } = SOAK.recurring;
+  const { nextRunAt: firstTick } = await queue.schedule(ticksQueue, tickName, { everyMs, payload: 0 });
+  let replacing = true;
+  let replaced = 0;
+  const replacer = (async () => {
+    while (replacing) {
+      await sleep(replaceEveryMs);
+      // a fault may refuse one: the schedule keeps ticking as it was
+      if (
+        await queue.schedule(ticksQueue, tickName, { everyMs, payload: (replaced % 2) + 1 }).then(
+          () => true,
+          () => false,
+        )
+      )
+        replaced += 1;
+    }
+  })();
+
   const crashed: string[] = [];
   const faultCounts = new Map<Fault, number>();
   const target = {
@@ -163,6 +183,16 @@ async function main(): Promise<number> {
 
   log('stopping the web workers');
   const webLogs = (await Promise.all(webs.map(stopWorker))).map((file) => JSON.parse(readFileSync(file, 'utf8')) as WebLog);
+  replacing = false;
+  await replacer;
+  while (
+    !(await queue.unschedule(ticksQueue, tickName).then(
+      () => true,
+      () => false,
+    ))
+  )
+    await sleep(200);
+  log(`recurring schedule: replaced ${replaced} times, removed`);
   // every message is due within maxDelayMs; one leased by a killed consumer comes back after its lease
   const drainBy = now() + SOAK.queue.maxDelayMs + SOAK.queue.visibilityTimeoutMs + 20_000;
   let size = await queue.size(SOAK.queue.name);
@@ -171,6 +201,12 @@ async function main(): Promise<number> {
     size = await queue.size(SOAK.queue.name);
   }
   log(`queue after the drain: ${JSON.stringify(size)}`);
+  let ticksLeft = await queue.size(ticksQueue);
+  while (ticksLeft.scheduled + ticksLeft.inFlight > 0 && now() < drainBy) {
+    await sleep(200);
+    ticksLeft = await queue.size(ticksQueue);
+  }
+  log(`recurring ticks after the drain: ${JSON.stringify(ticksLeft)}`);
   // every unpaid slot lapses within ttlMs of the last reservation; this process sweeps (it called
   // the service) and so delivers their notifications
   const lapseBy = now() + SOAK.pending.ttlMs + 20_000;
@@ -187,7 +223,7 @@ async function main(): Promise<number> {
   sampling = false;
   await sampler;
 
-  const violations = judge(webLogs, dir, crashed, peakCount, faultCounts);
+  const violations = [...judge(webLogs, dir, crashed, peakCount, faultCounts), ...judgeTicks(dir, crashed, firstTick, ticksLeft)];
   await ctx.close();
   admin.disconnect();
   await redis.stop();
@@ -391,6 +427,32 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
   );
   if (exportAnswers(429) === 0) violations.push({ invariant: 'coverage', detail: '@MaxConcurrent never refused: the route never met its cap' });
   console.log('');
+  return violations;
+}
+
+/** The recurring schedule: every tick ran (but ranges a consumer reported missed), none twice
+ * without a crash or a given-up ack to explain it, none that was not a tick. */
+function judgeTicks(dir: string, crashed: string[], first: number, left: QueueSize): Violation[] {
+  const { name, everyMs } = SOAK.recurring;
+  const handled = readHandled(dir, 'ticks');
+  const missed = readHandled(dir, 'missed').map(({ id }) => id.split(' ').map(Number) as [number, number]);
+  const last = Math.max(first, ...handled.map((h) => Number(h.id.slice(h.id.lastIndexOf('@') + 1))));
+  const expected = expectedTicks(name, first, last, everyMs, missed);
+  const delivery = checkDelivery(
+    expected,
+    [],
+    handled,
+    crashed,
+    readHandled(dir, 'ticks-unacked').map((h) => h.id),
+  );
+  const violations = delivery.violations.map((v) => ({ ...v, invariant: `ticks-${v.invariant}` }));
+  if (left.dead > 0) violations.push({ invariant: 'ticks-dead', detail: `${left.dead} ticks died` });
+  if (expected.length < 10) violations.push({ invariant: 'coverage', detail: `only ${expected.length} ticks: the schedule hardly ran` });
+  console.log(
+    `| recurring schedule, every ${everyMs} ms, replaced every ${SOAK.recurring.replaceEveryMs} ms | ${expected.length} ticks due, ${delivery.handled} ran, ` +
+      `${delivery.lost} skipped, ${delivery.duplicatesWithoutCrash} twice without a crash, ${delivery.duplicatesAfterCrash} twice after a consumer was killed, ` +
+      `${delivery.duplicatesUnacknowledged} twice after an ack was given up; ${missed.length} ranges missed while no consumer ran |`,
+  );
   return violations;
 }
 

@@ -27,6 +27,17 @@ describe('RedisKeys', () => {
     );
   });
 
+  it('reads back the scope it built, whatever the scope; nothing from a key built without one or by another prefix', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', minLength: 1 }), fc.string({ unit: 'binary' }), (key, scope) => {
+        expect(keys.scopeOf(keys.build('dqr.fw.1000', key, scope))).toBe(scope);
+      }),
+    );
+    expect(keys.scopeOf(keys.build('dqc', 'q:{1}'))).toBeUndefined();
+    expect(keys.scopeOf(new RedisKeys('other:').build('dqc', 'q', 'tenant'))).toBeUndefined();
+    expect(new RedisKeys('a:b:').scopeOf(new RedisKeys('a:b:').build('dqch', 'q', 't:1'))).toBe('t:1');
+  });
+
   it('keys of one user share a tag (one cluster slot) across kinds and scopes', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), (key, s1, s2) => {

@@ -22,6 +22,7 @@ describe('prometheusText', () => {
         retriedLater: 0,
         waited: 0,
         unacknowledged: 2,
+        ticksMissed: 0,
         dead: 0,
         unrecoverable: 0,
         deadRetried: 3,

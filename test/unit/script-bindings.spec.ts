@@ -53,10 +53,10 @@ describe('generated script bindings', () => {
       'w',
       'SPUBLISH',
     ]);
-    expect(claim.decode([100, -1, 'id', '{}', '90', 2, 3, 41], { keys: queue, args })).toEqual({
+    expect(claim.decode([100, -1, 'id', '{}', '90', 2, 3, 41, ''], { keys: queue, args })).toEqual({
       now: 100,
       next: -1,
-      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3, fence: 41 }],
+      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3, fence: 41, schedule: '' }],
     });
     expect(() => claim.decode(3, { keys: queue, args })).toThrow(RedisScriptError);
   });

@@ -16,6 +16,7 @@ import {
   checkOutageLatency,
   checkSlidingWindow,
   checkTokenBucket,
+  expectedTicks,
 } from '../soak/invariants.js';
 
 // The soak checks are only worth trusting if they can fail: each is shown passing a valid log and
@@ -470,5 +471,18 @@ describe('checkConcurrency', () => {
       violations: [{ invariant: 'concurrency-per-key', detail: 't1: 3 handlers at once at 6, limit 2' }],
       most: 4,
     });
+  });
+});
+
+describe('expectedTicks', () => {
+  it('every tick from the first to the last, but those in a missed range; a skipped or replayed tick is caught', () => {
+    expect(expectedTicks('t', 1000, 2000, 250, [])).toEqual(['t@1000', 't@1250', 't@1500', 't@1750', 't@2000']);
+    // 1250 and 1500 were missed: 1750 ran in their place
+    const due = expectedTicks('t', 1000, 2000, 250, [[1250, 1750]]);
+    expect(due).toEqual(['t@1000', 't@1750', 't@2000']);
+    const ran = (ids: string[]) => ids.map((id) => ({ id, consumer: 'c1' }));
+    expect(checkDelivery(due, [], ran(due), []).violations).toEqual([]);
+    // one skipped, and one replayed from the missed range
+    expect(checkDelivery(due, [], ran(['t@1000', 't@1500', 't@2000']), []).violations.map((v) => v.invariant)).toEqual(['lost', 'unknown']);
   });
 });

@@ -1,5 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DeadCancellationsController } from './dead-cancellations.controller.js';
+import { NightlySummary } from './nightly-summary.js';
 import { OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
 import { DEFAULT_ORDER_TTL_MS, unpaidOrders } from './unpaid-orders.js';
@@ -9,7 +10,7 @@ export interface OrdersOptions {
   ttlMs?: number;
 }
 
-@Module({ controllers: [OrdersController, DeadCancellationsController], providers: [OrdersService] })
+@Module({ controllers: [OrdersController, DeadCancellationsController], providers: [OrdersService, NightlySummary] })
 export class OrdersModule {
   /** Applies to the application built next: @MaxPending options are read when it starts, so
    * apps with different ttls must be started one after another. */

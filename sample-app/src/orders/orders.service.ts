@@ -38,6 +38,11 @@ export class OrdersService {
     this.cancelled.set(order.userId, [...(this.cancelled.get(order.userId) ?? []), order]);
   }
 
+  /** Orders that lapsed unpaid, every user's. */
+  cancelledCount(): number {
+    return [...this.cancelled.values()].reduce((sum, orders) => sum + orders.length, 0);
+  }
+
   /** A user's orders that lapsed unpaid. */
   cancelledOf(userId: string): Order[] {
     return this.cancelled.get(userId) ?? [];
