@@ -5,9 +5,11 @@ import { parseStoredSpec } from './recurring.input.js';
 import { latestTick, nextTick, type TickRule } from './recurring-times.js';
 import type { WakeCommand } from './wake-ups.js';
 
-/** A tick claimed later than this, with its next tick past too, was missed while nothing ran (no
- * consumer claimed it when due): the latest tick runs in its place, once, instead of every missed
- * one. A consumer that is only slow (a busy machine) claims well within it and skips nothing. */
+/** A tick first claimed later than this, with its next tick past too, was missed while nothing
+ * ran (no consumer claimed it when due): the latest tick runs in its place, once, instead of every
+ * missed one. A consumer that is only slow (a busy machine) claims well within it and skips
+ * nothing; a tick claimed again (its consumer died before it advanced the schedule) was claimed
+ * in time once, so the ticks after it run in turn. */
 export const MISSED_AFTER_MS = 5000;
 /** Rounds of "the spec changed, compute again" one claim's ticks get; the rest come back when
  * their leases run out. */
@@ -69,7 +71,7 @@ export class RecurringTicks {
     const known = this.specs.get(name);
     if (!known) return { id, token, version: 0, next: '' as const, latest: '' as const };
     const next = nextTick(known.rule, tick);
-    const missed = next !== null && next <= now && now - tick > MISSED_AFTER_MS;
+    const missed = token === 1 && next !== null && next <= now && now - tick > MISSED_AFTER_MS;
     return { id, token, version: known.version, next: next ?? ('' as const), latest: missed ? latestTick(known.rule, now, next) : ('' as const) };
   }
 }
