@@ -71,10 +71,17 @@ async function act(resultId, call, describe) {
   await refresh();
 }
 
+/** A table cell of action buttons: empty when the dashboard is read-only. */
+const actions = (...buttons) => el('td', {}, ...(readOnly ? [] : buttons));
+/** A button that takes an action and says in `resultId` how it went (act). */
+const button = (className, label, resultId, call, describe) =>
+  el('button', { type: 'button', class: className, onclick: () => act(resultId, call, describe) }, label);
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const ago = (ms) =>
   ms < 60_000 ? `${Math.round(ms / 1000)} s ago` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min ago` : `${(ms / 3_600_000).toFixed(1)} h ago`;
 const policy = (p) => (p.limit === undefined ? 'per request' : `${p.limit} / ${p.windowMs === undefined ? '?' : `${p.windowMs} ms`}`);
+const until = (ms) =>
+  ms < 60_000 ? `${Math.max(0, Math.round(ms / 1000))} s` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`;
 const clock = (ms) => {
   const at = new Date(ms);
   return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
@@ -141,42 +148,22 @@ async function showDead(cursor) {
       el('td', { class: 'n' }, m.attempts),
       el('td', { class: 'error' }, m.error),
       el('td', { title: new Date(m.diedAt).toISOString() }, ago(now - m.diedAt)),
-      el(
-        'td',
-        {},
-        ...(readOnly
-          ? []
-          : [
-              el(
-                'button',
-                {
-                  type: 'button',
-                  class: 'retry',
-                  onclick: () =>
-                    act(
-                      'dead-result',
-                      () => post('api/dead/retry', { queue, ids: [m.id] }),
-                      (a) => `Retried ${m.id}: ${plural(a.retried, 'message')} back to scheduled.`,
-                    ),
-                },
-                'Retry',
-              ),
-              ' ',
-              el(
-                'button',
-                {
-                  type: 'button',
-                  class: 'purge danger',
-                  onclick: () =>
-                    act(
-                      'dead-result',
-                      () => post('api/dead/purge', { queue, ids: [m.id] }),
-                      (a) => `Purged ${m.id}: ${plural(a.purged, 'message')} deleted.`,
-                    ),
-                },
-                'Purge',
-              ),
-            ]),
+      actions(
+        button(
+          'retry',
+          'Retry',
+          'dead-result',
+          () => post('api/dead/retry', { queue, ids: [m.id] }),
+          (a) => `Retried ${m.id}: ${plural(a.retried, 'message')} back to scheduled.`,
+        ),
+        ' ',
+        button(
+          'purge danger',
+          'Purge',
+          'dead-result',
+          () => post('api/dead/purge', { queue, ids: [m.id] }),
+          (a) => `Purged ${m.id}: ${plural(a.purged, 'message')} deleted.`,
+        ),
       ),
     ),
   );
@@ -371,6 +358,87 @@ function showCounters(c) {
   $('counters').replaceChildren(...rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)]));
 }
 
+/** A recurring schedule's timing, as its spec says it. */
+const timing = (spec) =>
+  `${spec.cron === undefined ? `every ${spec.everyMs} ms` : `cron ${spec.cron} (${spec.tz})`}${spec.limit === undefined ? '' : `, ${spec.limit} runs at most`}`;
+
+function showSchedules(schedules, unread) {
+  markUnread('schedules-section', unread);
+  const body = $('schedules').tBodies[0];
+  if (unread !== undefined) return;
+  const now = Date.now();
+  body.replaceChildren(
+    ...schedules.map((s) =>
+      el(
+        'tr',
+        { 'data-queue': s.queue, 'data-name': s.name },
+        el('td', {}, s.queue),
+        el('td', {}, s.name),
+        el('td', {}, timing(s.spec)),
+        el(
+          'td',
+          s.nextRunAt === null ? {} : { title: new Date(s.nextRunAt).toISOString() },
+          s.nextRunAt === null ? 'none (ended)' : `${clock(s.nextRunAt)}, in ${until(s.nextRunAt - now)}`,
+        ),
+        el('td', { class: 'n' }, s.runs),
+        actions(
+          button(
+            'unschedule danger',
+            'Remove',
+            'schedules-result',
+            () => post('api/schedules/remove', { queue: s.queue, name: s.name }),
+            (a) => (a.removed ? `Removed ${s.name} of ${s.queue}, with its pending tick.` : `${s.name} of ${s.queue} was already gone.`),
+          ),
+        ),
+      ),
+    ),
+  );
+  $('no-schedules').hidden = schedules.length > 0;
+}
+
+/** Finds a message by queue and id: the sentence on where it is and why, and what it holds. */
+async function findMessage() {
+  const queue = $('find-queue').value;
+  const id = $('find-id').value;
+  const explain = $('find-explain');
+  explain.hidden = false;
+  $('find-facts').hidden = true;
+  $('find-payload').hidden = true;
+  try {
+    const found = await getJson(`api/message?queue=${encodeURIComponent(queue)}&id=${encodeURIComponent(id)}`);
+    explain.textContent = found.explain;
+    explain.className = 'result';
+    if (found.message !== null) {
+      const m = found.message;
+      $('find-facts').textContent = `${m.state}, runAt ${new Date(m.runAt).toISOString()}, ${plural(m.attempts, 'attempt')}`;
+      $('find-facts').hidden = false;
+      $('find-payload').textContent = JSON.stringify(m.payload, null, 1);
+      $('find-payload').hidden = false;
+    }
+  } catch (error) {
+    explain.textContent = `Failed: ${error.message}`;
+    explain.className = 'result failed';
+  }
+}
+
+/** A sentence per counter of the limits named so, for the key. */
+async function explainLimit() {
+  const result = $('explain-limit-result');
+  const list = $('explain-limit-sentences');
+  try {
+    const { sentences } = await getJson(
+      `api/explain-limit?name=${encodeURIComponent($('explain-name').value)}&key=${encodeURIComponent($('explain-key').value)}`,
+    );
+    result.hidden = true;
+    list.replaceChildren(...sentences.map((sentence) => el('li', {}, sentence)));
+  } catch (error) {
+    list.replaceChildren();
+    result.textContent = `Failed: ${error.message}`;
+    result.className = 'result failed';
+    result.hidden = false;
+  }
+}
+
 function showOverview(overview) {
   readOnly = overview.readOnly;
   showHealth(overview);
@@ -383,9 +451,11 @@ function showOverview(overview) {
 
 async function refresh() {
   // each answer draws its own sections: one that fails leaves the others on the page
-  const [overview, decisions] = await Promise.allSettled([getJson('api/overview'), getJson('api/decisions')]);
+  const [overview, decisions, schedules] = await Promise.allSettled([getJson('api/overview'), getJson('api/decisions'), getJson('api/schedules')]);
   if (overview.status === 'fulfilled') showOverview(overview.value);
   if (decisions.status === 'fulfilled') showDecisions(decisions.value);
+  // schedules live in Redis alone: when it cannot be read, the section says so
+  showSchedules(schedules.value, schedules.status === 'rejected' ? schedules.reason.message : undefined);
   const failed = [overview, decisions].filter((answer) => answer.status === 'rejected');
   say(failed.length === 0 ? '' : `could not load: ${failed.map((answer) => answer.reason.message).join('; ')}`, failed.length > 0);
   await showDead();
@@ -393,6 +463,14 @@ async function refresh() {
 }
 
 $('refresh').addEventListener('click', () => refresh());
+$('find-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  findMessage();
+});
+$('explain-limit-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  explainLimit();
+});
 $('retry-all').addEventListener('click', () => {
   const queue = openQueue;
   act(

@@ -73,6 +73,17 @@ try {
   await page.waitForSelector('body[data-loaded]');
   await page.click(`#queues tr[data-queue="${UNPAID_ORDER_EXPIRED}"] button`);
   await page.waitForSelector('#dead tr[data-id="o-1042"]');
+  // an operator asks why an SMS waits, and how bob's failed logins stand
+  await page.waitForSelector('#schedules tr[data-name="unpaid-summary"]');
+  const [sms] = (await queue.list('sms-reminders', { state: 'scheduled', limit: 1 })).messages;
+  await page.type('#find-queue', 'sms-reminders');
+  await page.type('#find-id', sms.id);
+  await page.click('#find-form button[type="submit"]');
+  await page.waitForSelector('#find-payload:not([hidden])');
+  await page.type('#explain-name', 'login');
+  await page.type('#explain-key', 'bob');
+  await page.click('#explain-limit-form button[type="submit"]');
+  await page.waitForSelector('#explain-limit-sentences li');
   await shoot(page, 1180, 'docs/dashboard.png');
   await shoot(page, 420, 'docs/dashboard-narrow.png');
 

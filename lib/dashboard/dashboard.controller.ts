@@ -16,7 +16,7 @@ import {
 } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
 import { DelayQueueService } from '../delay-queue/delay-queue.service.js';
-import type { DeadPage } from '../delay-queue/delay-queue.types.js';
+import type { DeadPage, QueuedMessage, ScheduleInfo } from '../delay-queue/delay-queue.types.js';
 import { SkipRateLimit } from '../rate-limit/rate-limit.decorator.js';
 import { RateLimiterService } from '../rate-limit/rate-limiter.service.js';
 import { DashboardGuard } from './dashboard.guard.js';
@@ -111,6 +111,38 @@ export function dashboardController(path: string): Type {
     @HttpCode(200)
     async purge(@Body() body: QueueAction = {}): Promise<{ purged: number }> {
       return { purged: await answered(() => this.queue.purgeDead(body.queue as string, body.ids as string[] | undefined)) };
+    }
+
+    /** Every queue's recurring schedules. */
+    @Get('api/schedules')
+    @Fresh()
+    schedules(): Promise<ScheduleInfo[]> {
+      return answered(() => this.queue.schedules());
+    }
+
+    /** `{ queue, name }`: that recurring schedule removed, with its pending tick. */
+    @Post('api/schedules/remove')
+    @Fresh()
+    @HttpCode(200)
+    async unschedule(@Body() body: { queue?: unknown; name?: unknown } = {}): Promise<{ removed: boolean }> {
+      return { removed: await answered(() => this.queue.unschedule(body.queue as string, body.name as string)) };
+    }
+
+    /** `?queue=&id=`: one message wherever it is (null when none), and why it is there. */
+    @Get('api/message')
+    @Fresh()
+    async message(@Query('queue') queue: unknown, @Query('id') id: unknown): Promise<{ message: QueuedMessage | null; explain: string }> {
+      const [message, explain] = await answered(() =>
+        Promise.all([this.queue.get(queue as string, id as string), this.queue.explain(queue as string, id as string)]),
+      );
+      return { message, explain };
+    }
+
+    /** `?name=&key=`: RateLimiterService.explain, a sentence per counter of the limits named so. */
+    @Get('api/explain-limit')
+    @Fresh()
+    async explainLimit(@Query('name') name: unknown, @Query('key') key: unknown): Promise<{ sentences: string[] }> {
+      return { sentences: await answered(() => this.limiter.explain(name as string, key as string)) };
     }
 
     /** `{ name, policy: { limit, windowMs?, key?, ttlMs? } | null, key? }`: RateLimiterService.setOverride

@@ -69,7 +69,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard with Redis do
     expect(counts['Redis down: 503 (closed)']).toBe('1');
     expect(counts['Redis up now']).toBe('no');
 
-    for (const section of ['#queues-section', '#chart-section', '#limits-section']) {
+    for (const section of ['#queues-section', '#schedules-section', '#chart-section', '#limits-section']) {
       expect(await shown(page, `${section} .unread`)).toBe(true);
       expect(await text(page, `${section} .unread`)).toMatch(/^Could not read this from Redis: /);
     }

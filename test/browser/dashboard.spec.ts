@@ -144,6 +144,69 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     expect((await hello()).status).toBe(429);
   });
 
+  it('lists recurring schedules with their timing, next run and runs, and removes one', async () => {
+    const { nextRunAt } = await target.queue.schedule('reports', 'nightly', { cron: '30 2 * * *', tz: 'America/New_York' });
+    await target.queue.schedule('reports', 'ping', { everyMs: 3_600_000, limit: 5 });
+    await page.click('#refresh');
+    const row = '#schedules tr[data-queue="reports"][data-name="nightly"]';
+    await page.waitForSelector(row);
+    const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
+    expect(cells.slice(0, 3)).toEqual(['reports', 'nightly', 'cron 30 2 * * * (America/New_York)']);
+    expect(cells[3]).toMatch(/^\d\d:\d\d, in [\d.]+ (s|min|h)$/);
+    expect(cells[4]).toBe('0');
+    expect(await page.$eval(`${row} td:nth-child(4)`, (td) => td.getAttribute('title'))).toBe(new Date(nextRunAt).toISOString());
+    expect(await text(page, '#schedules tr[data-name="ping"] td:nth-child(3)')).toBe('every 3600000 ms, 5 runs at most');
+    await page.click(`${row} button.unschedule`);
+    await until(
+      async () => (await page.$(row)) === null,
+      5000,
+      () => 'still listed',
+    );
+    expect(await text(page, '#schedules-result')).toBe('Removed nightly of reports, with its pending tick.');
+    expect((await target.queue.schedules('reports')).map((s) => s.name)).toEqual(['ping']);
+  });
+
+  it('finds a message by queue and id: where it is and why, and its payload; an unknown id says so', async () => {
+    await typeInto(page, '#find-queue', JOBS);
+    await typeInto(page, '#find-id', 'later');
+    await page.click('#find-form button[type="submit"]');
+    await until(
+      async () => (await text(page, '#find-explain')).startsWith('due in '),
+      5000,
+      () => text(page, '#find-explain'),
+    );
+    expect(await text(page, '#find-facts')).toMatch(/^scheduled, runAt \d{4}-\d\d-\d\dT[\d:.]+Z, 0 attempts$/);
+    expect(JSON.parse(await text(page, '#find-payload'))).toEqual({ order: 43 });
+    // the hostile payload of a dead message stays text
+    await typeInto(page, '#find-id', 'hostile');
+    await page.click('#find-form button[type="submit"]');
+    await until(
+      async () => (await text(page, '#find-explain')).startsWith('dead: '),
+      5000,
+      () => text(page, '#find-explain'),
+    );
+    expect(JSON.parse(await text(page, '#find-payload'))).toEqual({ html: XSS });
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
+    await typeInto(page, '#find-id', 'nope');
+    await page.click('#find-form button[type="submit"]');
+    await until(
+      async () => (await text(page, '#find-explain')).startsWith('unknown: '),
+      5000,
+      () => text(page, '#find-explain'),
+    );
+    expect(await page.$eval('#find-payload', (node) => (node as unknown as { hidden: boolean }).hidden)).toBe(true);
+  });
+
+  it('explains a limit for a key, a sentence per counter, as RateLimiterService.explain does', async () => {
+    await typeInto(page, '#explain-name', 'greetings');
+    await typeInto(page, '#explain-key', 'nobody');
+    await page.click('#explain-limit-form button[type="submit"]');
+    await page.waitForSelector('#explain-limit-sentences li');
+    const shown = await page.$$eval('#explain-limit-sentences li', (items) => items.map((li) => li.textContent));
+    expect(shown).toEqual(await target.app.get(RateLimiterService).explain('greetings', 'nobody'));
+    expect(shown[0]).toMatch(/0 of 3 used/);
+  });
+
   it('sets a per-key override with a ttl, lists it under its name, and removes it alone', async () => {
     const row = '#limits tr[data-name="greetings"]';
     const keyed = `${row} .keyed-override[data-key="tenant-x"]`;
@@ -234,6 +297,7 @@ describe('a read-only dashboard', () => {
   beforeAll(async () => {
     target = await dashboardApp('express', redis, { readOnly: true });
     await dead(target, 'stays', { order: 1 });
+    await target.queue.schedule('reports', 'nightly', { everyMs: 3_600_000 });
     await until(
       async () => (await target.queue.size(JOBS)).dead === 1,
       5000,
@@ -248,7 +312,8 @@ describe('a read-only dashboard', () => {
       await open(page, target);
       await page.click(`#queues tr[data-queue="${JOBS}"] button`);
       await page.waitForSelector('#dead tr[data-id="stays"]');
-      expect(await page.$$('#dead button, #limits button, #limits input')).toHaveLength(0);
+      await page.waitForSelector('#schedules tr[data-name="nightly"]');
+      expect(await page.$$('#dead button, #limits button, #limits input, #schedules button')).toHaveLength(0);
       expect(await page.$eval('#dead-actions', (node) => (node as unknown as { hidden: boolean }).hidden)).toBe(true);
       const answers = await page.evaluate(async (queue) => {
         const post = (path: string, body: unknown) =>
@@ -257,10 +322,12 @@ describe('a read-only dashboard', () => {
           await post('api/dead/retry', { queue }),
           await post('api/dead/purge', { queue }),
           await post('api/overrides', { name: 'greetings', policy: { limit: 9 } }),
+          await post('api/schedules/remove', { queue: 'reports', name: 'nightly' }),
         ];
       }, JOBS);
-      expect(answers).toEqual([403, 403, 403]);
+      expect(answers).toEqual([403, 403, 403, 403]);
       expect((await target.queue.size(JOBS)).dead).toBe(1);
+      expect(await target.queue.schedules('reports')).toHaveLength(1);
     } finally {
       await page.close();
     }
