@@ -4,7 +4,8 @@
 -- however often the tick is delivered, only the claim that finds it pending advances: each tick
 -- has one message. Ticks missed while nothing ran are not replayed: when the caller says so, the
 -- claimed tick is dropped (taken out of flight as an ack would) and the latest tick by now runs in
--- its place, due at once. A tick that is not its schedule's pending one (advanced by an earlier
+-- its place, due at once; unless that tick's message is there already (left by a replacement),
+-- when this one runs and advances as usual. A tick that is not its schedule's pending one (advanced by an earlier
 -- claim of it, or its schedule replaced or removed) runs and advances nothing.
 -- KEYS[1]     scheduled
 -- KEYS[2]     inFlight
@@ -40,6 +41,11 @@ local now = now_ms(ARGV[1])
 local reply = {}
 local freed = false
 
+-- whether a message of that id is scheduled or in flight
+local function queued(id)
+  return rcall('ZSCORE', KEYS[1], id) or rcall('ZSCORE', KEYS[2], id)
+end
+
 -- the tick's message, marked as its schedule's; the consumers told when it is the earliest
 local function put(name, at)
   local id = name .. '@' .. int(at)
@@ -60,8 +66,10 @@ for i = 4, #ARGV, 5 do
     current = rcall('HGET', book, 'v:' .. name)
     if current ~= version then
       verdict, spec = STALE, rcall('HGET', book, 's:' .. name)
-    elseif latest ~= '' then
-      -- missed while nothing ran: this one goes, the latest runs
+    elseif latest ~= '' and not queued(name .. '@' .. latest) then
+      -- missed while nothing ran: this one goes, the latest runs (unless the latest's message is
+      -- there already, left by a replacement: its claim may have passed without advancing, so
+      -- this one runs and advances instead, replaying the ticks between rather than stalling)
       rcall('ZREM', KEYS[2], id)
       rcall('HDEL', KEYS[4], message_fields(id))
       freed = true
