@@ -7,7 +7,7 @@ import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 import { LAUNCH_TIMEOUT_MS, launchChromium } from './browser.js';
 import { ADMIN_KEY, dashboardApp, JOBS, type DashboardApp } from './dashboard-app.js';
-import { typeInto, WAIT_MS } from './operator.js';
+import { click, typeInto, WAIT_MS } from './operator.js';
 
 // The dashboard in a real headless Chromium, on both HTTP platforms: what it shows of a seeded
 // app, and what its buttons do to the queue and the limits.
@@ -57,7 +57,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await target.queue.enqueue(JOBS, { order: 43 }, { id: 'later', delayMs: 3_600_000 });
     await until(
       async () => (await target.queue.size(JOBS)).dead === 3,
-      5000,
+      WAIT_MS,
       async () => JSON.stringify(await target.queue.size(JOBS)),
     );
     page = await adminPage();
@@ -75,7 +75,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
   });
 
   it('lists dead messages with payload, attempts and error, and renders a payload holding <script> as text', async () => {
-    await page.click(`#queues tr[data-queue="${JOBS}"] button`);
+    await click(page, `#queues tr[data-queue="${JOBS}"] button`);
     await page.waitForSelector('#dead tr[data-id="hostile"]');
     const row = await page.$$eval('#dead tr[data-id="to-retry"] td', (tds) => tds.map((td) => td.textContent));
     expect(row.slice(0, 4)).toEqual(['to-retry', JSON.stringify({ order: 41 }, null, 1), '1', 'Error: job to-retry failed <b>on purpose</b>']);
@@ -86,22 +86,22 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
 
   it('retries a dead message (it then runs) and purges another', async () => {
     target.jobs.failing.delete('to-retry');
-    await page.click('#dead tr[data-id="to-retry"] button.retry');
+    await click(page, '#dead tr[data-id="to-retry"] button.retry');
     await until(
       () => target.jobs.ran.has('to-retry'),
-      5000,
+      WAIT_MS,
       () => 'to-retry never ran',
     );
     // the page redraws after each action: wait for that before the next click
     await until(
       async () => (await page.$('#dead tr[data-id="to-retry"]')) === null,
-      5000,
+      WAIT_MS,
       () => 'to-retry still listed',
     );
-    await page.click('#dead tr[data-id="to-purge"] button.purge');
+    await click(page, '#dead tr[data-id="to-purge"] button.purge');
     await until(
       async () => (await page.$('#dead tr[data-id="to-purge"]')) === null,
-      5000,
+      WAIT_MS,
       () => 'to-purge still listed',
     );
     const left = (await target.queue.dead(JOBS)).messages.map((m) => m.id);
@@ -109,7 +109,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await page.click('#refresh');
     await until(
       async () => (await text(page, `#queues tr[data-queue="${JOBS}"] td.dead-count`)) === '1',
-      5000,
+      WAIT_MS,
       () => 'dead count not 1',
     );
   });
@@ -125,20 +125,20 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     expect(await text(page, '#charts .route[data-route="HelloController.hello"] .route-totals')).toBe('3 / 2');
 
     await typeInto(page, '#limits tr[data-name="greetings"] input[aria-label="limit of greetings"]', '10');
-    await page.click('#limits tr[data-name="greetings"] button.set-override');
+    await click(page, '#limits tr[data-name="greetings"] button.set-override');
     await until(
       async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '10 / 60000 ms',
-      5000,
+      WAIT_MS,
       () => 'override not shown',
     );
     const next = await hello();
     expect(next.status).toBe(200);
     expect(next.headers.get('x-ratelimit-limit')).toBe('10');
 
-    await page.click('#limits tr[data-name="greetings"] button.remove-override');
+    await click(page, '#limits tr[data-name="greetings"] button.remove-override');
     await until(
       async () => (await text(page, '#limits tr[data-name="greetings"] td.override')) === '—',
-      5000,
+      WAIT_MS,
       () => 'override not removed',
     );
     expect((await hello()).status).toBe(429);
@@ -156,10 +156,10 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     expect(cells[4]).toBe('0');
     expect(await page.$eval(`${row} td:nth-child(4)`, (td) => td.getAttribute('title'))).toBe(new Date(nextRunAt).toISOString());
     expect(await text(page, '#schedules tr[data-name="ping"] td:nth-child(3)')).toBe('every 3600000 ms, 5 runs at most');
-    await page.click(`${row} button.unschedule`);
+    await click(page, `${row} button.unschedule`);
     await until(
       async () => (await page.$(row)) === null,
-      5000,
+      WAIT_MS,
       () => 'still listed',
     );
     expect(await text(page, '#schedules-result')).toBe('Removed nightly of reports, with its pending tick.');
@@ -172,7 +172,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await page.click('#find-form button[type="submit"]');
     await until(
       async () => (await text(page, '#find-explain')).startsWith('due in '),
-      5000,
+      WAIT_MS,
       () => text(page, '#find-explain'),
     );
     expect(await text(page, '#find-facts')).toMatch(/^scheduled, runAt \d{4}-\d\d-\d\dT[\d:.]+Z, 0 attempts$/);
@@ -182,7 +182,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await page.click('#find-form button[type="submit"]');
     await until(
       async () => (await text(page, '#find-explain')).startsWith('dead: '),
-      5000,
+      WAIT_MS,
       () => text(page, '#find-explain'),
     );
     expect(JSON.parse(await text(page, '#find-payload'))).toEqual({ html: XSS });
@@ -191,7 +191,7 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await page.click('#find-form button[type="submit"]');
     await until(
       async () => (await text(page, '#find-explain')).startsWith('unknown: '),
-      5000,
+      WAIT_MS,
       () => text(page, '#find-explain'),
     );
     expect(await page.$eval('#find-payload', (node) => (node as unknown as { hidden: boolean }).hidden)).toBe(true);
@@ -213,19 +213,19 @@ describe.each<HttpPlatform>(['express', 'fastify'])('the dashboard on %s', (plat
     await typeInto(page, `${row} input[aria-label="limit of greetings"]`, '4');
     await typeInto(page, `${row} input[aria-label="key of greetings"]`, 'tenant-x');
     await typeInto(page, `${row} input[aria-label="ttl of greetings"]`, '600000');
-    await page.click(`${row} button.set-override`);
+    await click(page, `${row} button.set-override`);
     await until(
       async () => (await page.$(keyed)) !== null,
-      5000,
+      WAIT_MS,
       () => 'per-key override not shown',
     );
     expect(await text(page, keyed)).toMatch(/^tenant-x: 4 \/ 60000 ms until \d\d:\d\d Remove$/);
     // the name itself has none
     expect(await page.$eval(`${row} td.override`, (node) => node.firstChild?.textContent)).toBe('—');
-    await page.click(`${keyed} button.remove-keyed-override`);
+    await click(page, `${keyed} button.remove-keyed-override`);
     await until(
       async () => (await page.$(keyed)) === null,
-      5000,
+      WAIT_MS,
       () => 'per-key override not removed',
     );
   });
@@ -306,7 +306,7 @@ describe('a read-only dashboard', () => {
     await target.queue.schedule('reports', 'nightly', { everyMs: 3_600_000 });
     await until(
       async () => (await target.queue.size(JOBS)).dead === 1,
-      5000,
+      WAIT_MS,
       () => 'not dead',
     );
   });
@@ -316,7 +316,7 @@ describe('a read-only dashboard', () => {
     const page = await adminPage();
     try {
       await open(page, target);
-      await page.click(`#queues tr[data-queue="${JOBS}"] button`);
+      await click(page, `#queues tr[data-queue="${JOBS}"] button`);
       await page.waitForSelector('#dead tr[data-id="stays"]');
       await page.waitForSelector('#schedules tr[data-name="nightly"]');
       expect(await page.$$('#dead button, #limits button, #limits input, #schedules button')).toHaveLength(0);
