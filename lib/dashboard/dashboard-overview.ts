@@ -54,7 +54,7 @@ export class DashboardOverviewReader {
 
   async read(): Promise<DashboardOverview> {
     // each part on its own: an operator opens this in an incident, when Redis may be the incident
-    const [redis, queues, overrides] = await Promise.all([redisHealth(this.redis), settle(this.queues()), settle(this.limiter.overrides())]);
+    const [redis, queues, overrides] = await Promise.all([redisHealth(this.redis), captured(this.queues()), captured(this.limiter.overrides())]);
     const {
       decisions,
       refusalCacheHits,
@@ -102,7 +102,7 @@ export class DashboardOverviewReader {
 }
 
 /** A read's value, or why it failed. */
-async function settle<T>(read: Promise<T>): Promise<{ value?: T; error?: string }> {
+async function captured<T>(read: Promise<T>): Promise<{ value?: T; error?: string }> {
   try {
     return { value: await read };
   } catch (error) {

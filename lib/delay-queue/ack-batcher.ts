@@ -16,7 +16,7 @@ export interface AckBatcherDeps {
 
 /**
  * Acknowledges a consumer's handled messages: in one call per turn of the event loop, retried
- * while their leases last when a call fails, each settled as the claim it is at reply time.
+ * while their leases last when a call fails, each recorded as the claim it is at reply time.
  */
 export class AckBatcher {
   private acks: Lease[] = [];

@@ -14,6 +14,7 @@ import { RecurringTicks } from './recurring-ticks.js';
 import { Admission, type SlotKeys, type Verdict } from './admission.js';
 import { AckBatcher } from './ack-batcher.js';
 import { WakeSchedule } from './wake-schedule.js';
+import { isTick, type MessageSources } from './message-sources.js';
 import type { WakeCommand } from './wake-ups.js';
 import { describeValue, numberError } from '../validation.js';
 
@@ -34,10 +35,6 @@ const DEAD_TRIM_BATCH = 1000;
  * itself, or an AbortError (what fetch, timers and streams reject with). */
 const gaveUp = (error: unknown, reason: Error): boolean => error === reason || (error instanceof Error && error.name === 'AbortError');
 
-/** Done to a handled message, or one about to die, before its outcome is recorded: resolves how
- * long (ms) to hold it first; undefined when there is nothing to do. It never rejects. */
-export type MessageSettler = (message: DelayedMessage) => Promise<number> | undefined;
-
 export interface ConsumerDeps {
   redis: RedisConnection;
   queue: string;
@@ -46,7 +43,8 @@ export interface ConsumerDeps {
    * global concurrency leaves them for whatever frees a slot to wake us (free-slot.lua). */
   wakeUp: { channel: string; command: () => WakeCommand | Promise<WakeCommand> };
   handler: DelayedHandler;
-  settle: MessageSettler;
+  /** The library's own messages' sources (MessageSources): asked before such an outcome is recorded. */
+  sources: MessageSources;
   options: ResolvedConsumeOptions;
   /** What the dead set keeps (module option `delayQueue`). */
   dead: Required<DelayQueueOptions>;
@@ -71,8 +69,11 @@ export class Consumer implements DelayQueueConsumer {
   private again = false;
   private stopped = false;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Handled messages held before their ack (MessageSettler): leased, but no handler's room. */
-  private readonly holding = new Set<Promise<void>>();
+  /** Outcomes waiting to be recorded outside any handler's room (a source asked for time, or a
+   * poison message dying): their messages stay leased meanwhile. */
+  private readonly recording = new Set<Promise<void>>();
+  /** Each delivered message's source, as its claim gave it ('' for a user's message). */
+  private readonly sourceOf = new WeakMap<DelayedMessage, string>();
   /** Every message this consumer holds, renewed until its outcome is recorded. */
   private readonly leases: LeaseRenewer;
   /** Handled messages to acknowledge. */
@@ -163,7 +164,7 @@ export class Consumer implements DelayQueueConsumer {
     this.schedule.stop();
     this.deps.onStop(this);
     for (const controller of this.running.values()) controller.abort(this.stopping);
-    const finishing = Promise.allSettled([...this.inFlight]).then(() => Promise.allSettled([...this.holding]));
+    const finishing = Promise.allSettled([...this.inFlight]).then(() => Promise.allSettled([...this.recording]));
     await Promise.race([finishing, sleep(timeoutMs, undefined, { ref: false })]);
     await this.acks.flush();
     // a stopped consumer retries and renews no more: its connection is about to close
@@ -238,16 +239,16 @@ export class Consumer implements DelayQueueConsumer {
     const fresh: DelayedMessage[] = [];
     const tokens: number[] = [];
     const ticks = await this.advanceSchedules(messages, now);
-    for (const { id, payload, runAt, attempt, token, fence, schedule } of messages) {
+    for (const { id, payload, runAt, attempt, token, fence, source } of messages) {
       const held = this.leases.get(id);
       // a tick whose schedule did not advance here: dropped for a later tick, or back later
-      if (schedule !== '' && !held && !ticks.has(id)) continue;
+      if (isTick(source) && !held && !ticks.has(id)) continue;
       if (held && !held.failing) {
         // its lease ran out (a renewal came late) and our own claim took it back: the handler
-        // still running here (or its ack on the way) settles the new claim, rather than a second
-        // one beside it. A failure being recorded is done with the message: its retry (due at
-        // once with no backoff, its reply read in the same tick as this claim's) is a delivery
-        // of its own, and its lease replaces the failing one.
+        // still running here (or its ack on the way) records the new claim's outcome, rather
+        // than a second one beside it. A failure being recorded is done with the message: its
+        // retry (due at once with no backoff, its reply read in the same tick as this claim's)
+        // is a delivery of its own, and its lease replaces the failing one.
         Object.assign(held, { token, attempt, leasedUntil });
         continue;
       }
@@ -259,17 +260,19 @@ export class Consumer implements DelayQueueConsumer {
         this.leases.hold(lease);
         // held like a handled message, so stop() waits for its death to be recorded
         const poison = { id, queue: this.deps.queue, payload: null, runAt, attempt, signal: new AbortController().signal, fence };
-        const dying: Promise<void> = this.fail(poison, lease, parsed, true).finally(() => this.holding.delete(dying));
-        this.holding.add(dying);
+        this.sourceOf.set(poison, source);
+        const dying: Promise<void> = this.fail(poison, lease, parsed, true).finally(() => this.recording.delete(dying));
+        this.recording.add(dying);
         continue;
       }
       const controller = new AbortController();
       const message = { id, queue: this.deps.queue, payload: parsed.payload, runAt, attempt, signal: controller.signal, fence };
       this.controllers.set(message, controller);
+      this.sourceOf.set(message, source);
       fresh.push(message);
       tokens.push(token);
     }
-    const start = (verdicts: Verdict[] | undefined) => this.settle(fresh, tokens, verdicts, leasedUntil);
+    const start = (verdicts: Verdict[] | undefined) => this.dispatch(fresh, tokens, verdicts, leasedUntil);
     if (!this.admission || fresh.length === 0) return start(undefined);
     // refused by Redis, admission leaves the leases to run out: the messages come back then, and
     // those claims count as no attempt
@@ -281,7 +284,7 @@ export class Consumer implements DelayQueueConsumer {
    * (RecurringTicks). Redis failing, none runs: their leases run out and they come back.
    */
   private async advanceSchedules(messages: readonly DelayQueueClaimMessageReply[], now: number): Promise<Set<string>> {
-    const ticks = messages.filter((m) => m.schedule !== '' && !this.leases.get(m.id));
+    const ticks = messages.filter((m) => isTick(m.source) && !this.leases.get(m.id));
     if (ticks.length === 0) return new Set();
     try {
       return await this.recurring.advance(now, ticks);
@@ -293,7 +296,7 @@ export class Consumer implements DelayQueueConsumer {
   }
 
   /** Runs, defers or fails each claimed message as admission decided (all start without it). */
-  private settle(messages: DelayedMessage[], tokens: number[], verdicts: Verdict[] | undefined, leasedUntil: number): void {
+  private dispatch(messages: DelayedMessage[], tokens: number[], verdicts: Verdict[] | undefined, leasedUntil: number): void {
     messages.forEach((message, i) => {
       const verdict: Verdict = verdicts?.[i] ?? { kind: 'start' };
       const lease = { id: message.id, token: tokens[i]!, attempt: message.attempt, leasedUntil };
@@ -337,8 +340,8 @@ export class Consumer implements DelayQueueConsumer {
         // another claim holds the message: this outcome is not its to record
       } else if (outcome.ok) {
         events.queue({ type: 'redis-limit.queue.handled', queue, id, attempt });
-        const holdMs = (await this.deps.settle(message)) ?? 0;
-        if (holdMs > 0) this.hold(lease, holdMs);
+        const waitMs = await this.beforeOutcome(message);
+        if (waitMs > 0) this.ackAfter(lease, waitMs);
         else this.acks.ack(lease);
       } else if (controller.signal.reason === this.stopping && !outcome.timedOut && gaveUp(outcome.error, this.stopping)) {
         // asked to stop, it stopped: back now, no attempt
@@ -403,13 +406,19 @@ export class Consumer implements DelayQueueConsumer {
     );
   }
 
+  /** What the source of `message`, if the library made it, asks before its outcome is
+   * recorded: ms to wait (MessageSource). */
+  private async beforeOutcome(message: DelayedMessage): Promise<number> {
+    return (await this.deps.sources.beforeOutcome(this.sourceOf.get(message) ?? '', message)) ?? 0;
+  }
+
   /** Acknowledges a handled message after `ms`; its lease is renewed meanwhile. */
-  private hold(lease: Lease, ms: number): void {
-    const held: Promise<void> = sleep(ms).then(() => {
-      this.holding.delete(held);
+  private ackAfter(lease: Lease, ms: number): void {
+    const acking: Promise<void> = sleep(ms).then(() => {
+      this.recording.delete(acking);
       this.acks.ack(lease);
     });
-    this.holding.add(held);
+    this.recording.add(acking);
   }
 
   /**
@@ -425,9 +434,9 @@ export class Consumer implements DelayQueueConsumer {
     lease.failing = true;
     try {
       if (dies(lease.attempt)) {
-        // a dead message is enqueued afresh by a late enqueue: hold it as a handled one
-        const holdMs = (await this.deps.settle(message)) ?? 0;
-        if (holdMs > 0) await sleep(holdMs);
+        // a dead message is enqueued afresh by a late enqueue: wait as for a handled one
+        const waitMs = await this.beforeOutcome(message);
+        if (waitMs > 0) await sleep(waitMs);
       }
       const { attempt, token } = lease;
       const backoffMs = dies(attempt) ? -1 : failureDelayMs(attempt, error, options, this.reportBackoff);

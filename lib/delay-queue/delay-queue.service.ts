@@ -3,7 +3,8 @@ import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/comm
 import { assertMetricPrefix, PROMETHEUS_PREFIX } from '../observability/prometheus.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
-import { Consumer, type MessageSettler } from './consumer.js';
+import { Consumer } from './consumer.js';
+import { MessageSources, sourceTag, type MessageSource, type SourceEnqueue } from './message-sources.js';
 import { DeadLetters } from './dead-letters.js';
 import { resolveDeadIds, resolveDeadPage, resolveListPage } from './dead-letters.input.js';
 import { assertEnqueueOptions, assertName, DELAY_QUEUE_OPTIONS, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
@@ -66,7 +67,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   private readonly deadLetters: DeadLetters;
   private readonly inspector: MessageInspector;
   private readonly recurring: RecurringSchedules;
-  private settler: MessageSettler | undefined;
+  private readonly sources = new MessageSources();
 
   constructor(
     @Inject(RedisConnection) private readonly redis: RedisConnection,
@@ -84,11 +85,13 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   }
 
   /**
-   * @internal ExpiringHashService's hook, not API: what its expiry notifications need done once
-   * handled, or given up on, before their outcome is recorded (ExpiryNotifier.settle).
+   * @internal The port for a part of the library whose messages ride the queue (ExpiringHash's
+   * expiry notifications), not API: registers what it needs done before such a message's outcome
+   * is recorded, and returns how it enqueues them, marked as its own.
    */
-  settleWith(settler: MessageSettler): void {
-    this.settler = settler;
+  source(kind: string, source: MessageSource): SourceEnqueue {
+    this.sources.register(kind, source);
+    return (queue, payload, id, ref) => this.send(queue, payload, { id }, sourceTag(kind, ref));
   }
 
   /**
@@ -117,13 +120,18 @@ export class DelayQueueService implements BeforeApplicationShutdown {
    * ```
    */
   async enqueue<T>(queue: string, payload: T, opts: EnqueueOptions = {}): Promise<string> {
+    return this.send(queue, payload, opts, '');
+  }
+
+  /** enqueue, for a user's message (`source` '') or one of the library's own (MessageSource). */
+  private async send(queue: string, payload: unknown, opts: EnqueueOptions, source: string): Promise<string> {
     assertName(queue, 'queue');
     assertEnqueueOptions(opts);
     const json = serializePayload(payload);
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const id = opts.id ?? randomUUID();
     const publish = await this.wakeUps.publishCommand();
-    const args = { id, payload: json, runAt, delayMs, wakeChannel: this.wakeUps.channel(queue), publish };
+    const args = { id, payload: json, runAt, delayMs, wakeChannel: this.wakeUps.channel(queue), publish, source };
     const [{ status, runAt: due }] = await Promise.all([
       this.redis.scripts.call('queueEnqueue', { keys: this.keys(queue), args }),
       this.registry.register(queue),
@@ -513,7 +521,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       keys: this.keys(queue),
       wakeUp: { channel: this.wakeUps.channel(queue), command: () => this.wakeUps.publishCommand() },
       handler: handler as DelayedHandler,
-      settle: (message) => this.settler?.(message),
+      sources: this.sources,
       options,
       dead: this.deadRetention,
       onStop: (stopped) => this.forget(queue, stopped),

@@ -16,7 +16,7 @@ export interface Lease {
   /** Local ms by which the lease surely runs out (from the last claim or renewal that set it). */
   leasedUntil: number;
   /** Set once its failure (or RetryLater) is being recorded: a claim of the message from then on
-   * is a delivery of its own, not this lease's to settle. */
+   * is a delivery of its own, not this lease's to record. */
   failing?: boolean;
 }
 
@@ -52,6 +52,7 @@ export class LeaseRenewer {
     return this.held.get(id);
   }
 
+  /** This consumer holds `lease` now: it is renewed until released. */
   hold(lease: Lease): void {
     this.held.set(lease.id, lease);
     this.arm();

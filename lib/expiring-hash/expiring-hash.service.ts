@@ -58,7 +58,6 @@ export class ExpiringHashService implements BeforeApplicationShutdown {
     this.keys = new ExpiringHashKeys(redis.keys, sweepShards);
     this.paths = new WritePaths(redis, mode, this.keys.hash('hsetex-probe').hash);
     const notifier = new ExpiryNotifier(redis, this.keys, queues);
-    queues.settleWith((message) => notifier.settle(message));
     this.sweeper = new ExpiringHashSweeper(redis, this.keys, notifier, sweepIntervalMs);
     // a process that does not sweep delivers no notification, 0.1's included
     if (sweepIntervalMs > 0) this.legacyTimers = new LegacyTimers(queues, redis, sweepShards, (key, at) => this.registry(key, { at, hold: '0' }));

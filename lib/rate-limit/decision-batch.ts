@@ -50,13 +50,13 @@ export class DecisionBatcher {
     for (const pending of batch) states.push(...pending.keys);
     // each pending stack is its own row of the call: nothing is copied
     this.scripts.call('rateLimitDecide', { keys: { states }, args: { now, stacks: batch } }).then(
-      ({ stacks }) => stacks.forEach((stack, i) => settle(stack, batch[i]!)),
+      ({ stacks }) => stacks.forEach((stack, i) => resolveStack(stack, batch[i]!)),
       (error: unknown) => batch.forEach((pending) => pending.reject(error)),
     );
   }
 }
 
-function settle(stack: RateLimitDecideStackReply, pending: Pending): void {
+function resolveStack(stack: RateLimitDecideStackReply, pending: Pending): void {
   if (stack.verdict === RateLimitReply.STACK_FAILED) pending.reject(replyFailure('rateLimitDecide', new Error(stack.error)));
   else pending.resolve(stack);
 }

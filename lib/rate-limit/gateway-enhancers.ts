@@ -22,7 +22,7 @@ const ATTACHED = Symbol('nest-redis-limit gateway enhancer');
  * (it decides as the app's global RateLimitGuard would, see GatewayDefaultLimitsGuard), the
  * interceptor after them. It runs when the module's providers are created, before `app.init()`
  * connects the gateways. On Nest 12 the global ones run first and decide; these then find the
- * message decided (a request is decided once) and its outcome settled.
+ * message decided (a request is decided once) and its outcome judged.
  *
  * A gateway class shared by two apps in one process (tests) serves the app built last.
  */

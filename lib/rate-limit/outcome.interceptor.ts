@@ -1,6 +1,6 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { defer, tap, type Observable } from 'rxjs';
-import { handlerOutcome, pendingOutcome, settle } from './outcome.js';
+import { handlerOutcome, judgeOutcome, pendingOutcome } from './outcome.js';
 import { transportOf } from '../transports/transport.adapter.js';
 
 /**
@@ -27,7 +27,7 @@ export class OutcomeInterceptor implements NestInterceptor {
           outcome.error = error;
         },
         finalize: () => {
-          if (outcome.byHandler) void settle(outcome, handlerOutcome(outcome.error, threw));
+          if (outcome.byHandler) void judgeOutcome(outcome, handlerOutcome(outcome.error, threw));
         },
       }),
     );

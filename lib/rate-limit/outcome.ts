@@ -14,7 +14,7 @@ interface CountedLimit {
   at: string;
 }
 
-/** A request's limits with countIf, until its outcome is known; settled once. */
+/** A request's limits with countIf, until its outcome is known; judged once. */
 interface PendingOutcome {
   ctx: ExecutionContext;
   route: string;
@@ -23,9 +23,10 @@ interface PendingOutcome {
   log: RouteLog;
   /** What the handler threw, seen by OutcomeInterceptor. */
   error?: unknown;
-  /** Settled by OutcomeInterceptor at the handler's end: no response to watch. */
+  /** Judged by OutcomeInterceptor at the handler's end: no response to watch. */
   byHandler: boolean;
-  settled: boolean;
+  /** Its countIfs have been asked (judgeOutcome runs once). */
+  judged: boolean;
 }
 
 // by the request as the guard remembers it (GraphQL: the field resolution's `info`; WebSocket and
@@ -94,11 +95,11 @@ export class Outcomes {
   private watch({ ctx, route, req, res }: Decided, limits: CountedLimit[]): void {
     const raw = ctx.getType() === 'http' ? rawResponse(res) : undefined;
     const refund = (limit: CheckedLimit, grantId: string) => this.engine.refund(limit, grantId, undefined);
-    const outcome: PendingOutcome = { ctx, route, limits, refund, log: this.log, byHandler: raw === undefined, settled: false };
+    const outcome: PendingOutcome = { ctx, route, limits, refund, log: this.log, byHandler: raw === undefined, judged: false };
     pending.set(req, outcome);
     // 'close' follows 'finish'; without it the client went away mid-request, the handler may
     // still run, and there is no outcome to judge by: the charge stands
-    raw?.once('close', () => void settle(outcome, raw.writableFinished ? { statusCode: raw.statusCode, ...errorOf(outcome) } : undefined));
+    raw?.once('close', () => void judgeOutcome(outcome, raw.writableFinished ? { statusCode: raw.statusCode, ...errorOf(outcome) } : undefined));
   }
 }
 
@@ -126,9 +127,9 @@ export function pendingOutcome(req: object): PendingOutcome | undefined {
  * `outcome` undefined: none to judge by, every charge stands. A countIf that throws or answers
  * something else than a boolean is logged; its charge stands.
  */
-export async function settle(pending: PendingOutcome, outcome: RequestOutcome | undefined): Promise<void> {
-  if (pending.settled) return;
-  pending.settled = true;
+export async function judgeOutcome(pending: PendingOutcome, outcome: RequestOutcome | undefined): Promise<void> {
+  if (pending.judged) return;
+  pending.judged = true;
   if (outcome === undefined) return;
   const refunds = pending.limits.map(async ({ limit, grantId, countIf, at }) => {
     let counts: unknown;

@@ -89,7 +89,7 @@ const DELAY_QUEUE_CANCEL: ScriptBinding<DelayQueueCancelCall, DelayQueueCancelRe
 // delay-queue/claim.lua
 /** delay-queue/claim.lua: KEYS, by name. */ export interface DelayQueueClaimKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> visibility deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; /** hash: see message-fields.lua; 'w' while a consumer waits for a free slot; 'f' the queue's claims so far (each claim's fence) */ readonly data: string; }
 /** delay-queue/claim.lua: ARGV, by name. */ export interface DelayQueueClaimArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** at most this many messages */ readonly count: number; /** visibility timeout: unacknowledged by then, a message is delivered again */ readonly visibilityMs: number; /** dead messages that died longer ago are deleted here too, so they go even when nothing dies again; '' for none */ readonly deadRetentionMs?: number | ''; /** with deadRetentionMs: dead messages deleted at most per call */ readonly deadTrimBatch?: number | ''; /** messages in flight at most, across every consumer; the in-flight set holds every live lease, and a dead consumer's leases expire, so its share comes back after its visibility timeout; '' for none */ readonly globalConcurrency?: number | ''; /** '1' when the claim is for a rate-limited consumer: each message is marked pending ('u:'..id) until admit.lua starts or defers it; a lease that runs out still pending is counted as no attempt ('d:'..id), as its handler never ran */ readonly rateLimited?: '1' | ''; /** with globalConcurrency: the queue's wake-up channel; a claim that leaves due messages because the queue is full records it and the publish command in 'w', and the first script that frees a slot publishes there (free-slot.lua) */ readonly wakeChannel?: string; /** with wakeChannel: its publish command */ readonly publish?: 'PUBLISH' | 'SPUBLISH'; }
-/** seven per claimed message */ export interface DelayQueueClaimMessageReply { readonly id: string; readonly payload: string; readonly runAt: number; /** 1 on first delivery */ readonly attempt: number; /** the lease token */ readonly token: number; /** the queue's claim count at this claim: it grows with every claim and never repeats, whatever becomes of the id (unlike the token, which starts over when an acknowledged id is enqueued again) */ readonly fence: number; /** the recurring schedule whose tick it is, or '': the consumer advances that schedule (recurring-advance.lua) before it runs */ readonly schedule: string; }
+/** seven per claimed message */ export interface DelayQueueClaimMessageReply { readonly id: string; readonly payload: string; readonly runAt: number; /** 1 on first delivery */ readonly attempt: number; /** the lease token */ readonly token: number; /** the queue's claim count at this claim: it grows with every claim and never repeats, whatever becomes of the id (unlike the token, which starts over when an acknowledged id is enqueued again) */ readonly fence: number; /** '<kind> <ref>' for a message the library made, or '' for a user's (message-fields.lua's 't:'): a tick's schedule is advanced (recurring-advance.lua) before it runs */ readonly source: string; }
 /** delay-queue/claim.lua: its reply, by name. */ export interface DelayQueueClaimReply { readonly now: number; /** the next time a claim may find work: a scheduled runAt or a lease deadline, or, when the queue is full, the earliest lease deadline (when a dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is empty */ readonly next: number; /** seven per claimed message */ readonly messages: readonly DelayQueueClaimMessageReply[]; }
 /** Claim due messages for one consumer, after returning expired leases (their consumer died). */ export interface DelayQueueClaimCall { readonly keys: DelayQueueClaimKeys; readonly args: DelayQueueClaimArgs; }
 /** delay-queue/claim.lua: values per message in its reply. */ export const DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS = 7;
@@ -105,7 +105,7 @@ const DELAY_QUEUE_CLAIM: ScriptBinding<DelayQueueClaimCall, DelayQueueClaimReply
   decode: (reply) => {
     const r = list(reply, "delay-queue/claim.lua");
     const messages: DelayQueueClaimMessageReply[] = [];
-    for (let at = 2; at < r.length; at += DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), payload: String(r[at + 1]), runAt: Number(r[at + 2]), attempt: Number(r[at + 3]), token: Number(r[at + 4]), fence: Number(r[at + 5]), schedule: String(r[at + 6]) });
+    for (let at = 2; at < r.length; at += DELAY_QUEUE_CLAIM_REPLY_MESSAGE_FIELDS) messages.push({ id: String(r[at]), payload: String(r[at + 1]), runAt: Number(r[at + 2]), attempt: Number(r[at + 3]), token: Number(r[at + 4]), fence: Number(r[at + 5]), source: String(r[at + 6]) });
     return { now: Number(r[0]), next: Number(r[1]), messages };
   },
 };
@@ -135,10 +135,10 @@ const DELAY_QUEUE_ENQUEUE_MANY: ScriptBinding<DelayQueueEnqueueManyCall, DelayQu
 
 // delay-queue/enqueue.lua
 /** delay-queue/enqueue.lua: KEYS, by name. */ export interface DelayQueueEnqueueKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** zset: id -> visibility deadline ms */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; /** hash: 'p:'..id -> payload JSON, 'a:'..id -> deliveries so far, 'e:'..id -> last error */ readonly data: string; }
-/** delay-queue/enqueue.lua: ARGV, by name. */ export interface DelayQueueEnqueueArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; readonly payload: string; /** in ms, or '' to use now + delayMs */ readonly runAt: number | ''; /** when runAt is '' */ readonly delayMs: number; /** told the new runAt when it becomes the queue's earliest */ readonly wakeChannel: string; /** SPUBLISH on a cluster (the channel shares the queue's slot) */ readonly publish: 'PUBLISH' | 'SPUBLISH'; }
+/** delay-queue/enqueue.lua: ARGV, by name. */ export interface DelayQueueEnqueueArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; readonly id: string; readonly payload: string; /** in ms, or '' to use now + delayMs */ readonly runAt: number | ''; /** when runAt is '' */ readonly delayMs: number; /** told the new runAt when it becomes the queue's earliest */ readonly wakeChannel: string; /** SPUBLISH on a cluster (the channel shares the queue's slot) */ readonly publish: 'PUBLISH' | 'SPUBLISH'; /** '<kind> <ref>' when a part of the library enqueues a message of its own (message-fields.lua's 't:'); '' for a user's message */ readonly source?: string; }
 /** delay-queue/enqueue.lua: its reply, by name. */ export interface DelayQueueEnqueueReply { /** ALREADY_QUEUED if the id was already scheduled or in flight (replies.lua) */ readonly status: 1 | 0; readonly runAt: number; }
 /** Schedule a message, unless its id is already scheduled or in flight. */ export interface DelayQueueEnqueueCall { readonly keys: DelayQueueEnqueueKeys; readonly args: DelayQueueEnqueueArgs; }
-const DELAY_QUEUE_ENQUEUE: ScriptBinding<DelayQueueEnqueueCall, DelayQueueEnqueueReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.id, args.payload, args.runAt, args.delayMs, args.wakeChannel, args.publish], decode: (reply) => { const r = list(reply, "delay-queue/enqueue.lua"); return { status: Number(r[0]) as 1 | 0, runAt: Number(r[1]) }; } };
+const DELAY_QUEUE_ENQUEUE: ScriptBinding<DelayQueueEnqueueCall, DelayQueueEnqueueReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.id, args.payload, args.runAt, args.delayMs, args.wakeChannel, args.publish, args.source ?? ''], decode: (reply) => { const r = list(reply, "delay-queue/enqueue.lua"); return { status: Number(r[0]) as 1 | 0, runAt: Number(r[1]) }; } };
 
 // delay-queue/fail.lua
 /** delay-queue/fail.lua: KEYS, by name. */ export interface DelayQueueFailKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; /** zset: id -> ms it died */ readonly dead: string; readonly data: string; }
@@ -303,6 +303,13 @@ const EXPIRING_HASH_COUNT: ScriptBinding<ExpiringHashCountCall, ExpiringHashCoun
 /** Delete fields; an expired field is removed too but not counted. */ export interface ExpiringHashDeleteCall { readonly keys: ExpiringHashDeleteKeys; readonly args: ExpiringHashDeleteArgs; }
 const EXPIRING_HASH_DELETE: ScriptBinding<ExpiringHashDeleteCall, ExpiringHashDeleteReply> = { encode: ({ keys, args }) => [keys.hash, keys.index, keys.outbox, args.now ?? '', ...args.fields], decode: (reply) => Number(reply) };
 
+// expiring-hash/disarm-handled.lua
+/** expiring-hash/disarm-handled.lua: KEYS, by name. */ export interface ExpiringHashDisarmHandledKeys { /** the hash (unused) */ readonly hash: string; /** its bucket index (unused) */ readonly index: string; /** its armed expiry notifications */ readonly outbox: string; }
+/** expiring-hash/disarm-handled.lua: ARGV, by name. */ export interface ExpiringHashDisarmHandledArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the notification's name ("<expiry>:<field>") */ readonly name: string; /** how long after a handover its enqueue may still land */ readonly graceMs: number; }
+/** expiring-hash/disarm-handled.lua: ms to wait before the outcome is recorded (the message stays leased): 0 unless it was handed over more than once and the last handover is recent */ export type ExpiringHashDisarmHandledReply = number;
+/** Disarm an expiry notification its consumer has handled (or given up on), before the outcome is recorded, so no later sweep hands it over again; and say how long to wait before recording it, when a second handover's enqueue may still be on its way (it must find the message still queued, or it would enqueue it afresh). */ export interface ExpiringHashDisarmHandledCall { readonly keys: ExpiringHashDisarmHandledKeys; readonly args: ExpiringHashDisarmHandledArgs; }
+const EXPIRING_HASH_DISARM_HANDLED: ScriptBinding<ExpiringHashDisarmHandledCall, ExpiringHashDisarmHandledReply> = { encode: ({ keys, args }) => [keys.hash, keys.index, keys.outbox, args.now ?? '', args.name, args.graceMs], decode: (reply) => Number(reply) };
+
 // expiring-hash/entries.lua
 /** expiring-hash/entries.lua: KEYS, by name. */ export interface ExpiringHashEntriesKeys { /** the hash */ readonly hash: string; /** its bucket index (unused) */ readonly index: string; /** its armed expiry notifications (unused) */ readonly outbox: string; }
 /** expiring-hash/entries.lua: ARGV, by name. */ export interface ExpiringHashEntriesArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; }
@@ -402,19 +409,12 @@ const EXPIRING_HASH_SET: ScriptBinding<ExpiringHashSetCall, ExpiringHashSetReply
   decode: (reply) => { const r = list(reply, "expiring-hash/set.lua"); return { verdict: Number(r[0]) as 1 | 0 | -1 | -2, count: Number(r[1]), oldestMs: Number(r[2]), newestMs: Number(r[3]), registerAt: Number(r[4]), notifyAt: Number(r[5]) }; },
 };
 
-// expiring-hash/settle.lua
-/** expiring-hash/settle.lua: KEYS, by name. */ export interface ExpiringHashSettleKeys { /** the hash (unused) */ readonly hash: string; /** its bucket index (unused) */ readonly index: string; /** its armed expiry notifications */ readonly outbox: string; }
-/** expiring-hash/settle.lua: ARGV, by name. */ export interface ExpiringHashSettleArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the notification's name ("<expiry>:<field>") */ readonly name: string; /** how long after a handover its enqueue may still land */ readonly graceMs: number; }
-/** expiring-hash/settle.lua: ms to hold the message before acknowledging it: 0 unless it was handed over more than once and the last handover is recent */ export type ExpiringHashSettleReply = number;
-/** Settle an expiry notification its consumer has handled (or given up on), before the message is acknowledged: disarm it, so no later sweep hands it over again, and say how long to hold the message first, when a second handover's enqueue may still be on its way (it must find the message still queued, or it would enqueue it afresh). */ export interface ExpiringHashSettleCall { readonly keys: ExpiringHashSettleKeys; readonly args: ExpiringHashSettleArgs; }
-const EXPIRING_HASH_SETTLE: ScriptBinding<ExpiringHashSettleCall, ExpiringHashSettleReply> = { encode: ({ keys, args }) => [keys.hash, keys.index, keys.outbox, args.now ?? '', args.name, args.graceMs], decode: (reply) => Number(reply) };
-
 // expiring-hash/sweep.lua
 /** expiring-hash/sweep.lua: KEYS, by name. */ export interface ExpiringHashSweepKeys { /** the hash */ readonly hash: string; /** its bucket index */ readonly index: string; /** its armed expiry notifications (written with the field, in this slot) */ readonly outbox: string; }
 /** expiring-hash/sweep.lua: ARGV, by name. */ export interface ExpiringHashSweepArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** at most about this many fields are looked at (indexed hashes), and at most this many notifications are handed over */ readonly budget: number; /** a notification handed over is not handed over again for this long: its delivery may still be under way */ readonly handoverMs: number; }
 /** two per due notification */ export interface ExpiringHashSweepNoticeReply { /** "<expiry>:<field>" */ readonly name: string; /** { q, v } */ readonly notice: string; }
 /** expiring-hash/sweep.lua: its reply, by name. */ export interface ExpiringHashSweepReply { /** when to sweep this hash next, or NOTHING_DUE for never (the hash is gone, or nothing is due before the key's own expiry takes everything, or the server expires its fields itself, and no notification is armed) */ readonly next: number; /** BUDGET_SPENT if the budget ran out */ readonly left: 1 | 0; /** two per due notification */ readonly notices: readonly ExpiringHashSweepNoticeReply[]; }
-/** Remove a hash's expired fields, in a bounded batch, and hand over its due expiry notifications (the background sweep calls this). A handed-over notification stays armed until it is disarmed once delivered (notify.lua) or settled by its consumer (settle.lua); its handover record says when and how often it was handed over. */ export interface ExpiringHashSweepCall { readonly keys: ExpiringHashSweepKeys; readonly args: ExpiringHashSweepArgs; }
+/** Remove a hash's expired fields, in a bounded batch, and hand over its due expiry notifications (the background sweep calls this). A handed-over notification stays armed until it is disarmed once delivered (notify.lua) or handled by its consumer (disarm-handled.lua); its handover record says when and how often it was handed over. */ export interface ExpiringHashSweepCall { readonly keys: ExpiringHashSweepKeys; readonly args: ExpiringHashSweepArgs; }
 /** expiring-hash/sweep.lua: values per notice in its reply. */ export const EXPIRING_HASH_SWEEP_REPLY_NOTICE_FIELDS = 2;
 const EXPIRING_HASH_SWEEP: ScriptBinding<ExpiringHashSweepCall, ExpiringHashSweepReply> = {
   encode: ({ keys, args }) => [keys.hash, keys.index, keys.outbox, args.now ?? '', args.budget, args.handoverMs],
@@ -580,6 +580,7 @@ export interface ScriptSignatures {
   "delay-queue/slot-release.lua": { call: DelayQueueSlotReleaseCall; reply: DelayQueueSlotReleaseReply };
   "expiring-hash/count.lua": { call: ExpiringHashCountCall; reply: ExpiringHashCountReply };
   "expiring-hash/delete.lua": { call: ExpiringHashDeleteCall; reply: ExpiringHashDeleteReply };
+  "expiring-hash/disarm-handled.lua": { call: ExpiringHashDisarmHandledCall; reply: ExpiringHashDisarmHandledReply };
   "expiring-hash/entries.lua": { call: ExpiringHashEntriesCall; reply: ExpiringHashEntriesReply };
   "expiring-hash/expire.lua": { call: ExpiringHashExpireCall; reply: ExpiringHashExpireReply };
   "expiring-hash/get.lua": { call: ExpiringHashGetCall; reply: ExpiringHashGetReply };
@@ -589,7 +590,6 @@ export interface ScriptSignatures {
   "expiring-hash/registry-claim.lua": { call: ExpiringHashRegistryClaimCall; reply: ExpiringHashRegistryClaimReply };
   "expiring-hash/registry-release.lua": { call: ExpiringHashRegistryReleaseCall; reply: ExpiringHashRegistryReleaseReply };
   "expiring-hash/set.lua": { call: ExpiringHashSetCall; reply: ExpiringHashSetReply };
-  "expiring-hash/settle.lua": { call: ExpiringHashSettleCall; reply: ExpiringHashSettleReply };
   "expiring-hash/sweep.lua": { call: ExpiringHashSweepCall; reply: ExpiringHashSweepReply };
   "expiring-hash/update.lua": { call: ExpiringHashUpdateCall; reply: ExpiringHashUpdateReply };
   "rate-limit/block.lua": { call: RateLimitBlockCall; reply: RateLimitBlockReply };
@@ -627,6 +627,7 @@ export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBi
   "delay-queue/slot-release.lua": DELAY_QUEUE_SLOT_RELEASE,
   "expiring-hash/count.lua": EXPIRING_HASH_COUNT,
   "expiring-hash/delete.lua": EXPIRING_HASH_DELETE,
+  "expiring-hash/disarm-handled.lua": EXPIRING_HASH_DISARM_HANDLED,
   "expiring-hash/entries.lua": EXPIRING_HASH_ENTRIES,
   "expiring-hash/expire.lua": EXPIRING_HASH_EXPIRE,
   "expiring-hash/get.lua": EXPIRING_HASH_GET,
@@ -636,7 +637,6 @@ export const SCRIPT_BINDINGS: { readonly [F in keyof ScriptSignatures]: ScriptBi
   "expiring-hash/registry-claim.lua": EXPIRING_HASH_REGISTRY_CLAIM,
   "expiring-hash/registry-release.lua": EXPIRING_HASH_REGISTRY_RELEASE,
   "expiring-hash/set.lua": EXPIRING_HASH_SET,
-  "expiring-hash/settle.lua": EXPIRING_HASH_SETTLE,
   "expiring-hash/sweep.lua": EXPIRING_HASH_SWEEP,
   "expiring-hash/update.lua": EXPIRING_HASH_UPDATE,
   "rate-limit/block.lua": RATE_LIMIT_BLOCK,

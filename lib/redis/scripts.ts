@@ -22,7 +22,7 @@ export const SCRIPT_FILES = {
   hashUpdate: 'expiring-hash/update.lua',
   hashSweep: 'expiring-hash/sweep.lua',
   hashNotify: 'expiring-hash/notify.lua',
-  hashSettle: 'expiring-hash/settle.lua',
+  hashDisarmHandled: 'expiring-hash/disarm-handled.lua',
   hashHsetexProbe: 'expiring-hash/hsetex-probe.lua',
   registryAdd: 'expiring-hash/registry-add.lua',
   registryClaim: 'expiring-hash/registry-claim.lua',

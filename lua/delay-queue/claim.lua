@@ -36,8 +36,9 @@
 --                - fence: int  the queue's claim count at this claim: it grows with every claim
 --                    and never repeats, whatever becomes of the id (unlike the token, which
 --                    starts over when an acknowledged id is enqueued again)
---                - schedule: string  the recurring schedule whose tick it is, or '': the
---                    consumer advances that schedule (recurring-advance.lua) before it runs
+--                - source: string  '<kind> <ref>' for a message the library made, or '' for a
+--                    user's (message-fields.lua's 't:'): a tick's schedule is advanced
+--                    (recurring-advance.lua) before it runs
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"
@@ -90,7 +91,7 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     local id = due[i]
     rcall('ZREM', KEYS[1], id)
     rcall('ZADD', KEYS[2], deadline, id)
-    -- payload, non-attempts and schedule in one read (the latter two exist only for
+    -- payload, non-attempts and source in one read (the latter two exist only for
     -- rate-limited consumers, revived messages and ticks)
     local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id, 't:' .. id)
     local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)

@@ -12,6 +12,8 @@
 -- ARGV[6]  wakeChannel: string  told the new runAt when it becomes the queue's earliest
 -- ARGV[7]  publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster (the channel shares the
 --          queue's slot)
+-- ARGV[8]  source: string = ''  '<kind> <ref>' when a part of the library enqueues a message of
+--          its own (message-fields.lua's 't:'); '' for a user's message
 -- Returns  a flat array:
 --            - status: SCHEDULED | ALREADY_QUEUED  ALREADY_QUEUED if the id was already scheduled
 --                or in flight (replies.lua)
@@ -24,6 +26,6 @@
 local now = now_ms(ARGV[1])
 local run_at = ARGV[4] ~= '' and tonumber(ARGV[4]) or now + tonumber(ARGV[5])
 local head = scheduled_head(KEYS[1])
-local scheduled, at = schedule(KEYS, ARGV[2], ARGV[3], run_at)
+local scheduled, at = schedule(KEYS, ARGV[2], ARGV[3], run_at, ARGV[8])
 if scheduled == SCHEDULED and (head == nil or run_at < head) then redis.call(ARGV[7], ARGV[6], int(run_at)) end
 return { scheduled, at }

@@ -13,8 +13,11 @@
 --             its rate limit, 'p <due> <pace or hold key>' its key paused, 'c <due> <slots key>'
 --             waiting for a concurrency slot, 'l <due>' its handler's RetryLater. It tells only
 --             while the message is still due at that time: any later move makes it stale
---   't:'..id  the name of the recurring schedule whose tick it is (recurring-set.lua,
---             recurring-advance.lua): its claim advances the schedule
+--   't:'..id  its source, when a part of the library made it: '<kind> <ref>', the ref being the
+--             source's own. 'tick <schedule name>' for a recurring schedule's tick
+--             (recurring-set.lua, recurring-advance.lua): its claim advances the schedule.
+--             'expiry <ref>' for an ExpiringHash's expiry notification (enqueue.lua, told so by
+--             the notifier): its consumer disarms it before the outcome is recorded
 -- A message's attempts (what handlers see, what maxAttempts bounds) are its claims less its
 -- non-attempts. Two fields belong to the queue, not a message: 'w' (claim.lua, free-slot.lua)
 -- and 'f', its claims so far (claim.lua), which is never deleted.

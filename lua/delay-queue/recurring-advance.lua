@@ -50,8 +50,7 @@ end
 local function put(name, at)
   local id = name .. '@' .. int(at)
   local head = scheduled_head(KEYS[1])
-  if schedule(KEYS, id, rcall('HGET', book, 'p:' .. name) or 'null', at) == SCHEDULED then
-    rcall('HSET', KEYS[4], 't:' .. id, name)
+  if schedule(KEYS, id, rcall('HGET', book, 'p:' .. name) or 'null', at, 'tick ' .. name) == SCHEDULED then
     if head == nil or at < head then rcall(ARGV[3], ARGV[2], int(at)) end
   end
 end

@@ -52,8 +52,7 @@ if ARGV[5] == '' then rcall('HDEL', book, 'l:' .. name) else rcall('HSET', book,
 
 local id = name .. '@' .. int(first)
 local head = scheduled_head(KEYS[1])
-if schedule(KEYS, id, ARGV[4], first) == SCHEDULED then
-  rcall('HSET', KEYS[4], 't:' .. id, name)
+if schedule(KEYS, id, ARGV[4], first, 'tick ' .. name) == SCHEDULED then
   if head == nil or first < head then rcall(ARGV[9], ARGV[8], int(first)) end
 elseif rcall('ZSCORE', KEYS[1], id) then
   rcall('HSET', KEYS[4], 'p:' .. id, ARGV[4])

@@ -1,7 +1,7 @@
 -- Remove a hash's expired fields, in a bounded batch, and hand over its due expiry notifications
 -- (the background sweep calls this). A handed-over notification stays armed until it is disarmed
--- once delivered (notify.lua) or settled by its consumer (settle.lua); its handover record says
--- when and how often it was handed over.
+-- once delivered (notify.lua) or handled by its consumer (disarm-handled.lua); its handover
+-- record says when and how often it was handed over.
 -- KEYS[1]  hash  the hash
 -- KEYS[2]  index  its bucket index
 -- KEYS[3]  outbox  its armed expiry notifications (written with the field, in this slot)

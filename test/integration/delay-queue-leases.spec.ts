@@ -87,7 +87,7 @@ describe('DelayQueue leases', () => {
     expect(await ctx.app.raw.hget(key('dqm', q), 'p:x')).toBe('"x"');
   });
 
-  it('a consumer that claims an id it already runs does not run it again, and settles the new attempt', async () => {
+  it("a consumer that claims an id it already runs does not run it again, and records the new attempt's outcome", async () => {
     const q = 'own-id';
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, ExpiringHashService, type ExpiredField } from '../../lib/index.js';
 import { ExpiringHashKeys } from '../../lib/expiring-hash/expiring-hash.keys.js';
-import { armingId } from '../../lib/expiring-hash/notifier.js';
+import { EXPIRY_SOURCE, armingId, notificationRef } from '../../lib/expiring-hash/notifier.js';
+import { sourceTag } from '../../lib/delay-queue/message-sources.js';
+import { queueKeys } from '../../lib/delay-queue/queue-keys.js';
 import { legacyTimerQueue } from '../../lib/expiring-hash/legacy-timers.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import type { ScriptReply } from '../../lib/redis/scripts.js';
@@ -35,6 +37,21 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
       await consumer.stop();
     }
     return got;
+  }
+
+  /** Enqueues a notification's message as the notifier does: with its id, marked as its own. */
+  async function enqueueAsNotifier(queue: string, key: string, field: string, value: string, name: string) {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const args = {
+      id: armingId(key, field, name.split(':')[0]!),
+      payload: JSON.stringify({ key, field, value }),
+      runAt: '' as const,
+      delayMs: 0,
+      wakeChannel: connection.keys.build('dqw', queue),
+      publish: 'PUBLISH' as const,
+      source: sourceTag(EXPIRY_SOURCE, notificationRef(key, name)),
+    };
+    await connection.scripts.call('queueEnqueue', { keys: queueKeys(connection.keys, queue), args });
   }
 
   it('sends exactly one { key, field, value } per expired field', async () => {
@@ -117,7 +134,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   });
 
   // A sweeper that dies after enqueueing a notification, before disarming it, leaves it armed; so
-  // does a disarm that keeps failing. Its consumer settles it before the ack, so the sweep that
+  // does a disarm that keeps failing. Its consumer disarms it before the ack, so the sweep that
   // comes after finds nothing to hand over again (before: a second message, once the first was
   // handled).
   it('delivers once when the disarm after the enqueue never happens', async () => {
@@ -149,9 +166,9 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   });
 
   // The notifier disarms what it enqueued (notify.lua): the hash's outbox loses the notification
-  // ("<expiry>:<field>") and its handover record ("h:<expiry>:<field>"). The consumer's settle
-  // disarms it too, so with no consumer running only the notifier can have emptied the outbox.
-  it('disarms a delivered notification once it is enqueued, before any consumer settles it', async () => {
+  // ("<expiry>:<field>") and its handover record ("h:<expiry>:<field>"). Its consumer disarms it
+  // too, so with no consumer running only the notifier can have emptied the outbox.
+  it('disarms a delivered notification once it is enqueued, before any consumer handles it', async () => {
     const connection = ctx.app.moduleRef.get(RedisConnection);
     const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
     const key = `disarmed-${mode}`;
@@ -186,7 +203,7 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     expect(await queues().size(queue)).toEqual({ scheduled: 0, inFlight: 0, dead: 0 });
   });
 
-  it('hands a notification over again only after its lease, and holds a twice-handed one', async () => {
+  it('hands a notification over again only after its lease, and keeps a twice-handed one longer', async () => {
     const connection = ctx.app.moduleRef.get(RedisConnection);
     const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
     const key = `handover-${mode}`;
@@ -197,9 +214,9 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     const names = await ctx.app.raw.hkeys(hashKeys.outbox);
     const expiry = Math.max(...names.map((name) => Number(name.split(':')[0])));
     const sweep = (now: number) => connection.scripts.call('hashSweep', { keys: hashKeys, args: { now, budget: 250, handoverMs: 3000 } });
-    const settle = (now: number, field: string) => {
+    const handled = (now: number, field: string) => {
       const name = names.find((one) => one.endsWith(`:${field}`))!;
-      return connection.scripts.call('hashSettle', { keys: hashKeys, args: { now, name, graceMs: 10_000 } });
+      return connection.scripts.call('hashDisarmHandled', { keys: hashKeys, args: { now, name, graceMs: 10_000 } });
     };
     const t = expiry + 1;
     const handedAt = ({ notices }: ScriptReply<'hashSweep'>) => notices.map(({ name }) => name.split(':')[1]).sort();
@@ -207,16 +224,43 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     const during = await sweep(t + 2999);
     expect(handedAt(during)).toEqual([]);
     expect(during.next).toBe(t + 3000); // when the lease ends: the registry comes back then
-    expect(await settle(t + 2999, 'once')).toBe(0); // handed over once: its message is the one
+    expect(await handled(t + 2999, 'once')).toBe(0); // handed over once: its message is the one
     expect(handedAt(await sweep(t + 3000))).toEqual(['twice']);
-    // a second handover's enqueue may still be on its way: hold the message until its grace ends
-    expect(await settle(t + 4000, 'twice')).toBe(9000);
+    // a second handover's enqueue may still be on its way: keep the message until its grace ends
+    expect(await handled(t + 4000, 'twice')).toBe(9000);
     expect(await ctx.app.raw.hlen(hashKeys.outbox)).toBe(0);
-    expect(await settle(t + 4000, 'twice')).toBe(0); // settled already
+    expect(await handled(t + 4000, 'twice')).toBe(0); // disarmed already
     expect(handedAt(await sweep(t + 10_000))).toEqual([]);
   });
 
-  it("holds a twice-handed notification before its ack without taking a handler's room", async () => {
+  // Only the notifier's mark makes a message a notification: a user's message with the same id and
+  // payload is handled as a user's, and the field's notification stays armed.
+  it("never takes a user's message for a notification", async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const key = `lookalike-${mode}`;
+    const queue = `expired-lookalike-${mode}`;
+    await hash().set(key, 'order-1', 'unpaid', 3_600_000, { notify: queue });
+    const outbox = keys.hash(key).outbox;
+    const [name] = await ctx.app.raw.hkeys(outbox);
+    const id = armingId(key, 'order-1', name!.split(':')[0]!);
+    await queues().enqueue(queue, { key, field: 'order-1', value: 'unpaid' }, { id });
+    const got: string[] = [];
+    const consumer = queues().consume(queue, (message) => void got.push(message.id));
+    try {
+      await until(
+        async () => got.length === 1 && (await queues().size(queue)).inFlight === 0,
+        15_000,
+        () => `handled ${JSON.stringify(got)}`,
+      );
+    } finally {
+      await consumer.stop();
+    }
+    expect(got).toEqual([id]);
+    expect(await ctx.app.raw.hkeys(outbox)).toEqual([name]);
+  });
+
+  it("keeps a twice-handed notification before its ack without taking a handler's room", async () => {
     const connection = ctx.app.moduleRef.get(RedisConnection);
     const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
     const key = `held-${mode}`;
@@ -228,13 +272,13 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     // as if handed over a second time 6 s ago: its enqueue may land for 4 s more
     const [seconds, micros] = await ctx.app.raw.time();
     await ctx.app.raw.hset(outbox, `h:${name}`, `${Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - 6000}:2`);
-    await queues().enqueue(queue, { key, field: 'order-1', value: 'unpaid' }, { id: armingId(key, 'order-1', expiry) });
+    await enqueueAsNotifier(queue, key, 'order-1', 'unpaid', name!);
     await queues().enqueue(queue, 'other', { id: 'other' });
     const handled = new Map<string, number>();
     const consumer = queues().consume(queue, ({ id }) => void handled.set(id, Date.now()), { concurrency: 1 });
     try {
       await eventually(async () => handled.size === 2, 20_000);
-      expect(await ctx.app.raw.hlen(outbox)).toBe(0); // settled
+      expect(await ctx.app.raw.hlen(outbox)).toBe(0); // disarmed
       const { inFlight } = await queues().size(queue);
       expect(inFlight).toBe(1); // the notification, held
       expect(Math.abs(handled.get('other')! - handled.get(armingId(key, 'order-1', expiry))!)).toBeLessThan(2000);

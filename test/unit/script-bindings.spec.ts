@@ -56,7 +56,7 @@ describe('generated script bindings', () => {
     expect(claim.decode([100, -1, 'id', '{}', '90', 2, 3, 41, ''], { keys: queue, args })).toEqual({
       now: 100,
       next: -1,
-      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3, fence: 41, schedule: '' }],
+      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3, fence: 41, source: '' }],
     });
     expect(() => claim.decode(3, { keys: queue, args })).toThrow(RedisScriptError);
   });
