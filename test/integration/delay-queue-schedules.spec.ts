@@ -1,6 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, type DelayedMessage } from '../../lib/index.js';
 import { MISSED_AFTER_MS } from '../../lib/delay-queue/recurring-ticks.js';
+import { queueKeys, schedulesKey } from '../../lib/delay-queue/queue-keys.js';
+import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { QueueReply } from '../../lib/redis/replies.js';
 import { limiterModule, withLimiterApp, type LimiterApp } from '../harness/limiter-app.js';
 import { recordQueueEvents } from '../harness/queue-events.js';
 import { until } from '../harness/until.js';
@@ -134,6 +137,31 @@ describe('DelayQueue recurring schedules', () => {
     expect(ticks[0]).toBeGreaterThan(started - 200 - 1000);
     expect(ticks[0]).toBeLessThanOrEqual(started + 1000);
     expect(ticks.slice(1).map((t, i) => t - ticks[i]!)).toEqual(ticks.slice(1).map(() => 200));
+  });
+
+  // A late tick whose latest tick's message is there already (left by a replacement, and claimed
+  // while the late one was still pending, so that claim advanced nothing) runs and advances: were
+  // it dropped for the latest, the schedule would wait on a tick whose claim has passed (a96cc08).
+  it("a late tick runs and advances when the latest tick's message is already in flight", async () => {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const q = 'late-pair';
+    const keys = { ...queueKeys(connection.keys, q), schedules: schedulesKey(connection.keys, q) };
+    const { nextRunAt: first } = await queues().schedule(q, 'm', { everyMs: 1000 });
+    const latest = first + 10_000;
+    const now = latest + 100;
+    await ctx.app.raw.zadd(keys.inFlight, now + 60_000, `m@${latest}`);
+    await ctx.app.raw.hset(keys.data, `p:m@${latest}`, 'null', `a:m@${latest}`, '1', `t:m@${latest}`, 'tick m');
+    const { messages } = await connection.scripts.call('queueClaim', { keys, args: { now, count: 10, visibilityMs: 60_000 } });
+    expect(messages.map(({ id, source }) => ({ id, source }))).toEqual([{ id: `m@${first}`, source: 'tick m' }]);
+    const version = Number(await ctx.app.raw.hget(keys.schedules, 'v:m'));
+    const tick = { id: `m@${first}`, token: messages[0]!.token, version, next: first + 1000, latest };
+    const { verdicts } = await connection.scripts.call('recurringAdvance', {
+      keys,
+      args: { now, wakeChannel: connection.keys.build('dqw', q), publish: 'PUBLISH', ticks: [tick] },
+    });
+    expect(verdicts.map((v) => v.verdict)).toEqual([QueueReply.RUN]);
+    expect(await ctx.app.raw.hget(keys.schedules, 'n:m')).toBe(String(first + 1000));
+    expect(await ctx.app.raw.zscore(keys.scheduled, `m@${first + 1000}`)).toBe(String(first + 1000));
   });
 
   it('3 instances, everyMs 100, replaced again and again: every tick once, none twice, none skipped', async () => {
