@@ -26,10 +26,11 @@ const STANDALONE_ONLY = [
   'least-privilege.spec.ts',
   'subscriber-reconnect.spec.ts',
 ];
-// Suites about what an app process does when it dies or falls back to local limits: Node's side of
-// it does not depend on where keys live, and the scripts they call run on the cluster in their
-// families' own suites (expiring-hash-notify; outcomes, for the penalty a hand-over charges).
-const PROCESS_LIFE = ['expiring-hash-kill.spec.ts', 'local-hand-over.spec.ts'];
+// Suites about what an app process does when it dies, falls back to local limits or runs on a
+// skewed clock: Node's side of it does not depend on where keys live, and the scripts they call run
+// on the cluster in their families' own suites (expiring-hash-notify; outcomes, for the penalty a
+// hand-over charges; algorithms, on the server's clock).
+const PROCESS_LIFE = ['expiring-hash-kill.spec.ts', 'local-hand-over.spec.ts', 'local-fail-mode.spec.ts', 'clock-skew.spec.ts'];
 // Suites about a command only Redis 8 has (HSETEX), or a move between Redis 8 and the system's
 // Redis 7: they start servers of their own, so they run once, in the Redis 8 project, and nowhere
 // else rather than as skipped tests.
@@ -48,6 +49,7 @@ const REDIS7_ONLY = [
   'client-ip.spec.ts',
   'proxy-warnings-express.spec.ts',
   'proxy-warnings-fastify.spec.ts',
+  'draft-headers.spec.ts',
 ];
 // Every integration suite runs on the system's Redis 7 (as a least-privilege ACL user) and, but for
 // the lists above, on the cluster. Redis 8 and Valkey 8 run the suites where the server shows
