@@ -75,13 +75,16 @@ export class ExpiryNotifier implements MessageSource {
    * how long to wait before its outcome is recorded, when a later handover's enqueue may still
    * land. Never rejects: a disarm that keeps failing is logged, and the outcome recorded anyway.
    */
-  beforeOutcome(ref: string, message: { id: string }): Promise<number> {
-    const [key, name] = JSON.parse(ref) as [string, string];
-    const args = { name, graceMs: HANDOVER_GRACE_MS };
-    return this.retried(() => this.redis.scripts.call('hashDisarmHandled', { keys: this.keys.hash(key), args })).catch((error: unknown) => {
+  async beforeOutcome(ref: string, message: { id: string }): Promise<number> {
+    try {
+      // a mark only the notifier writes; one tampered with fails here, as a failed disarm would
+      const [key, name] = JSON.parse(ref) as [string, string];
+      const args = { name, graceMs: HANDOVER_GRACE_MS };
+      return await this.retried(() => this.redis.scripts.call('hashDisarmHandled', { keys: this.keys.hash(key), args }));
+    } catch (error) {
       this.logger.warn(`could not disarm the expiry notification ${message.id}: ${(error as Error).message}`);
       return 0;
-    });
+    }
   }
 
   /** Runs an idempotent call, trying again after a failure (a timeout under load). */

@@ -39,6 +39,18 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
     return got;
   }
 
+  /** Field 'order-1' of a fresh hash, due in an hour with a notification to a fresh queue: the
+   * module's sweeper leaves it, so a test hands it over itself. */
+  async function armedForAnHour(label: string) {
+    const connection = ctx.app.moduleRef.get(RedisConnection);
+    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
+    const [key, queue] = [`${label}-${mode}`, `expired-${label}-${mode}`];
+    await hash().set(key, 'order-1', 'unpaid', 3_600_000, { notify: queue });
+    const outbox = keys.hash(key).outbox;
+    const [name] = await ctx.app.raw.hkeys(outbox);
+    return { key, queue, outbox, name: name! };
+  }
+
   /** Enqueues a notification's message as the notifier does: with its id, marked as its own. */
   async function enqueueAsNotifier(queue: string, key: string, field: string, value: string, name: string) {
     const connection = ctx.app.moduleRef.get(RedisConnection);
@@ -236,14 +248,8 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   // Only the notifier's mark makes a message a notification: a user's message with the same id and
   // payload is handled as a user's, and the field's notification stays armed.
   it("never takes a user's message for a notification", async () => {
-    const connection = ctx.app.moduleRef.get(RedisConnection);
-    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
-    const key = `lookalike-${mode}`;
-    const queue = `expired-lookalike-${mode}`;
-    await hash().set(key, 'order-1', 'unpaid', 3_600_000, { notify: queue });
-    const outbox = keys.hash(key).outbox;
-    const [name] = await ctx.app.raw.hkeys(outbox);
-    const id = armingId(key, 'order-1', name!.split(':')[0]!);
+    const { key, queue, outbox, name } = await armedForAnHour('lookalike');
+    const id = armingId(key, 'order-1', name.split(':')[0]!);
     await queues().enqueue(queue, { key, field: 'order-1', value: 'unpaid' }, { id });
     const got: string[] = [];
     const consumer = queues().consume(queue, (message) => void got.push(message.id));
@@ -261,18 +267,12 @@ describe.each(EXPIRY_CASES)('expiry notifications, $name', ({ mode, server }) =>
   });
 
   it("keeps a twice-handed notification before its ack without taking a handler's room", async () => {
-    const connection = ctx.app.moduleRef.get(RedisConnection);
-    const keys = new ExpiringHashKeys(connection.keys, connection.options.expiringHash.sweepShards);
-    const key = `held-${mode}`;
-    const queue = `expired-held-${mode}`;
-    await hash().set(key, 'order-1', 'unpaid', 3_600_000, { notify: queue });
-    const outbox = keys.hash(key).outbox;
-    const [name] = await ctx.app.raw.hkeys(outbox);
-    const expiry = name!.split(':')[0]!;
+    const { key, queue, outbox, name } = await armedForAnHour('held');
+    const expiry = name.split(':')[0]!;
     // as if handed over a second time 6 s ago: its enqueue may land for 4 s more
     const [seconds, micros] = await ctx.app.raw.time();
     await ctx.app.raw.hset(outbox, `h:${name}`, `${Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - 6000}:2`);
-    await enqueueAsNotifier(queue, key, 'order-1', 'unpaid', name!);
+    await enqueueAsNotifier(queue, key, 'order-1', 'unpaid', name);
     await queues().enqueue(queue, 'other', { id: 'other' });
     const handled = new Map<string, number>();
     const consumer = queues().consume(queue, ({ id }) => void handled.set(id, Date.now()), { concurrency: 1 });
