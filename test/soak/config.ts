@@ -19,8 +19,9 @@ export const SOAK = {
    * lapses unpaid is notified on the `notify` queue, which the consumer processes handle. */
   pending: { name: 'soak-unpaid', max: 3, ttlMs: 3000, owners: 12, notify: 'soak-unpaid-expired' },
   /** GET /login/:acct: a sliding window counting failed answers only (countIf: status >= 400);
-   * the handler answers 401 about half the time. */
-  login: { limit: 3, windowMs: 1000, accounts: 2 },
+   * the handler answers 401 about half the time. A refund reaches the other worker's refusal
+   * cache over pub/sub: the check allows it `invalidationMs` (the docs' "within moments"). */
+  login: { limit: 3, windowMs: 1000, accounts: 2, invalidationMs: 250 },
   /** GET /lock/:k: a sliding window whose refusal locks its key out for blockMs. */
   lock: { limit: 3, windowMs: 1000, blockMs: 2000, keys: 2 },
   /** GET /flood: one fixed-window key both workers flood (their own loop, `rate` req/s each), mostly
@@ -78,6 +79,8 @@ export interface WorkerConfig {
   rate?: number;
   /** Web workers: delay messages enqueued per second. */
   enqueueRate?: number;
+  /** The controller's `clockOffset()`: every process stamps with the same clock (see `now`). */
+  clockOffsetMs: number;
 }
 
 /** A web worker's log, written when it stops. */
@@ -88,8 +91,9 @@ export interface WebLog {
   /** /login grants (by Redis): [key, arrival ms, finish ms, failed (0/1), refund done ms or -1]. */
   logins: [string, number, number, number, number][];
   /** 429s Redis (or the refusal cache) gave /login and /lock: [route, key, arrival ms, finish ms,
-   * a lockout was set in Redis for it (0/1)]. 503s on /login: the same with route 'login-503'. */
-  refusals: [string, string, number, number, number][];
+   * a lockout was set in Redis for it (0/1), answered from the refusal cache (0/1)]. 503s on
+   * /login: the same with route 'login-503'. */
+  refusals: [string, string, number, number, number, number][];
   /** /local grants decided in process memory (failMode 'local'): [key, arrival, finish], Date.now() ms. */
   localGrants: [string, number, number][];
   /** Every answer: [route, arrival ms, finish ms, status, answered by failMode (0/1)]. */
@@ -105,9 +109,36 @@ export interface WebLog {
   counters: RedisLimitCounters;
   /** Requests the load loop could not complete (connection errors, client timeouts). */
   clientErrors: number;
+  /** How far this process' `performance.timeOrigin + performance.now()` was from `now()` at its
+   * start: what stamping with it instead would have put between the workers' logs. */
+  originSkewMs: number;
 }
 
-export const now = (): number => performance.timeOrigin + performance.now();
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** Wall time minus the monotonic clock, read at the edge of a Date.now() tick (µs, not 1 ms, off). */
+function measureOffset(): number {
+  const before = Date.now();
+  let wall: number;
+  while ((wall = Date.now()) === before);
+  return wall - monotonicMs();
+}
+
+let offsetMs = measureOffset();
+
+/** The controller hands its offset to every worker, which takes it with `shareClock`. */
+export const clockOffset = (): number => offsetMs;
+export function shareClock(offset: number): void {
+  offsetMs = offset;
+}
+
+/**
+ * Wall time in ms, sub-ms precise, on the same clock in every soak process: the machine's monotonic
+ * clock plus one offset. `performance.timeOrigin + performance.now()` is not that: each process
+ * fixes its origin at start-up, and on a starved machine two origins disagreed by about 7 ms, so
+ * that grants logged by two workers looked closer together than they were (hog run 25).
+ */
+export const now = (): number => monotonicMs() + offsetMs;
 
 /**
  * A worker's life: `start` gets it running and returns how to stop it (resolving with the log

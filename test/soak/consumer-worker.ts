@@ -10,9 +10,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DelayQueueService, RedisLimitEvents, RedisLimitModule, RetryLater, type ExpiredField } from '../../lib/index.js';
-import { runWorker, SOAK, type WorkerConfig } from './config.js';
+import { now, runWorker, shareClock, SOAK, type WorkerConfig } from './config.js';
 
 const config = JSON.parse(process.argv[2]!) as WorkerConfig;
+shareClock(config.clockOffsetMs);
 
 @Module({
   imports: [RedisLimitModule.forRoot({ redis: config.redisUrl, keyPrefix: SOAK.keyPrefix, commandTimeoutMs: SOAK.commandTimeoutMs })],
@@ -50,7 +51,7 @@ async function main(): Promise<() => Promise<string>> {
   const consumer = app.get(DelayQueueService).consume<{ id: string }>(
     SOAK.queue.name,
     async (message) => {
-      const start = Date.now();
+      const start = now();
       try {
         const roll = Math.random();
         // an upstream's 429 for the tenant now and then
@@ -61,7 +62,7 @@ async function main(): Promise<() => Promise<string>> {
         appendFileSync(file, `${message.payload.id}\n`);
       } finally {
         // a run whose signal fired (timeout, lease lost, stop) may outlive its slot: not counted
-        if (!message.signal.aborted) appendFileSync(runs, `${tenantOf(message.payload.id)} ${start} ${Date.now()}\n`);
+        if (!message.signal.aborted) appendFileSync(runs, `${tenantOf(message.payload.id)} ${start} ${now()}\n`);
       }
     },
     {

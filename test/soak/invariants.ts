@@ -279,10 +279,17 @@ export function checkOutageLatency(answers: Answer[], boundMs: number): { violat
 }
 
 /** A /login grant (countIf counts failures only): `failed` answers stay charged; a success's grant
- * is given back, certainly by `refundedBy` when that is known (the refund's answer), else maybe never. */
+ * is given back, certainly by `refundedBy` when that is known (the refund's answer), else maybe never.
+ * `by`: the process that answered it. */
 export interface CountedGrant extends Grant {
   failed: boolean;
   refundedBy?: number;
+  by?: string;
+}
+/** A /login refusal; `cached`: answered from `by`'s refusal cache, not by Redis. */
+export interface CountRefusal extends Grant {
+  cached?: boolean;
+  by?: string;
 }
 /** A request whose charge is unknown: sent, but answered by failMode (503), so Redis may have run it
  * late (a paused server runs what it queued when it resumes) up to `until`. */
@@ -298,9 +305,19 @@ export interface Uncertain {
  * - 'count-if-refusal': a refusal [start, end] is a violation when, at every instant it may have
  *   been decided, certainly fewer than `limit` permits were charged: counting every grant that may
  *   lie in the window then and may still be charged (a failure; a success whose refund is not
- *   certainly done by `start`) and every uncertain request that may have been run in it.
+ *   certainly done by `start`) and every uncertain request that may have been run in it. A refusal
+ *   from the refusal cache repeats one Redis made earlier; a refund forgets it in its own process at
+ *   once, in another when the pub/sub message arrives: such a refund counts as seen `invalidationMs`
+ *   after it was done.
  */
-export function checkCountIf(grants: CountedGrant[], refusals: Grant[], uncertain: Uncertain[], limit: number, windowMs: number): Violation[] {
+export function checkCountIf(
+  grants: CountedGrant[],
+  refusals: CountRefusal[],
+  uncertain: Uncertain[],
+  limit: number,
+  windowMs: number,
+  invalidationMs = 0,
+): Violation[] {
   const failed = checkSlidingWindow(
     grants.filter((g) => g.failed),
     limit,
@@ -315,7 +332,8 @@ export function checkCountIf(grants: CountedGrant[], refusals: Grant[], uncertai
     let charged = 0;
     for (const g of grantsBy.get(r.key) ?? []) {
       if (!mayCount(g.start, g.end)) continue;
-      if (g.failed || g.refundedBy === undefined || g.refundedBy >= r.start) charged += 1;
+      if (g.failed || g.refundedBy === undefined) charged += 1;
+      else if (g.refundedBy + (r.cached === true && g.by !== r.by ? invalidationMs : 0) >= r.start) charged += 1;
     }
     for (const u of uncertainBy.get(r.key) ?? []) if (mayCount(u.start, u.until)) charged += 1;
     if (charged < limit) out.add(`key ${r.key}: refused in [${r.start}, ${r.end}] with at most ${charged} permits charged in its window, limit ${limit}`);

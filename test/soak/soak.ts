@@ -20,7 +20,7 @@ import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { DelayQueueService, ExpiringHashService, RedisLimitModule, type QueueSize } from '../../lib/index.js';
 import { RedisNode } from '../harness/redis-server.js';
-import { now, SOAK, type FromWorker, type WebLog, type WorkerConfig } from './config.js';
+import { clockOffset, now, SOAK, type FromWorker, type WebLog, type WorkerConfig } from './config.js';
 import { FAULTS, inject, PAUSE_MS, type Fault } from './faults.js';
 import {
   checkCacheHits,
@@ -108,7 +108,7 @@ async function main(): Promise<number> {
   const hash = ctx.get(ExpiringHashService);
   const queue = ctx.get(DelayQueueService);
 
-  const workerConfig = (name: string): WorkerConfig => ({ name, redisUrl: redis.url, dir, rate: RATE, enqueueRate: 20 });
+  const workerConfig = (name: string): WorkerConfig => ({ name, redisUrl: redis.url, dir, rate: RATE, enqueueRate: 20, clockOffsetMs: clockOffset() });
   const consumers: Worker[] = [];
   let consumerCount = 0;
   const startConsumer = async () => {
@@ -227,8 +227,9 @@ async function main(): Promise<number> {
   await ctx.close();
   admin.disconnect();
   await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
-  log(violations.length === 0 ? 'every invariant held' : `${violations.length} violation(s):`);
+  // a failed run's logs stay for a look: the times below are ms on the soak's one clock (now())
+  if (violations.length === 0) rmSync(dir, { recursive: true, force: true });
+  log(violations.length === 0 ? 'every invariant held' : `${violations.length} violation(s); logs kept in ${dir}, started at ${started}:`);
   for (const v of violations) console.log(`  ${v.invariant}: ${v.detail}`);
   return violations.length === 0 ? 0 : 1;
 }
@@ -321,6 +322,7 @@ function judge(webLogs: WebLog[], dir: string, crashed: string[], peakCount: Map
   );
   row('outages logged (RedisLimitEvents, per worker)', webLogs.map((w) => `${w.name} ${w.counters.outages}`).join(', '));
   row('client errors (connection, 5 s timeout)', String(webLogs.reduce((s, w) => s + w.clientErrors, 0)));
+  row('performance.timeOrigin clocks off the shared one (per worker, ms)', webLogs.map((w) => `${w.name} ${w.originSkewMs.toFixed(2)}`).join(', '));
 
   // MaxPending: never more than max slots certainly held, and never more counted by Redis
   const slots = webLogs.flatMap((w) =>
@@ -461,16 +463,25 @@ function judgeOutcomes(webLogs: WebLog[], answers: WebLog['answers']): Violation
   const row = (label: string, value: string) => console.log(`| ${label} | ${value} |`);
   const verdict = (found: Violation[], ok: string) => (found.length === 0 ? ok : `${found.length} violation(s)`);
   const refusals = (route: string) =>
-    webLogs.flatMap((w) => w.refusals.filter((r) => r[0] === route).map(([, key, start, end, blocked]) => ({ key, start, end, blocked })));
+    webLogs.flatMap((w) =>
+      w.refusals.filter((r) => r[0] === route).map(([, key, start, end, blocked, cached]) => ({ key, start, end, blocked, cached: cached === 1, by: w.name })),
+    );
   const by = (route: string, status: number) => answers.filter((a) => a[0] === route && a[3] === status).length;
   const violations: Violation[] = [];
 
   const logins = webLogs.flatMap((w) =>
-    w.logins.map(([key, start, end, failed, refundedBy]) => ({ key, start, end, failed: failed === 1, ...(refundedBy >= 0 ? { refundedBy } : {}) })),
+    w.logins.map(([key, start, end, failed, refundedBy]) => ({
+      key,
+      start,
+      end,
+      failed: failed === 1,
+      by: w.name,
+      ...(refundedBy >= 0 ? { refundedBy } : {}),
+    })),
   );
   // a request answered 503 may still have been run by a paused Redis once it resumed
   const uncertain = refusals('login-503').map(({ key, start, end }) => ({ key, start, until: end + PAUSE_MS }));
-  const countIf = checkCountIf(logins, refusals('login'), uncertain, SOAK.login.limit, SOAK.login.windowMs);
+  const countIf = checkCountIf(logins, refusals('login'), uncertain, SOAK.login.limit, SOAK.login.windowMs, SOAK.login.invalidationMs);
   violations.push(...countIf);
   const failed = logins.filter((g) => g.failed).length;
   row(

@@ -34,9 +34,10 @@ import {
   RedisLimitEvents,
   RedisLimitModule,
 } from '../../lib/index.js';
-import { now, runWorker, SOAK, type Route, type WebLog, type WorkerConfig } from './config.js';
+import { now, runWorker, shareClock, SOAK, type Route, type WebLog, type WorkerConfig } from './config.js';
 
 const config = JSON.parse(process.argv[2]!) as WorkerConfig;
+shareClock(config.clockOffsetMs);
 const log: WebLog = {
   name: config.name,
   grants: { hot: [], sliding: [], cold: [], funnel: [], lock: [], flood: [], local: [] },
@@ -50,6 +51,7 @@ const log: WebLog = {
   uncertain: [],
   counters: undefined as unknown as WebLog['counters'],
   clientErrors: 0,
+  originSkewMs: performance.timeOrigin + performance.now() - now(),
 };
 
 // the little of Express' request and response the worker uses (no @types/express here)
@@ -68,6 +70,8 @@ interface Heard {
   local?: boolean;
   /** A blockMs lockout was set in Redis. */
   blocked?: boolean;
+  /** Refused from the refusal cache. */
+  cached?: boolean;
   /** The /login entry whose refund completion to note. */
   login?: WebLog['logins'][number];
 }
@@ -210,6 +214,7 @@ async function main(): Promise<() => Promise<string>> {
     if (request === undefined) return;
     if (event.type === 'redis-limit.local-decision') request.local = true;
     else if (event.type === 'redis-limit.block') request.blocked = true;
+    else if (event.type === 'redis-limit.decision' && event.cached === true) request.cached = true;
     else if (event.type === 'redis-limit.refund' && request.login) request.login[4] = now();
   });
   app.use((req: Timed, res: Response, next: () => void) => {
@@ -223,8 +228,9 @@ async function main(): Promise<() => Promise<string>> {
       const byFailMode = res.statusCode === 503 || res.locals['unchecked'] === true || request.local === true;
       const end = now();
       log.answers.push([route, req.soakStart!, end, res.statusCode, byFailMode ? 1 : 0]);
-      if ((route === 'login' || route === 'lock') && res.statusCode === 429) log.refusals.push([route, key, req.soakStart!, end, request.blocked ? 1 : 0]);
-      if (route === 'login' && res.statusCode === 503) log.refusals.push(['login-503', key, req.soakStart!, end, 0]);
+      if ((route === 'login' || route === 'lock') && res.statusCode === 429)
+        log.refusals.push([route, key, req.soakStart!, end, request.blocked ? 1 : 0, request.cached ? 1 : 0]);
+      if (route === 'login' && res.statusCode === 503) log.refusals.push(['login-503', key, req.soakStart!, end, 0, 0]);
     });
     heard.run(request, next);
   });

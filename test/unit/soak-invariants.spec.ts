@@ -409,6 +409,16 @@ describe('checkCountIf', () => {
     expect(checkCountIf(base, refusal, [{ key: 'a', start: 5150, until: 5900 }], limit, windowMs)).toEqual([]);
     expect(checkCountIf(base, refusal, [{ key: 'b', start: 5150, until: 5900 }], limit, windowMs)).toHaveLength(1);
   });
+
+  it("lets another process' refusal cache hear a refund late, by invalidationMs, and its own not", () => {
+    // hog soak, 600 s: w1's cache refused 3 ms after w2's refund was done
+    const grants = [failure(5000), failure(5100), { ...success(5380, 5397), by: 'w2' }];
+    const cached = (by: string) => [{ ...at('a', 5400, 5401), cached: true, by }];
+    expect(checkCountIf(grants, cached('w1'), [], limit, windowMs, 250)).toEqual([]);
+    expect(checkCountIf(grants, cached('w2'), [], limit, windowMs, 250)).toHaveLength(1);
+    expect(checkCountIf(grants, [{ ...at('a', 5400, 5401), by: 'w1' }], [], limit, windowMs, 250)).toHaveLength(1); // Redis's own
+    expect(checkCountIf(grants, [{ ...at('a', 5700, 5701), cached: true, by: 'w1' }], [], limit, windowMs, 250)).toHaveLength(1); // long after
+  });
 });
 
 describe('checkLockout', () => {
