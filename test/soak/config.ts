@@ -134,9 +134,9 @@ export function shareClock(offset: number): void {
 
 /**
  * Wall time in ms, sub-ms precise, on the same clock in every soak process: the machine's monotonic
- * clock plus one offset. `performance.timeOrigin + performance.now()` is not that: each process
- * fixes its origin at start-up, and on a starved machine two origins disagreed by about 7 ms, so
- * that grants logged by two workers looked closer together than they were (hog run 25).
+ * clock plus one offset. `performance.timeOrigin + performance.now()` need not be: each process
+ * fixes its origin at start-up, from two clocks read one after the other (hog run 25's violations
+ * between the two web workers looked like a 7 ms skew of theirs; the report prints each one's).
  */
 export const now = (): number => monotonicMs() + offsetMs;
 
