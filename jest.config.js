@@ -31,6 +31,22 @@ const STANDALONE_ONLY = [
 // on the cluster in their families' own suites (expiring-hash-notify; outcomes, for the penalty a
 // hand-over charges; algorithms, on the server's clock).
 const PROCESS_LIFE = ['expiring-hash-kill.spec.ts', 'local-hand-over.spec.ts', 'local-fail-mode.spec.ts', 'clock-skew.spec.ts'];
+// Suites whose every operation stays in one hash slot (one key, or a queue's keys under its tag)
+// and whose subject is Node's side of it: timing, leases, retries, waiting, concurrency in the
+// process. A cluster runs their scripts in the families' own suites (rate-limit-model, algorithms,
+// delay-queue, delay-queue-model) and their wake-ups in topology/; here it would repeat them.
+const ONE_SLOT = [
+  'concurrency.spec.ts',
+  'acquire.spec.ts',
+  'shadow-decision.spec.ts',
+  'delay-queue-rate-limit.spec.ts',
+  'delay-queue-retries.spec.ts',
+  'delay-queue-outcomes.spec.ts',
+  'delay-queue-leases.spec.ts',
+  'delay-queue-concurrency-per-key.spec.ts',
+  'delay-queue-adaptive.spec.ts',
+  'delay-queue-deadlines.spec.ts',
+];
 // Suites about a command only Redis 8 has (HSETEX), or a move between Redis 8 and the system's
 // Redis 7: they start servers of their own, so they run once, in the Redis 8 project, and nowhere
 // else rather than as skipped tests.
@@ -117,7 +133,7 @@ function clusterProjects(suite) {
       ...common,
       displayName: `${suite}:cluster`,
       testMatch: suite === 'e2e' ? testMatchOf(suite, 'cluster') : testMatchOf(suite, 'redis7'),
-      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...REDIS8_ONLY, ...REDIS7_ONLY]),
+      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...ONE_SLOT, ...REDIS8_ONLY, ...REDIS7_ONLY]),
       globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
     },
   ];
