@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -59,15 +59,20 @@ function run(cmd: string, args: string[], cwd: string, env = childEnv()): Promis
   });
 }
 
+// What the tarball may hold: the two builds, the scripts and the docs, and these files at its top.
+const SHIPPED_DIRS = /^(dist\/esm|dist\/cjs|lua|docs)\//;
+const SHIPPED_FILES = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'BENCHMARKS.md', 'benchmarks.svg'];
+
 describe('packed tarball in consumer apps', () => {
   let tmp: string | undefined;
+  let tarball: string | undefined;
   let redis: RedisNode | undefined;
 
   beforeAll(async () => {
     tmp = await mkdtemp(join(tmpdir(), 'nest-redis-limit-compat-'));
     const pack = await run('npm', ['pack', '--pack-destination', tmp], ROOT); // prepack builds dist/
     expect(pack).toMatchObject({ code: 0 });
-    const tarball = join(tmp, (await readdir(tmp)).find((f) => f.endsWith('.tgz')) ?? 'missing.tgz');
+    tarball = join(tmp, (await readdir(tmp)).find((f) => f.endsWith('.tgz')) ?? 'missing.tgz');
 
     // Both installs at once: they mostly wait on the registry and the npm cache, not the CPU.
     const installs = FIXTURES.map(async (name) => {
@@ -76,7 +81,7 @@ describe('packed tarball in consumer apps', () => {
         recursive: true,
         filter: (src) => !['node_modules', 'package-lock.json'].includes(basename(src)),
       });
-      return run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], dir);
+      return run('npm', ['install', tarball!, '--no-audit', '--no-fund', '--prefer-offline'], dir);
     });
     for (const install of await Promise.all(installs)) expect(install).toMatchObject({ code: 0 });
 
@@ -105,6 +110,33 @@ describe('packed tarball in consumer apps', () => {
     const result = await run(process.execPath, PLAIN_NODE_LOAD[name]!, join(tmp!, name));
     expect(result).toMatchObject({ code: 0, output: expect.stringMatching(/^function\n/) });
   });
+
+  it('holds what package.json names, the scripts and the docs, and nothing else of the repository', async () => {
+    const listing = await run('tar', ['-tzf', tarball!], tmp!);
+    expect(listing.code).toBe(0);
+    const files = listing.output
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => line.replace(/^package\//, ''));
+    const manifest = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      main: string;
+      types: string;
+      exports: Record<'.', Record<'import' | 'require', Record<'types' | 'default', string>>>;
+    };
+    const named = [manifest.main, manifest.types, ...Object.values(manifest.exports['.']).flatMap((c) => Object.values(c))];
+    expect(files).toEqual(expect.arrayContaining([...named.map((path) => path.replace(/^\.\//, '')), ...SHIPPED_FILES, 'dist/cjs/package.json']));
+    expect(files.filter((f) => !SHIPPED_DIRS.test(f) && !SHIPPED_FILES.includes(f))).toEqual([]);
+    // no tests, maps, build state or TypeScript sources: declarations only
+    expect(files.filter((f) => /\.spec\.|\.map$|\.tsbuildinfo$/.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([]);
+    expect(files.filter((f) => f.startsWith('lua/') && f.endsWith('.lua')).length).toBeGreaterThan(10);
+  });
+
+  it('has types that resolve for every consumer: node10, node16 CommonJS and ES modules, bundlers (attw)', async () => {
+    const attw = join(ROOT, 'node_modules/.bin/attw');
+    const result = await run(attw, [tarball!, '--format', 'ascii', '--no-color'], tmp!);
+    // on failure the diff shows attw's table of what resolved where
+    expect(result).toMatchObject({ code: 0, output: expect.stringMatching(/No problems found/) });
+  }, 120_000);
 
   it.each(FIXTURES)("%s: the library loads the app's own ioredis", async (name) => {
     const result = await run(process.execPath, LIBRARY_IOREDIS, join(tmp!, name));
