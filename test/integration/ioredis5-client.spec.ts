@@ -121,7 +121,9 @@ it('commandTimeoutMs bounds a call on an ioredis 5 client that queues while it c
     const call = performance.now();
     const consumed = moduleRef.get(RateLimiterService).consume('k', { limit: 1, windowMs: 1000 });
     await expect(consumed).rejects.toBeInstanceOf(RedisTimeoutError);
-    expect(performance.now() - call).toBeLessThan(200 + 500);
+    // the deadline's error, well before ioredis' own retries would give the command up (about 10 s);
+    // a loaded machine answered a 200 ms deadline in 1.4 s (hog run 27), so no tighter bound
+    expect(performance.now() - call).toBeLessThan(5000);
   } finally {
     await moduleRef.close();
     unreachable.disconnect();

