@@ -73,7 +73,7 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
       this.redis.events.decision('refused', () => ({ ...decisionEvent(result, limits, options.route), cached: true }));
       return result;
     }
-    let secret: Buffer | Promise<Buffer> | undefined;
+    let secret: string | Promise<string> | undefined;
     if (!options.peek) {
       // resetLimit finds a name's counters by the kinds they have used (names are finite: declared in code)
       for (let i = 0; i < limits.length; i++) {
