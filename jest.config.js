@@ -68,6 +68,7 @@ const REDIS7_ONLY = [
   'draft-headers.spec.ts',
   'max-pending-options.spec.ts',
   'user-tiers.spec.ts',
+  'health-indicator.spec.ts',
 ];
 // Every integration suite runs on the system's Redis 7 (as a least-privilege ACL user) and, but for
 // the lists above, on the cluster. Redis 8 and Valkey 8 run the suites where the server shows

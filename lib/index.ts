@@ -51,6 +51,13 @@ export type { MaxPendingOptions } from './max-pending/max-pending.metadata.js';
 export { RedisLimitError, RedisScriptError, RedisTimeoutError, RedisUnavailableError, type RedisLimitErrorCode } from './errors.js';
 export { aclRules, type AclOptions } from './redis/acl.js';
 export { RedisLimitEvents } from './observability/redis-limit-events.js';
+export {
+  RedisLimitHealthIndicator,
+  type QueueHealthThresholds,
+  type RedisLimitHealthDetail,
+  type RedisLimitHealthOptions,
+  type RedisLimitHealthResult,
+} from './health/redis-limit.health.js';
 export type { LimitVerdict, RedisLimitCounters, RedisLimitEvent, RedisLimitEventType, RedisLimitListener } from './observability/events.js';
 export type { CountIf, RequestOutcome } from './rate-limit/rate-limit.metadata.js';
 export type { ShadowVerdict } from './observability/events.js';

@@ -93,6 +93,20 @@ export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts i
   if (id !== undefined) assertName(id, `${at}.id`);
 }
 
+/** `size`'s opts: undefined, or an object whose `overdueAfterMs`, if any, is an integer >= 0 (ms). */
+export function resolveSizeOptions(opts: unknown): number | undefined {
+  if (opts === undefined) return undefined;
+  if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object { overdueAfterMs? }, got ${describeValue(opts)}`);
+  const unknown = Object.keys(opts).find((name) => name !== 'overdueAfterMs');
+  if (unknown !== undefined) throw new TypeError(`opts.${unknown} is not an option of size (overdueAfterMs is)`);
+  const { overdueAfterMs } = opts as { overdueAfterMs?: unknown };
+  if (overdueAfterMs === undefined) return undefined;
+  if (typeof overdueAfterMs !== 'number' || !Number.isSafeInteger(overdueAfterMs) || overdueAfterMs < 0) {
+    throw new (numberError(overdueAfterMs))(`opts.overdueAfterMs must be an integer >= 0 (ms), got ${describeValue(overdueAfterMs)}`);
+  }
+  return overdueAfterMs;
+}
+
 /** The consume options that are plain integers, with their defaults (the `@default`s
  * ConsumeOptions states). */
 type IntegerConsumeOptions = Required<Omit<ConsumeOptions, 'rateLimit' | 'concurrencyPerKey' | 'globalConcurrency' | 'backoff' | 'jitter' | 'timeoutMs'>>;

@@ -7,7 +7,15 @@ import { Consumer } from './consumer.js';
 import { MessageSources, sourceTag, type MessageSource, type SourceEnqueue } from './message-sources.js';
 import { DeadLetters } from './dead-letters.js';
 import { resolveDeadIds, resolveDeadPage, resolveListPage } from './dead-letters.input.js';
-import { assertEnqueueOptions, assertName, DELAY_QUEUE_OPTIONS, resolveConsumeOptions, resolveWhen, serializePayload } from './delay-queue.input.js';
+import {
+  assertEnqueueOptions,
+  assertName,
+  DELAY_QUEUE_OPTIONS,
+  resolveConsumeOptions,
+  resolveSizeOptions,
+  resolveWhen,
+  serializePayload,
+} from './delay-queue.input.js';
 import type {
   ConsumeOptions,
   DeadPage,
@@ -226,17 +234,20 @@ export class DelayQueueService implements BeforeApplicationShutdown {
 
   /**
    * How many of `queue`'s messages are scheduled, in flight (claimed, handler not done) and dead;
-   * the sizes are kept for the synchronous `RedisLimitEvents.prometheus()`.
-   * @throws TypeError / RangeError `queue` as `enqueue`.
+   * the sizes are kept for the synchronous `RedisLimitEvents.prometheus()`. With
+   * `opts.overdueAfterMs`, also `overdue`: the scheduled messages due more than that long ago (by
+   * the Redis clock) and not yet claimed, a backlog no consumer keeps up with.
+   * @throws TypeError / RangeError `queue` as `enqueue`; TypeError `opts` when not an object or
+   * with another option; TypeError / RangeError `opts.overdueAfterMs` when not an integer >= 0.
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
-  async size(queue: string): Promise<QueueSize> {
+  async size(queue: string, opts?: { overdueAfterMs?: number }): Promise<QueueSize> {
     assertName(queue, 'queue');
-    const { scheduled, inFlight, dead } = await this.redis.scripts.call('queueSize', { keys: this.keys(queue) });
-    const size = { scheduled, inFlight, dead };
-    this.redis.events.queueSize(queue, size);
-    return size;
+    const overdueAfterMs = resolveSizeOptions(opts);
+    const { scheduled, inFlight, dead, overdue } = await this.redis.scripts.call('queueSize', { keys: this.keys(queue), args: { overdueAfterMs } });
+    this.redis.events.queueSize(queue, { scheduled, inFlight, dead });
+    return overdueAfterMs === undefined ? { scheduled, inFlight, dead } : { scheduled, inFlight, dead, overdue };
   }
 
   /**

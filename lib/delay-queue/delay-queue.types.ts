@@ -195,6 +195,9 @@ export interface QueueSize {
   inFlight: number;
   /** In the dead set: out of attempts, kept as `DelayQueueOptions` says. */
   dead: number;
+  /** Only when `size` was given `overdueAfterMs`: the scheduled messages due more than that long
+   * ago and not yet claimed. */
+  overdue?: number;
 }
 
 /** A message in a queue's dead set, as `dead()` lists it. */

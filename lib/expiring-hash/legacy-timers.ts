@@ -58,7 +58,7 @@ export class LegacyTimers {
   /** [scheduled, in flight] timers of `queue` (read as DelayQueueService.size does, without
    * reporting to prometheus() a queue the app never made). */
   private async left(queue: string): Promise<[number, number]> {
-    const { scheduled, inFlight } = await this.redis.scripts.call('queueSize', { keys: queueKeys(this.redis.keys, queue) });
+    const { scheduled, inFlight } = await this.redis.scripts.call('queueSize', { keys: queueKeys(this.redis.keys, queue), args: {} });
     return [scheduled, inFlight];
   }
 

@@ -277,10 +277,11 @@ const DELAY_QUEUE_RETRY_DEAD: ScriptBinding<DelayQueueRetryDeadCall, DelayQueueR
 const DELAY_QUEUE_RETRY_LATER: ScriptBinding<DelayQueueRetryLaterCall, DelayQueueRetryLaterReply> = { encode: ({ keys, args }) => [4 + keys.paces.length, keys.scheduled, keys.inFlight, keys.dead, keys.data, ...keys.paces, args.now ?? '', args.id, args.delayMs, args.token, args.limit ?? '', args.windowMs ?? ''], decode: (reply) => { const r = list(reply, "delay-queue/retry-later.lua"); return { dueAt: Number(r[0]), limit: Number(r[1]) }; } };
 
 // delay-queue/size.lua
-/** delay-queue/size.lua: KEYS, by name. */ export interface DelayQueueSizeKeys { readonly scheduled: string; /** in flight */ readonly inFlight: string; readonly dead: string; /** (unused) */ readonly data: string; }
-/** delay-queue/size.lua: its reply, by name. */ export interface DelayQueueSizeReply { readonly scheduled: number; readonly inFlight: number; readonly dead: number; }
-/** How many messages are scheduled, in flight and dead. */ export interface DelayQueueSizeCall { readonly keys: DelayQueueSizeKeys; }
-const DELAY_QUEUE_SIZE: ScriptBinding<DelayQueueSizeCall, DelayQueueSizeReply> = { encode: ({ keys }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data], decode: (reply) => { const r = list(reply, "delay-queue/size.lua"); return { scheduled: Number(r[0]), inFlight: Number(r[1]), dead: Number(r[2]) }; } };
+/** delay-queue/size.lua: KEYS, by name. */ export interface DelayQueueSizeKeys { /** zset: id -> runAt ms */ readonly scheduled: string; /** in flight */ readonly inFlight: string; readonly dead: string; /** (unused) */ readonly data: string; }
+/** delay-queue/size.lua: ARGV, by name. */ export interface DelayQueueSizeArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** '' when not asked */ readonly overdueAfterMs?: number | ''; }
+/** delay-queue/size.lua: its reply, by name. */ export interface DelayQueueSizeReply { readonly scheduled: number; readonly inFlight: number; readonly dead: number; /** scheduled with runAt before now - overdueAfterMs; -1 when not asked */ readonly overdue: number; }
+/** How many messages are scheduled, in flight and dead; and, when asked, how many of the scheduled are overdue: due longer ago than overdueAfterMs and still not claimed (no consumer keeps up). */ export interface DelayQueueSizeCall { readonly keys: DelayQueueSizeKeys; readonly args: DelayQueueSizeArgs; }
+const DELAY_QUEUE_SIZE: ScriptBinding<DelayQueueSizeCall, DelayQueueSizeReply> = { encode: ({ keys, args }) => [keys.scheduled, keys.inFlight, keys.dead, keys.data, args.now ?? '', args.overdueAfterMs ?? ''], decode: (reply) => { const r = list(reply, "delay-queue/size.lua"); return { scheduled: Number(r[0]), inFlight: Number(r[1]), dead: Number(r[2]), overdue: Number(r[3]) }; } };
 
 // delay-queue/slot-release.lua
 /** delay-queue/slot-release.lua: KEYS, by name. */ export interface DelayQueueSlotReleaseKeys { readonly scheduled: string; /** the concurrency key's slots (admit.lua) */ readonly slots: string; /** the concurrency key's waiting messages (admit.lua) */ readonly waiting: string; }

@@ -164,20 +164,31 @@ export class ScriptRunner {
   /** Bounds any client promise by `timeoutMs` and types its failure (one timer, one promise:
    * this is on every request's path). */
   bounded<T>(pending: Promise<T>, what: string): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new RedisTimeoutError(this.timeoutMs, what)), this.timeoutMs);
-      pending.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(classify(error, what));
-        },
-      );
-    });
+    return settleWithin(
+      pending,
+      this.timeoutMs,
+      () => new RedisTimeoutError(this.timeoutMs, what),
+      (error) => classify(error, what),
+    );
   }
+}
+
+/** Settles as `pending` does (its failure as `failure(error)`), or rejects with `late()` after
+ * `ms`: one timer, one promise. */
+export function settleWithin<T>(pending: Promise<T>, ms: number, late: () => Error, failure: (error: unknown) => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(late()), ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(failure(error));
+      },
+    );
+  });
 }
 
 function classify(error: unknown, what: string): Error {
