@@ -270,6 +270,12 @@ class QueueModel {
     const count = (where: Where) => [...this.messages.values()].filter((m) => m.where === where).length;
     return [count('scheduled'), count('inFlight'), count('dead')];
   }
+
+  /** size.lua's reply when asked for the messages overdue by `afterMs` at `now`. */
+  sizeWithOverdue(now: number, afterMs: number): number[] {
+    const overdue = [...this.messages.values()].filter((m) => m.where === 'scheduled' && m.at < now - afterMs).length;
+    return [...this.size(), overdue];
+  }
 }
 
 /** A runAt `at` ms from now (may be past), or a delay: the two forms the scripts take. */
@@ -515,7 +521,9 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             const reply = await call('queueReschedule', [now, IDS[o.id]!, ...timeArgs(o.when), channel, publish]);
             expect(reply).toBe(model.reschedule(IDS[o.id]!, runAt(o.when)));
           }
-          expect(await call('queueSize', [])).toEqual(model.size());
+          // overdue by 0 ms: everything due before now and not claimed (claim takes what is due at now)
+          expect(await call('queueSize', [now, 0])).toEqual(model.sizeWithOverdue(now, 0));
+          expect(await call('queueSize', [now, 1000])).toEqual(model.sizeWithOverdue(now, 1000));
           expect(await connection.client.hget(keys[3]!, 'w')).toBe(model.waiting);
         }
 
