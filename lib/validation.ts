@@ -50,3 +50,11 @@ export function assertTimerMs(value: unknown, what: 'a positive integer' | 'an i
     throw new (numberError(value))(`${argument} must be ${what} (ms) up to ${MAX_TIMER_MS}, got ${describeValue(value)}`);
   }
 }
+
+/** Throws a TypeError naming the first property of `options` not in `known`: a misspelt option
+ * would otherwise be ignored, and the call would do what was not asked (`peak: true` charges,
+ * `timeout` waits for ever). */
+export function assertKnownOptions(options: object, known: readonly string[], argument: string): void {
+  const unknown = Object.keys(options).find((name) => !known.includes(name));
+  if (unknown !== undefined) throw new TypeError(`${argument}.${unknown} is not an option (${known.join(', ')})`);
+}

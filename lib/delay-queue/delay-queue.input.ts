@@ -1,7 +1,7 @@
 import { assertKey } from '../redis/keys.js';
 import { rateLimitSpec, type LimitSpec, type RateLimitPolicy } from '../rate-limit/policy.js';
 import type { ConsumeOptions, DelayedMessage, DelayQueueOptions, EnqueueOptions } from './delay-queue.types.js';
-import { assertTimerMs, assertWellFormed, describeValue, numberError } from '../validation.js';
+import { assertKnownOptions, assertTimerMs, assertWellFormed, describeValue, numberError } from '../validation.js';
 
 /**
  * The payload as JSON, checked to come back as it was: plain objects, arrays, strings, finite
@@ -97,8 +97,7 @@ export function assertEnqueueOptions(opts: unknown, at = 'opts'): asserts opts i
 export function resolveSizeOptions(opts: unknown): number | undefined {
   if (opts === undefined) return undefined;
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object { overdueAfterMs? }, got ${describeValue(opts)}`);
-  const unknown = Object.keys(opts).find((name) => name !== 'overdueAfterMs');
-  if (unknown !== undefined) throw new TypeError(`opts.${unknown} is not an option of size (overdueAfterMs is)`);
+  assertKnownOptions(opts, ['overdueAfterMs'], 'opts');
   const { overdueAfterMs } = opts as { overdueAfterMs?: unknown };
   if (overdueAfterMs === undefined) return undefined;
   if (typeof overdueAfterMs !== 'number' || !Number.isSafeInteger(overdueAfterMs) || overdueAfterMs < 0) {

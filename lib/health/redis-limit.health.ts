@@ -4,7 +4,7 @@ import { assertName } from '../delay-queue/delay-queue.input.js';
 import type { QueueSize } from '../delay-queue/delay-queue.types.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { settleWithin } from '../redis/scripts.js';
-import { assertTimerMs, describeValue, numberError } from '../validation.js';
+import { assertKnownOptions, assertTimerMs, describeValue, numberError } from '../validation.js';
 
 /** When one queue counts as unhealthy. */
 export interface QueueHealthThresholds {
@@ -119,7 +119,7 @@ type CheckedQueue = [name: string, thresholds: QueueHealthThresholds & { overdue
 function checkOptions(key: unknown, options: unknown): { timeoutMs: number; queues: CheckedQueue[] } {
   if (typeof key !== 'string' || key.length === 0) throw new TypeError(`key must be a non-empty string, got ${describeValue(key)}`);
   if (typeof options !== 'object' || options === null) throw new TypeError(`options must be an object { timeoutMs?, queues? }, got ${describeValue(options)}`);
-  knownOnly(options, ['timeoutMs', 'queues'], 'options');
+  assertKnownOptions(options, ['timeoutMs', 'queues'], 'options');
   const { timeoutMs = DEFAULT_TIMEOUT_MS, queues = {} } = options as RedisLimitHealthOptions;
   assertTimerMs(timeoutMs, 'a positive integer', 'options.timeoutMs');
   if (typeof queues !== 'object' || queues === null)
@@ -129,7 +129,7 @@ function checkOptions(key: unknown, options: unknown): { timeoutMs: number; queu
     const at = `options.queues.${name}`;
     if (typeof thresholds !== 'object' || thresholds === null)
       throw new TypeError(`${at} must be an object { maxDead?, maxOverdue?, overdueAfterMs? }, got ${describeValue(thresholds)}`);
-    knownOnly(thresholds, ['maxDead', 'maxOverdue', 'overdueAfterMs'], at);
+    assertKnownOptions(thresholds, ['maxDead', 'maxOverdue', 'overdueAfterMs'], at);
     const { maxDead, maxOverdue, overdueAfterMs = DEFAULT_OVERDUE_AFTER_MS } = thresholds;
     for (const [field, value] of [
       ['maxDead', maxDead],
@@ -143,9 +143,4 @@ function checkOptions(key: unknown, options: unknown): { timeoutMs: number; queu
     return [name, { maxDead, maxOverdue, overdueAfterMs }];
   });
   return { timeoutMs, queues: checked };
-}
-
-function knownOnly(value: object, known: readonly string[], at: string): void {
-  const other = Object.keys(value).find((name) => !known.includes(name));
-  if (other !== undefined) throw new TypeError(`${at}.${other} is not an option (${known.join(', ')} are)`);
 }

@@ -1,4 +1,4 @@
-import { assertPositiveInteger, describeValue, numberError } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, describeValue, numberError } from '../validation.js';
 
 /**
  * 'sliding-window': exact, no more than `limit` grants in any `windowMs` span; 'fixed-window':
@@ -192,14 +192,6 @@ export function assertLimitInput(limit: unknown, options: unknown): void {
 }
 
 const DECIDE_OPTIONS = ['peek', 'now', 'route', 'shadows', 'shadowRefused'];
-
-/** Throws a TypeError naming the first property of `options` not in `known`: a misspelt option
- * would otherwise be ignored, and the call would do what was not asked (`peak: true` charges,
- * `timeout` waits for ever). */
-function assertKnownOptions(options: object, known: readonly string[], argument: string): void {
-  const unknown = Object.keys(options).find((name) => !known.includes(name));
-  if (unknown !== undefined) throw new TypeError(`${argument}.${unknown} is not an option (${known.join(', ')})`);
-}
 
 function assertLimitObject(limit: unknown, argument: string): void {
   if (typeof limit !== 'object' || limit === null) throw new TypeError(`${argument} must be an object, got ${describeValue(limit)}`);

@@ -127,7 +127,7 @@ describe('RedisLimitHealthIndicator (terminus)', () => {
     await expect(indicator.isHealthy('r', { queues: { q: { maxDead: -1 } } })).rejects.toThrow(/options\.queues\.q\.maxDead must be an integer >= 0/);
     await expect(indicator.isHealthy('r', { queues: { q: { maxDead: 1.5 } } })).rejects.toThrow(RangeError);
     await expect(indicator.isHealthy('r', { queues: { q: { maxdead: 1 } as never } })).rejects.toThrow(
-      new TypeError('options.queues.q.maxdead is not an option (maxDead, maxOverdue, overdueAfterMs are)'),
+      new TypeError('options.queues.q.maxdead is not an option (maxDead, maxOverdue, overdueAfterMs)'),
     );
     await expect(indicator.isHealthy('r', { retries: 1 } as never)).rejects.toThrow(TypeError);
     await expect(indicator.isHealthy('r', { queues: { '': {} } })).rejects.toThrow(TypeError);
@@ -164,7 +164,7 @@ describe('DelayQueueService.size, overdue', () => {
   it('refuses a bad overdueAfterMs, naming it', async () => {
     await expect(queues.size('sized', { overdueAfterMs: -1 })).rejects.toThrow(new RangeError('opts.overdueAfterMs must be an integer >= 0 (ms), got -1'));
     await expect(queues.size('sized', { overdueAfterMs: '5' as never })).rejects.toThrow(TypeError);
-    await expect(queues.size('sized', { overdue: 5 } as never)).rejects.toThrow(new TypeError('opts.overdue is not an option of size (overdueAfterMs is)'));
+    await expect(queues.size('sized', { overdue: 5 } as never)).rejects.toThrow(new TypeError('opts.overdue is not an option (overdueAfterMs)'));
     await expect(queues.size('sized', null as never)).rejects.toThrow(TypeError);
   });
 });
