@@ -3,7 +3,8 @@
 -- index_add(h, field, expiry, old) -> nothing; lists `field` under the bucket of `expiry` (ms) in
 --   an indexed h, unless its previous expiry `old` (nil: none) is in that bucket
 -- index_if_large(h) -> true when it indexed h now (called after a write grew h past SMALL): its
---   live fields listed, its expired ones removed (the walk meets only fields the index lists)
+--   live fields listed, its expired ones removed (the walk meets only fields the index lists);
+--   false, still scanned, while an expired field the server has not reclaimed hides from HGETALL
 --- @include "../includes/server-time.lua"
 --- @include "names.lua"
 --- @include "buckets.lua"
@@ -31,8 +32,11 @@ end
 
 local function index_if_large(h)
   if h.meta.indexed or redis.call('HLEN', h.key) <= SMALL + 1 then return false end
-  h.meta.indexed = true
   local all, due = redis.call('HGETALL', h.key), {}
+  -- an expired field HGETALL hides but HLEN still counts could never be walked: stay scanned
+  -- (walk.lua) until the server has reclaimed it
+  if h.native and #all / 2 < redis.call('HLEN', h.key) then return false end
+  h.meta.indexed = true
   for i = 1, #all, 2 do
     local field = all[i]
     if field ~= '' then
@@ -44,6 +48,6 @@ local function index_if_large(h)
       end
     end
   end
-  delete_fields(h.key, due)
+  drop_due(h, due)
   return true
 end

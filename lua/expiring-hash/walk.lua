@@ -1,6 +1,7 @@
 -- Include: bringing an open full hash (hash.lua) up to its `now`: due fields removed, the meta's
 -- next, max and persistent moved on.
--- scan(h) -> live fields; one pass over all of them (small hashes) makes next, max, persistent exact
+-- scan(h) -> live fields; one pass over all of them (small hashes) makes next, max, persistent exact;
+--   next is now while an expired field still counts in HLEN (h.hidden)
 -- walk(h, budget) -> true once caught up with now, walking the buckets (indexed hashes) from next
 --   for at most `budget` (names checked, plus one per bucket); next is then exact if the current
 --   bucket holds a pending field, else a lower bound
@@ -34,7 +35,11 @@ local function scan(h)
       due[#due + 1] = fields[i]
     end
   end
-  delete_fields(h.key, due)
+  drop_due(h, due)
+  -- an expired field that HGETALL no longer shows can still count in HLEN until the server
+  -- reclaims it, and has no name to delete it by: scan again until the server has
+  h.hidden = h.native and redis.call('HLEN', h.key) - 1 > live
+  if h.hidden then nxt = h.now end
   h.meta.next, h.meta.max, h.meta.persistent = nxt, max, persistent
   return live
 end
@@ -72,7 +77,7 @@ local function walk(h, budget)
           end
         end
         budget = budget - #due - #keep
-        delete_fields(h.key, due)
+        drop_due(h, due)
         if #keep == 0 then redis.call('HDEL', B, chunk_name(id, k)) else redis.call('HSET', B, chunk_name(id, k), table.concat(keep)) end
       end
     end
@@ -93,6 +98,6 @@ local function live_count(h)
     if meta.indexed then walk(h, math.huge) else live = scan(h) end
   end
   live = live or redis.call('HLEN', h.key) - 1
-  if live == meta.persistent then meta.next, meta.max = -1, -1 end
+  if live == meta.persistent and not h.hidden then meta.next, meta.max = -1, -1 end
   return live
 end
