@@ -2,10 +2,11 @@
 // started with NODE_OPTIONS=--experimental-vm-modules (see package.json).
 import { existsSync } from 'node:fs';
 
-// Redis 8 and Valkey 8 are unpacked from Debian trixie packages, which takes apt-get as root.
-// With REDIS_URL every test talks to that one server, so there is no matrix to run.
-const canFetchTrixie = process.platform === 'linux' && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get');
-const extraFlavors = process.env.REDIS_URL || !canFetchTrixie ? [] : ['redis8', 'valkey8'];
+// Redis 8.0 and Valkey 8.1 are unpacked from Debian trixie packages, Valkey 9.1 and Redis 8.0.6
+// from Debian unstable, which takes apt-get as root. With REDIS_URL every test talks to that one
+// server, so there is no matrix to run.
+const canFetchDebian = process.platform === 'linux' && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get');
+const extraFlavors = process.env.REDIS_URL || !canFetchDebian ? [] : ['redis8', 'valkey8', 'valkey9', 'redis8-sid'];
 const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
@@ -15,7 +16,7 @@ const common = {
   modulePathIgnorePatterns: ['<rootDir>/test/compat/fixtures'],
 };
 
-// Suites about one server's own life (a database index, DEBUG SLEEP, the server's version, a
+// Suites about one server's own life (a database index, DEBUG SLEEP or SET-ACTIVE-EXPIRE, the server's version, a
 // standalone restart, one server's ACL users, a subscriber that subscribes again itself) have no
 // cluster form; the topology project covers a cluster's outages.
 const STANDALONE_ONLY = [
@@ -25,6 +26,7 @@ const STANDALONE_ONLY = [
   'redis-outage.spec.ts',
   'least-privilege.spec.ts',
   'subscriber-reconnect.spec.ts',
+  'expiring-hash-reclaim.spec.ts',
 ];
 // Suites about what an app process does when it dies, falls back to local limits or runs on a
 // skewed clock: Node's side of it does not depend on where keys live, and the scripts they call run
@@ -47,10 +49,11 @@ const ONE_SLOT = [
   'delay-queue-adaptive.spec.ts',
   'delay-queue-deadlines.spec.ts',
 ];
-// Suites about a command only Redis 8 has (HSETEX), or a move between Redis 8 and the system's
-// Redis 7: they start servers of their own, so they run once, in the Redis 8 project, and nowhere
-// else rather than as skipped tests.
-const REDIS8_ONLY = ['expiring-hash-hsetex.spec.ts', 'expiring-hash-capability-change.spec.ts'];
+// Suites that start servers of their own, so they run in one project each rather than as skipped
+// tests: a command only Redis 8 and Valkey 9 have (HSETEX) runs in their projects; a move between
+// Redis 8 and the system's Redis 7 in the Redis 8 project.
+const FIELD_EXPIRY_ONLY = ['expiring-hash-hsetex.spec.ts'];
+const REDIS8_ONLY = ['expiring-hash-capability-change.spec.ts'];
 // Suites about Nest's wiring rather than the server (which guard reaches which transport, on
 // which set-up, what start-up refuses, what bad input meets before Redis is asked): they run on
 // the system's Redis 7 only.
@@ -71,42 +74,45 @@ const REDIS7_ONLY = [
   'health-indicator.spec.ts',
 ];
 // Every integration suite runs on the system's Redis 7 (as a least-privilege ACL user) and, but for
-// the lists above, on the cluster. Redis 8 and Valkey 8 run the suites where the server shows
-// through: every script on random sequences against its model, script loading and errors, and each
-// script family's own suite; Redis 8 also runs what its native field expiry changes (the expiring
-// hash's modes, notifications, sweeps and @MaxPending). The rest would repeat themselves there,
+// the lists above, on the cluster. Every other server runs the suites where the server shows
+// through: every script on random sequences against its model, and script loading and errors.
+// Valkey 9.1, the newest server of another lineage, adds each script family's own suite; Redis 8.0
+// and Valkey 9.1 add what their native field expiry changes (the expiring hash's modes, fields not
+// yet reclaimed, notifications, sweeps and @MaxPending). The rest would repeat Redis 7's run there,
 // while npm test must stay inside 15 minutes.
-const SCRIPT_SUITES = [
-  'server-flavor',
-  'scripts',
+const MODEL_SUITES = ['server-flavor', 'scripts', 'rate-limit-model', 'delay-queue-model', 'expiring-hash-model'];
+const SCRIPT_FAMILY_SUITES = [
   'algorithms',
-  'rate-limit-model',
   'stacked',
   'refund',
   'outcomes',
-  'delay-queue-model',
   'delay-queue',
   'delay-queue-dead',
   'delay-queue-schedules',
   'queue-inspection',
-  'expiring-hash-model',
   'expiring-hash',
 ];
+// What native field expiry changes: HSETEX, fields the server has not reclaimed, the expiring
+// hash's modes, notifications, sweeps and idle timers, and @MaxPending on them.
+const NATIVE_EXPIRY_SUITES = [
+  ...FIELD_EXPIRY_ONLY.map((file) => file.replace('.spec.ts', '')),
+  'expiring-hash',
+  'expiring-hash-reclaim',
+  'expiring-hash-notify',
+  'expiring-hash-sweep',
+  'expiring-hash-idle',
+  'max-pending-guard',
+];
 const INTEGRATION_BY_FLAVOR = {
-  redis8: [
-    ...SCRIPT_SUITES,
-    ...REDIS8_ONLY.map((file) => file.replace('.spec.ts', '')),
-    'expiring-hash-notify',
-    'expiring-hash-sweep',
-    'expiring-hash-idle',
-    'expiring-hash-kill',
-    'max-pending-guard',
-  ],
-  valkey8: SCRIPT_SUITES,
+  // and what a process's death does to native field expiries (Node's side: once is enough)
+  redis8: [...MODEL_SUITES, ...REDIS8_ONLY.map((file) => file.replace('.spec.ts', '')), ...NATIVE_EXPIRY_SUITES, 'expiring-hash-kill'],
+  valkey8: MODEL_SUITES,
+  valkey9: [...new Set([...MODEL_SUITES, ...SCRIPT_FAMILY_SUITES, ...NATIVE_EXPIRY_SUITES])],
+  'redis8-sid': MODEL_SUITES,
 };
 const ignored = (files) => ['/node_modules/', ...files.map((file) => `/${file.replace(/\./g, '\\.')}$`)];
 
-// Over HTTP, Redis 8 and Valkey 8 add only what differs there: their own outages and restarts, and on
+// Over HTTP, the other servers add only what differs there: their own outages and restarts, and on
 // Redis 8 the native field expiry behind @MaxPending and expiry notifications (the orders routes);
 // which transport carries a request does not depend on the server. The cluster adds
 // what spreads one request's keys over its masters: stacked limits, outcome-aware refunds, app-wide
@@ -118,6 +124,10 @@ const E2E_BY_FLAVOR = {
   // an outage looks the same from every server (a closed socket, a silent one): Redis 8 covers a
   // restart with field expiries to keep
   valkey8: [],
+  // Valkey 9's field expiry behind @MaxPending is Redis 8's over HTTP: integration:valkey9 runs the
+  // guard and the notifications on it
+  valkey9: [],
+  'redis8-sid': [],
   // where a route's keys span slots or a feature crosses the queue; a funnel's or a default's key is
   // one slot, which integration:cluster covers
   cluster: ['quotes-limit', 'stacked-limits', 'count-if', 'orders', 'orders-dead-letters', 'sms-outbox'],
@@ -134,7 +144,7 @@ function clusterProjects(suite) {
       ...common,
       displayName: `${suite}:cluster`,
       testMatch: suite === 'e2e' ? testMatchOf(suite, 'cluster') : testMatchOf(suite, 'redis7'),
-      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...ONE_SLOT, ...REDIS8_ONLY, ...REDIS7_ONLY]),
+      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...ONE_SLOT, ...FIELD_EXPIRY_ONLY, ...REDIS8_ONLY, ...REDIS7_ONLY]),
       globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
     },
   ];
@@ -148,14 +158,14 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     // every integration and e2e suite runs on the system's Redis 7; those lists above pick what
-    // also runs on Redis 8.0 and Valkey 8.1 (Debian trixie builds the harness unpacks, where those
-    // can be had) and on a 3-master Redis Cluster of the system's Redis 7
+    // also runs on Redis 8.0, Valkey 8.1, Valkey 9.1 and Redis 8.0.6 (Debian builds the harness
+    // unpacks, where those can be had) and on a 3-master Redis Cluster of the system's Redis 7
     ...['integration', 'e2e'].flatMap((suite) => [
       ...['redis7', ...extraFlavors.filter((flavor) => BY_FLAVOR[suite][flavor].length > 0)].map((flavor) => ({
         ...common,
         displayName: flavor === 'redis7' ? suite : `${suite}:${flavor}`,
         testMatch: testMatchOf(suite, flavor),
-        testPathIgnorePatterns: flavor === 'redis8' ? ['/node_modules/'] : ignored(REDIS8_ONLY),
+        testPathIgnorePatterns: flavor === 'redis7' ? ignored([...FIELD_EXPIRY_ONLY, ...REDIS8_ONLY]) : ['/node_modules/'],
         // on the system's Redis 7, modules connect as a least-privilege ACL user (see aclRules)
         globals: { __REDIS_FLAVOR__: flavor, __REDIS_ACL__: flavor === 'redis7' },
       })),

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExpiryMode } from '../../lib/index.js';
+import { FIELD_EXPIRY_FLAVORS } from './redis-binary.js';
 import { currentFlavor, type StartOptions } from './redis-server.js';
 
-/** ExpiringHash modes this server runs: index everywhere, native where it has HPEXPIRE (Redis 8 here). */
-export const EXPIRY_MODES: ExpiryMode[] = currentFlavor() === 'redis8' ? ['native', 'index'] : ['index'];
+/** ExpiringHash modes this server runs: index everywhere, native where it has HPEXPIRE (Redis 8, Valkey 9 here). */
+export const EXPIRY_MODES: ExpiryMode[] = FIELD_EXPIRY_FLAVORS.includes(currentFlavor()) ? ['native', 'index'] : ['index'];
 
 /** redis-server arguments that take HSETEX away: Redis 8 then writes as Redis 7.4 must. */
 export const WITHOUT_HSETEX = ['--rename-command', 'HSETEX', '""'];

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RedisMemoryServer } from 'redis-memory-server';
 import { aclRules, type RedisLimitModuleOptions } from '../../lib/index.js';
-import { FLAVORS, redisServerBinary, type RedisFlavor } from './redis-binary.js';
+import { FIELD_EXPIRY_FLAVORS, FLAVORS, redisServerBinary, type RedisFlavor } from './redis-binary.js';
 import { TestCluster } from './redis-cluster.js';
 
 export interface StartOptions {
@@ -91,7 +91,13 @@ export class RedisNode {
     const flavor = options.flavor ?? currentFlavor();
     const acl = aclOn();
     const user = acl
-      ? ['--user', ACL_USER.username, 'on', `>${ACL_USER.password}`, ...aclRules({ keyPrefix: ACL_USER.keyPrefix, fieldExpiry: flavor === 'redis8' })]
+      ? [
+          '--user',
+          ACL_USER.username,
+          'on',
+          `>${ACL_USER.password}`,
+          ...aclRules({ keyPrefix: ACL_USER.keyPrefix, fieldExpiry: FIELD_EXPIRY_FLAVORS.includes(flavor) }),
+        ]
       : [];
     // a free port can be taken by another test process before the server binds it: try another
     for (let attempt = 1; ; attempt++) {

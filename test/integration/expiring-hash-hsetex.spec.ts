@@ -6,10 +6,10 @@ import { limiterModule } from '../harness/limiter-app.js';
 import { TestCluster } from '../harness/redis-cluster.js';
 import { RedisNode, type TestRedis } from '../harness/redis-server.js';
 
-// Native mode on Redis 8: a field and its expiry are written with one HSETEX where every master has
-// it and lets the user run it, else with HSET then HPEXPIREAT. INFO commandstats counts the
-// commands scripts run, so it shows which path a write took. Each test starts servers of its own;
-// jest.config.js runs this file in the Redis 8 project only (REDIS8_ONLY).
+// Native mode on Redis 8 and Valkey 9: a field and its expiry are written with one HSETEX where
+// every master has it and lets the user run it, else with HSET then HPEXPIREAT. INFO commandstats
+// counts the commands scripts run, so it shows which path a write took. Each test starts servers of
+// its own; jest.config.js runs this file on those servers only (FIELD_EXPIRY_ONLY).
 
 /** Calls of `command` so far, summed over every master. */
 async function calls(redis: TestRedis, command: string): Promise<number> {
@@ -84,7 +84,7 @@ describe('ExpiringHash native writes and HSETEX', () => {
   });
 
   it('on a cluster, only while every master lets the user run HSETEX; no write fails when one does not', async () => {
-    const cluster = await start(TestCluster.start({ flavor: 'redis8' }));
+    const cluster = await start(TestCluster.start({}));
     const masters = await (cluster as TestCluster).masters();
     const keys = Array.from({ length: 12 }, (_, i) => `owner-${i}`); // spread over the three masters
     const writeAll = async (label: string) => {

@@ -34,6 +34,23 @@ type Op =
   | { kind: 'advance'; ms: number };
 
 const POOL = 220;
+/** A bucket index with each chunk's names (a 2-byte length, then the name) sorted: a chunk lists
+ * names in the order the hash gave them, which two write paths need not share. */
+const sortedChunks = (index: Record<string, Buffer>) =>
+  Object.fromEntries(
+    Object.entries(index).map(([name, chunk]) => {
+      if (!name.includes('.')) return [name, chunk.toString()]; // a bucket's chunk count
+      const names: string[] = [];
+      for (let pos = 0; pos < chunk.length; pos += 2 + chunk.readUInt16BE(pos))
+        names.push(chunk.subarray(pos, pos + 2 + chunk.readUInt16BE(pos)).toString('hex'));
+      return [name, names.sort().join(',')];
+    }),
+  );
+/** hashEntries' flat reply (field, value, ttl, …) as triples in field order. */
+const entryTriples = (reply: unknown) => {
+  const flat = reply as unknown[];
+  return Array.from({ length: flat.length / 3 }, (_, i) => flat.slice(3 * i, 3 * i + 3)).sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1));
+};
 const field = fc.integer({ min: 0, max: POOL - 1 });
 const ttl = fc.oneof(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 1, max: 40_000 }));
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -76,7 +93,10 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
           const replies = await Promise.all(
             keySets.map((keys, i) => scripts.run(script, keys, script === 'hashSet' || script === 'hashUpdate' ? [...args, paths[i]!] : args)),
           );
-          for (const reply of replies.slice(1)) expect(reply).toEqual(replies[0]);
+          // hashEntries lists fields in the server's hash order, which two write paths need not share
+          // (Valkey 9 keeps hashes with field expiry in a hash table)
+          const comparable = script === 'hashEntries' ? replies.map(entryTriples) : replies;
+          for (const reply of comparable.slice(1)) expect(reply).toEqual(comparable[0]);
           return replies[0]!;
         };
         // a day ahead of the server clock, so the key's own PEXPIREAT never fires during a run
@@ -162,8 +182,10 @@ describe.each(EXPIRY_MODES)('ExpiringHash %s mode agrees with a model', (mode) =
           }
           const fields = await ctx.app.raw.hgetall(hash!);
           const names = Object.keys(fields);
-          const expiries = mode === 'native' && names.length > 0 ? await ctx.app.raw.call('HPEXPIRETIME', hash!, 'FIELDS', names.length, ...names) : [];
-          return [fields, expiries, await ctx.app.raw.call('PEXPIRETIME', hash!), await ctx.app.raw.hgetall(buckets!)];
+          const expiries =
+            mode === 'native' && names.length > 0 ? ((await ctx.app.raw.call('HPEXPIRETIME', hash!, 'FIELDS', names.length, ...names)) as number[]) : [];
+          const index = sortedChunks(await ctx.app.raw.hgetallBuffer(buckets!));
+          return [fields, Object.fromEntries(expiries.map((expiry, i) => [names[i], expiry])), await ctx.app.raw.call('PEXPIRETIME', hash!), index];
         };
         const states = await Promise.all(keySets.map(held));
         for (const state of states.slice(1)) expect(state).toEqual(states[0]);

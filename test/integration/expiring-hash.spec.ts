@@ -6,6 +6,7 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { HashReply } from '../../lib/redis/replies.js';
 import { EXPIRY_CASES, eventually } from '../harness/expiring-hash.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
+import { FIELD_EXPIRY_FLAVORS } from '../harness/redis-binary.js';
 import { currentFlavor } from '../harness/redis-server.js';
 
 describe.each(EXPIRY_CASES)('ExpiringHashService, $name', ({ mode, hsetex, server }) => {
@@ -377,6 +378,6 @@ describe('ExpiringHashService input checks', () => {
   it('picks native mode exactly where the server has HPEXPIRE', async () => {
     const hasHpexpire = Array.isArray(((await ctx.app.raw.call('COMMAND', 'INFO', 'HPEXPIRE')) as unknown[])[0]);
     expect(await hash().mode()).toBe(hasHpexpire ? 'native' : 'index');
-    expect(hasHpexpire).toBe(currentFlavor() === 'redis8');
+    expect(hasHpexpire).toBe(FIELD_EXPIRY_FLAVORS.includes(currentFlavor()));
   });
 });
