@@ -1,5 +1,5 @@
 // ExpiringHashService against the other ways to keep items with a per-item ttl, on redis7,
-// redis8 and valkey8: (1) memory per item, as used_memory deltas around a load of 100,000
+// redis8, valkey8 and valkey9 (native mode where the server has field expiry): (1) memory per item, as used_memory deltas around a load of 100,000
 // items on a server this bench started and flushed (so every key a layout writes counts: hash,
 // bucket index, sweep registry, expires entries); (2) how fast two sweepers drain 1,000,000
 // expired fields over 100,000 hashes, and how long any single Redis call takes meanwhile.
@@ -24,12 +24,12 @@ import { ExpiringHashKeys } from '../lib/expiring-hash/expiring-hash.keys.js';
 import { RedisConnection } from '../lib/redis/redis-connection.js';
 import { RedisKeys } from '../lib/redis/keys.js';
 import { loadScripts, type ScriptName } from '../lib/redis/scripts.js';
-import type { RedisFlavor } from '../test/harness/redis-binary.js';
+import { FIELD_EXPIRY_FLAVORS, type RedisFlavor } from '../test/harness/redis-binary.js';
 import { RedisNode } from '../test/harness/redis-server.js';
 import { settledMemory } from './common/memory.js';
 import { cell as spreadCell, spread } from './common/stats.js';
 
-const FLAVORS: RedisFlavor[] = ['redis7', 'redis8', 'valkey8'];
+const FLAVORS: RedisFlavor[] = ['redis7', 'redis8', 'valkey8', 'valkey9'];
 // redis7 only by default: each run loads 1.1M fields (1-2 min here) and the whole bench should stay near 6 min
 const DRAIN_FLAVORS = (process.env['BENCH_DRAIN_FLAVORS'] ?? 'redis7').split(',').filter(Boolean) as RedisFlavor[];
 const BIG_DRAIN_FLAVORS = (process.env['BENCH_BIG_DRAIN_FLAVORS'] ?? 'redis7').split(',').filter(Boolean) as RedisFlavor[];
@@ -99,7 +99,8 @@ interface Ctx {
 }
 interface Layout {
   row: string;
-  only?: RedisFlavor;
+  /** Only where the server has field expiry. */
+  fieldExpiry?: true;
   load(ctx: Ctx, hashes: number): Promise<void>;
 }
 
@@ -129,12 +130,12 @@ const ALL_LAYOUTS: Record<string, Layout> = {
   },
   native: {
     row: '(e) ours, native mode',
-    only: 'redis8',
+    fieldExpiry: true,
     load: ({ native }, hashes) => pool(ITEMS, CONCURRENCY, (i) => native!.set(user(i % hashes), field(i), value(i), TTL_MS)),
   },
   rawNative: {
     row: '(f) raw HSET + HPEXPIREAT',
-    only: 'redis8',
+    fieldExpiry: true,
     load: ({ admin }, hashes) =>
       pipelined(admin, ITEMS, (p, i) => {
         const h = `nh:{${user(i % hashes)}}`;
@@ -169,7 +170,7 @@ async function memoryRun(flavor: RedisFlavor): Promise<void> {
   const version = `${flavor}: ${await serverVersion(admin)}`;
   if (!serverVersions.includes(version)) serverVersions.push(version);
   const apps = [await boot(server.url, { mode: 'index', sweepIntervalMs: 0 })];
-  if (flavor === 'redis8') apps.push(await boot(server.url, { mode: 'native', sweepIntervalMs: 0 }));
+  if (FIELD_EXPIRY_FLAVORS.includes(flavor)) apps.push(await boot(server.url, { mode: 'native', sweepIntervalMs: 0 }));
   const ctx: Ctx = { admin, index: apps[0]!.get(ExpiringHashService), native: apps[1]?.get(ExpiringHashService) };
   // warm-up: the script cache (kept across FLUSHALL) and client buffers exist before any baseline
   await ctx.index.set('warm', 'f', 'v', 1000);
@@ -177,7 +178,7 @@ async function memoryRun(flavor: RedisFlavor): Promise<void> {
 
   for (const shape of SHAPES) {
     for (const [name, layout] of Object.entries(LAYOUTS)) {
-      if (layout.only && layout.only !== flavor) continue;
+      if (layout.fieldExpiry && !FIELD_EXPIRY_FLAVORS.includes(flavor)) continue;
       await admin.call('FLUSHALL', 'SYNC');
       const before = await settledMemory(admin);
       const started = performance.now();
@@ -271,18 +272,20 @@ function printMemory(): void {
       `(every key a layout writes counts). 60-byte JSON values, 20-byte field names, ttl 30 min; ours writes through ` +
       `ExpiringHashService.set with ${CONCURRENCY} calls in flight, raw layouts are pipelined.\n`,
   );
+  // the servers this run measured, in FLAVORS' order
+  const columns = FLAVORS.filter((f) => [...results.values()].some((byLayout) => [...byLayout.values()].some((byFlavor) => byFlavor.has(f))));
   for (const shape of SHAPES) {
     const byLayout = results.get(shape.name)!;
     console.log(`### ${shape.name}\n`);
-    console.log(`| layout | ${FLAVORS.join(' | ')} |`);
-    console.log(`|---|${FLAVORS.map(() => '---:').join('|')}|`);
+    console.log(`| layout | ${columns.join(' | ')} |`);
+    console.log(`|---|${columns.map(() => '---:').join('|')}|`);
     for (const [name, layout] of Object.entries(LAYOUTS)) {
       const row = byLayout.get(name);
-      const cells = FLAVORS.map((f) => (row?.get(f) ? bytesText(row.get(f)!) : '–'));
+      const cells = columns.map((f) => (row?.get(f) ? bytesText(row.get(f)!) : '–'));
       console.log(`| ${layout.row} | ${cells.join(' | ')} |`);
     }
     for (const name of ['index', 'native']) {
-      const cells = FLAVORS.map((f) => {
+      const cells = columns.map((f) => {
         const ours = byLayout.get(name)?.get(f);
         const strings = byLayout.get('strings')?.get(f);
         return ours && strings ? `${(median(ours) / median(strings)).toFixed(2)}×` : '–';
@@ -290,7 +293,7 @@ function printMemory(): void {
       console.log(`| ours ${name} ÷ strings | ${cells.join(' | ')} |`);
     }
     for (const name of MEMORY_PARTS ? ['index', 'native'] : []) {
-      const cells = FLAVORS.map((f) => {
+      const cells = columns.map((f) => {
         const parts = byLayout.get(name)?.get(f)?.parts;
         return parts ? `${parts[0].toFixed(1)} / ${parts[1].toFixed(1)}` : '–';
       });

@@ -155,7 +155,7 @@ async function main(): Promise<void> {
     const [[hashMemory, hashFigures]] = await Promise.all([
       childWithJson<NonNullable<typeof memory>>('expiring-hash.bench.js', {
         ...skip,
-        BENCH_MEMORY_FLAVORS: 'redis8',
+        BENCH_MEMORY_FLAVORS: 'redis8,valkey9',
         BENCH_SHAPES: '1000,33333,50000,100000',
         BENCH_LAYOUTS: 'strings,plain,index,native',
         BENCH_MEMORY_RUNS: String(RUNS),
@@ -497,22 +497,22 @@ async function main(): Promise<void> {
     md.push('## 4. Memory per item: ExpiringHashService', '');
     md.push(
       'From `bench/expiring-hash.bench.ts` (also `npm run bench:hash`), run here with BENCH_SHAPES=1000,33333,50000,100000 BENCH_LAYOUTS=strings,plain,index,native ' +
-        `BENCH_MEMORY_FLAVORS=redis8 BENCH_MEMORY_RUNS=${RUNS}: 100,000 items as 100, 3, 2 and 1 per user, ` +
-        'on Redis 8.0 (Debian trixie), where both modes run: index mode (hash + bucket index, as on Redis 7 and Valkey) and native mode ' +
-        '(hash-field expiry). Redis 7 and Valkey figures: `npm run bench:hash` and docs/benchmarks.md.',
+        `BENCH_MEMORY_FLAVORS=redis8,valkey9 BENCH_MEMORY_RUNS=${RUNS}: 100,000 items as 100, 3, 2 and 1 per user, ` +
+        'on Redis 8.0 (Debian trixie) and Valkey 9.1 (Debian unstable), where both modes run: index mode (hash + bucket index, as on Redis 7 ' +
+        'and Valkey 8) and native mode (hash-field expiry). Redis 7 and Valkey 8 figures: `npm run bench:hash` and docs/benchmarks.md.',
       '',
       demote(memoryTables.trim()),
       '',
     );
     const get = (shape: string, layout: string, flavor: string) => memory?.[shape]?.[layout]?.[flavor];
-    const line = (shape: string, label: string) => {
-      const strings = get(shape, 'strings', 'redis8');
-      const plain = get(shape, 'plain', 'redis8');
-      const index = get(shape, 'index', 'redis8');
-      const native = get(shape, 'native', 'redis8');
+    const line = (shape: string, label: string, flavor = 'redis8', server = 'Redis 8') => {
+      const strings = get(shape, 'strings', flavor);
+      const plain = get(shape, 'plain', flavor);
+      const index = get(shape, 'index', flavor);
+      const native = get(shape, 'native', flavor);
       if (!strings || !index || !native || !plain) return;
       headlines.push(
-        `- **Memory, ${label}** (Redis 8): index mode ${index.median.toFixed(0)} B/item, native mode ${native.median.toFixed(0)} B/item, ` +
+        `- **Memory, ${label}** (${server}): index mode ${index.median.toFixed(0)} B/item, native mode ${native.median.toFixed(0)} B/item, ` +
           `against ${strings.median.toFixed(0)} B for one string key with PEXPIRE per item and ${plain.median.toFixed(0)} B for a bare hash without ttl.`,
       );
     };
@@ -520,6 +520,7 @@ async function main(): Promise<void> {
     line('33,333 hashes × 3 items', '3 items per user');
     line('50,000 hashes × 2 items', '2 items per user');
     line('100,000 hashes × 1 item', '1 item per user');
+    line('33,333 hashes × 3 items', '3 items per user', 'valkey9', 'Valkey 9');
     for (const [flavor, f] of Object.entries(idle ?? {})) {
       headlines.push(
         `- **ExpiringHash at rest** (${flavor}): ${f.hashCallsPerSecond.toFixed(2)} Redis script calls/s from an idle process that has used the service ` +
