@@ -72,6 +72,7 @@ const REDIS7_ONLY = [
   'max-pending-options.spec.ts',
   'user-tiers.spec.ts',
   'health-indicator.spec.ts',
+  'telemetry.spec.ts',
 ];
 // Every integration suite runs on the system's Redis 7 (as a least-privilege ACL user) and, but for
 // the lists above, on the cluster. Every other server runs the suites where the server shows

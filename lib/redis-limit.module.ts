@@ -29,6 +29,8 @@ import { RateLimitGuard } from './rate-limit/rate-limit.guard.js';
 import { RateLimitPlans } from './rate-limit/rate-limit.plans.js';
 import { RateLimiterService } from './rate-limit/rate-limiter.service.js';
 import { RedisLimitEvents } from './observability/redis-limit-events.js';
+import { Telemetry } from './observability/telemetry.js';
+import { TELEMETRY_OPTIONS } from './observability/telemetry.options.js';
 import { RedisConnection } from './redis/redis-connection.js';
 
 /** The options, checked once: a bad one fails module creation, naming the option
@@ -44,6 +46,7 @@ const OPTIONS: Provider[] = [
   },
   { provide: EXPIRING_HASH_OPTIONS, useFactory: (options: ResolvedOptions) => options.expiringHash, inject: [RESOLVED_OPTIONS] },
   { provide: DELAY_QUEUE_OPTIONS, useFactory: (options: ResolvedOptions) => options.delayQueue, inject: [RESOLVED_OPTIONS] },
+  { provide: TELEMETRY_OPTIONS, useFactory: ({ telemetry }: ResolvedOptions) => ({ telemetry }), inject: [RESOLVED_OPTIONS] },
 ];
 
 const CONNECTION: Provider = {
@@ -58,6 +61,7 @@ const CONNECTION: Provider = {
  * too. */
 const PROVIDERS = [
   RedisLimitEvents,
+  Telemetry,
   CONNECTION,
   DecisionEngine,
   ConcurrencySlots,

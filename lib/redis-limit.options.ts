@@ -1,10 +1,11 @@
 // The module's options, composed from each part's own: the connection's (redis/), the guards'
-// (transports/), rate limits' (rate-limit/), ExpiringHash's and DelayQueue's. Each part declares
+// (transports/), rate limits' (rate-limit/), telemetry's (observability/), ExpiringHash's and DelayQueue's. Each part declares
 // its options and checks them; this file only puts them together, in one interface and one
 // resolveOptions.
 import type { DelayQueueOptions } from './delay-queue/delay-queue.types.js';
 import { resolveDelayQueueOptions } from './delay-queue/delay-queue.input.js';
 import { resolveExpiringHashOptions, type ExpiringHashOptions } from './expiring-hash/expiring-hash.options.js';
+import { resolveTelemetryOptions, type TelemetryModuleOptions, type TelemetrySettings } from './observability/telemetry.options.js';
 import { resolveRateLimitOptions, type RateLimitModuleOptions, type RateLimitSettings } from './rate-limit/rate-limit.options.js';
 import { resolveConnectionOptions, type ConnectionModuleOptions, type ConnectionSettings } from './redis/connection.options.js';
 import { resolveGuardOptions, type GuardModuleOptions, type GuardSettings } from './transports/guard.options.js';
@@ -19,7 +20,7 @@ import { describeValue } from './validation.js';
  * RangeError (number out of range) whose message starts `RedisLimitModule: <option>`; see
  * docs/bad-input.md. `undefined` always means the default.
  */
-export interface RedisLimitModuleOptions extends ConnectionModuleOptions, GuardModuleOptions, RateLimitModuleOptions {
+export interface RedisLimitModuleOptions extends ConnectionModuleOptions, GuardModuleOptions, RateLimitModuleOptions, TelemetryModuleOptions {
   /** ExpiringHashService: how fields expire and how the background sweep runs.
    * @throws TypeError / RangeError `expiringHash.<option>`, see ExpiringHashOptions. */
   expiringHash?: ExpiringHashOptions;
@@ -45,7 +46,7 @@ export interface RedisLimitModuleExtras {
 export const RESOLVED_OPTIONS = Symbol('RedisLimitResolvedOptions');
 
 /** Options with every default filled in and every value checked. */
-export interface ResolvedOptions extends ConnectionSettings, GuardSettings, RateLimitSettings {
+export interface ResolvedOptions extends ConnectionSettings, GuardSettings, RateLimitSettings, TelemetrySettings {
   expiringHash: Required<ExpiringHashOptions>;
   delayQueue: Required<DelayQueueOptions>;
 }
@@ -58,6 +59,7 @@ export function resolveOptions(options: RedisLimitModuleOptions = {}): ResolvedO
     ...resolveConnectionOptions(options),
     ...resolveGuardOptions(options),
     ...resolveRateLimitOptions(options),
+    ...resolveTelemetryOptions(options),
     expiringHash: resolveExpiringHashOptions(options.expiringHash),
     delayQueue: resolveDelayQueueOptions(options.delayQueue),
   };

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { RedisLimitError } from '../errors.js';
+import type { Telemetry } from '../observability/telemetry.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import type { DelayQueueClaimMessageReply, DelayQueueClaimReply } from '../redis/script-bindings.generated.js';
@@ -48,6 +49,8 @@ export interface ConsumerDeps {
   options: ResolvedConsumeOptions;
   /** What the dead set keeps (module option `delayQueue`). */
   dead: Required<DelayQueueOptions>;
+  /** Spans for handling, in the trace each message was enqueued in. */
+  telemetry: Telemetry;
   onStop: (consumer: Consumer) => void;
 }
 
@@ -74,6 +77,8 @@ export class Consumer implements DelayQueueConsumer {
   private readonly recording = new Set<Promise<void>>();
   /** Each delivered message's source, as its claim gave it ('' for a user's message). */
   private readonly sourceOf = new WeakMap<DelayedMessage, string>();
+  /** The trace context each claimed message was enqueued in ('' when none). */
+  private readonly contextOf = new WeakMap<DelayedMessage, string>();
   /** Every message this consumer holds, renewed until its outcome is recorded. */
   private readonly leases: LeaseRenewer;
   /** Handled messages to acknowledge. */
@@ -239,7 +244,7 @@ export class Consumer implements DelayQueueConsumer {
     const fresh: DelayedMessage[] = [];
     const tokens: number[] = [];
     const ticks = await this.advanceSchedules(messages, now);
-    for (const { id, payload, runAt, attempt, token, fence, source } of messages) {
+    for (const { id, payload, runAt, attempt, token, fence, source, context } of messages) {
       const held = this.leases.get(id);
       // a tick whose schedule did not advance here: dropped for a later tick, or back later
       if (isTick(source) && !held && !ticks.has(id)) continue;
@@ -269,6 +274,7 @@ export class Consumer implements DelayQueueConsumer {
       const message = { id, queue: this.deps.queue, payload: parsed.payload, runAt, attempt, signal: controller.signal, fence };
       this.controllers.set(message, controller);
       this.sourceOf.set(message, source);
+      if (context !== '') this.contextOf.set(message, context);
       fresh.push(message);
       tokens.push(token);
     }
@@ -362,17 +368,32 @@ export class Consumer implements DelayQueueConsumer {
   /**
    * Runs the handler, bounded by `timeoutMs`: its outcome, or at the timeout a failure with a
    * DelayQueueTimeoutError, after which the handler runs on unheeded (`overdue` gets it, settled).
+   * Traced, the attempt is a span in the trace the message was enqueued in.
    */
   private async attempt(
     message: DelayedMessage,
     controller: AbortController,
     overdue: (handling: Promise<unknown>) => void,
   ): Promise<{ ok: true } | { ok: false; error: unknown; timedOut?: true }> {
+    const span = this.deps.telemetry.startHandling(message.queue, message.id, message.attempt, this.contextOf.get(message) ?? '');
     // a handler that throws synchronously fails like one that rejects
-    const settled = (async () => this.deps.handler(message))().then(
+    const handle = async () => this.deps.handler(message);
+    const settled = (span === undefined ? handle() : span.run(handle)).then(
       () => ({ ok: true as const }),
       (error: unknown) => ({ ok: false as const, error }),
     );
+    const outcome = await this.bounded(settled, controller, overdue);
+    // RetryLater is the handler asking to wait: an event, not an error
+    span?.end(outcome.ok ? undefined : outcome.error, !outcome.ok && isRetryLater(outcome.error) ? 'redis_limit.retry_later' : undefined);
+    return outcome;
+  }
+
+  /** The handler's outcome, or at `timeoutMs` a DelayQueueTimeoutError (see attempt). */
+  private async bounded(
+    settled: Promise<{ ok: true } | { ok: false; error: unknown }>,
+    controller: AbortController,
+    overdue: (handling: Promise<unknown>) => void,
+  ): Promise<{ ok: true } | { ok: false; error: unknown; timedOut?: true }> {
     const { timeoutMs } = this.deps.options;
     if (timeoutMs === undefined) return settled;
     let timer: NodeJS.Timeout | undefined;

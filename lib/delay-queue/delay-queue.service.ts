@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { assertMetricPrefix, PROMETHEUS_PREFIX } from '../observability/prometheus.js';
+import { Telemetry } from '../observability/telemetry.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { QueueReply } from '../redis/replies.js';
 import { Consumer } from './consumer.js';
@@ -81,6 +82,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     @Inject(RedisConnection) private readonly redis: RedisConnection,
     /** The module's `delayQueue`: how much of each dead set is kept. */
     @Inject(DELAY_QUEUE_OPTIONS) private readonly deadRetention: Required<DelayQueueOptions>,
+    @Inject(Telemetry) private readonly telemetry: Telemetry,
   ) {
     this.wakeUps = new WakeUps(redis, {
       hint: (queue, runAt) => this.consumers.get(queue)?.forEach((consumer) => consumer.hint(runAt)),
@@ -139,11 +141,11 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     const [runAt, delayMs] = resolveWhen(opts, 'opts');
     const id = opts.id ?? randomUUID();
     const publish = await this.wakeUps.publishCommand();
-    const args = { id, payload: json, runAt, delayMs, wakeChannel: this.wakeUps.channel(queue), publish, source };
-    const [{ status, runAt: due }] = await Promise.all([
-      this.redis.scripts.call('queueEnqueue', { keys: this.keys(queue), args }),
-      this.registry.register(queue),
-    ]);
+    const span = this.telemetry.startEnqueue(queue, 1);
+    span?.sent(id);
+    const args = { id, payload: json, runAt, delayMs, wakeChannel: this.wakeUps.channel(queue), publish, source, context: span?.carried ?? '' };
+    const sent = Promise.all([this.redis.scripts.call('queueEnqueue', { keys: this.keys(queue), args }), this.registry.register(queue)]);
+    const [{ status, runAt: due }] = await (span === undefined ? sent : span.around(sent));
     this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt: due, scheduled: status === QueueReply.SCHEDULED });
     return id;
   }
@@ -172,7 +174,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   async enqueueMany<T>(queue: string, messages: EnqueueManyItem<T>[]): Promise<string[]> {
     assertName(queue, 'queue');
     if (!Array.isArray(messages)) throw new TypeError('messages must be an array of { payload, id?, delayMs?, runAt? }');
-    const rows = messages.map((message, i) => {
+    const checked = messages.map((message, i) => {
       const at = `messages[${i}]`;
       assertEnqueueOptions(message, at);
       const { id = randomUUID(), payload } = message;
@@ -181,16 +183,23 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     });
     const publish = await this.wakeUps.publishCommand();
     const wakeChannel = this.wakeUps.channel(queue);
-    await this.registry.register(queue);
-    for (let i = 0; i < rows.length; i += ENQUEUE_MANY_BATCH) {
-      const batch = rows.slice(i, i + ENQUEUE_MANY_BATCH);
-      const reply = await this.redis.scripts.call('queueEnqueueMany', { keys: this.keys(queue), args: { wakeChannel, publish, messages: batch } });
-      batch.forEach(({ id }, j) => {
-        const { status, runAt } = reply.messages[j]!;
-        this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt, scheduled: status === QueueReply.SCHEDULED });
-      });
-    }
-    return rows.map(({ id }) => id);
+    // one span for the whole call: every message carries its context
+    const span = this.telemetry.startEnqueue(queue, checked.length);
+    const context = span?.carried ?? '';
+    const rows = checked.map((row) => ({ ...row, context }));
+    const sent = (async () => {
+      await this.registry.register(queue);
+      for (let i = 0; i < rows.length; i += ENQUEUE_MANY_BATCH) {
+        const batch = rows.slice(i, i + ENQUEUE_MANY_BATCH);
+        const reply = await this.redis.scripts.call('queueEnqueueMany', { keys: this.keys(queue), args: { wakeChannel, publish, messages: batch } });
+        batch.forEach(({ id }, j) => {
+          const { status, runAt } = reply.messages[j]!;
+          this.redis.events.queue({ type: 'redis-limit.queue.enqueued', queue, id, runAt, scheduled: status === QueueReply.SCHEDULED });
+        });
+      }
+      return rows.map(({ id }) => id);
+    })();
+    return span === undefined ? sent : span.around(sent);
   }
 
   /**
@@ -535,6 +544,7 @@ export class DelayQueueService implements BeforeApplicationShutdown {
       sources: this.sources,
       options,
       dead: this.deadRetention,
+      telemetry: this.telemetry,
       onStop: (stopped) => this.forget(queue, stopped),
     });
     const consumers = this.consumers.get(queue) ?? new Set();

@@ -92,6 +92,8 @@ export type RedisLimitEvent =
   | { type: 'redis-limit.queue.dead-purged'; queue: string; count: number };
 
 export type RedisLimitEventType = RedisLimitEvent['type'];
+/** A `redis-limit.decision` event. */
+export type DecisionEvent = Extract<RedisLimitEvent, { type: 'redis-limit.decision' }>;
 export type RedisLimitListener = (event: RedisLimitEvent) => void;
 
 /** Monotonic counts since start-up (and one gauge), for an app to export. */

@@ -1,4 +1,5 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Telemetry, type DecisionSpan } from '../observability/telemetry.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { RateLimitReply } from '../redis/replies.js';
 import { checkedLimit, type CheckedLimit } from './checked-limit.js';
@@ -30,7 +31,10 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
   /** The runtime overrides in force here; route plans read them and declare their names. */
   readonly overrides: Overrides;
 
-  constructor(@Inject(RedisConnection) private readonly redis: RedisConnection) {
+  constructor(
+    @Inject(RedisConnection) private readonly redis: RedisConnection,
+    @Inject(Telemetry) private readonly telemetry: Telemetry,
+  ) {
     this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
     this.refusals = new Refusals(redis);
     this.grants = new GrantIds(redis);
@@ -60,7 +64,13 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
    * what those charged is given back if another refuses (see decideAcrossSlots). A refusal
    * remembered by the refusal cache answers without Redis. `limits` of a peek carry 1 permit.
    */
-  async decide(limits: readonly CheckedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
+  decide(limits: readonly CheckedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
+    // a peek decides nothing: no span, as no event
+    const span = options.peek ? undefined : this.telemetry.startDecision();
+    return span === undefined ? this.decideStack(limits, options, undefined) : span.around(this.decideStack(limits, options, span));
+  }
+
+  private async decideStack(limits: readonly CheckedLimit[], options: DecideOptions, span: DecisionSpan | undefined): Promise<StackDecision> {
     const kinds = limits.map(({ spec }) => counterKind(spec));
     const keys = limits.map(({ key, scope }, i) => this.redis.keys.build(kinds[i]!, key, scope));
     // peeks and the test clock ask Redis every time
@@ -70,7 +80,9 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
         : this.refusals.lookup({ keys, specs: limits.map((c) => c.spec), permits: limits.map((c) => c.permits) });
     if (cached !== undefined && 'hit' in cached) {
       const result: StackDecision = { allowed: false, ...cached.hit, cached: true };
-      this.redis.events.decision('refused', () => ({ ...decisionEvent(result, limits, options.route), cached: true }));
+      const event = () => ({ ...decisionEvent(result, limits, options.route), cached: true as const });
+      this.redis.events.decision('refused', event);
+      span?.decided(event());
       return result;
     }
     let secret: string | Promise<string> | undefined;
@@ -100,7 +112,11 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
     const { outcome, cacheable } = verdictOf(result, limits.length, options);
     if (cached !== undefined && cacheable) this.refusals.remember(cached.sent, result.retryAfterMs, result.decisions);
     // a peek decides nothing: not counted, not announced
-    if (!options.peek && outcome !== undefined) this.redis.events.decision(outcome, () => decisionEvent(result, limits, options.route, outcome));
+    if (!options.peek && outcome !== undefined) {
+      const event = () => decisionEvent(result, limits, options.route, outcome);
+      this.redis.events.decision(outcome, event);
+      span?.decided(event());
+    }
     return result;
   }
 

@@ -1,4 +1,4 @@
-import type { RedisLimitEvent } from '../observability/events.js';
+import type { DecisionEvent } from '../observability/events.js';
 import { RateLimitReply } from '../redis/replies.js';
 import { clusterSlot } from '../redis/slot.js';
 import type { CheckedLimit } from './checked-limit.js';
@@ -80,7 +80,7 @@ export function verdictOf(result: StackDecision, count: number, options: DecideO
   return { outcome: shadows.length < count ? undefined : 'shadow-refused', cacheable: false };
 }
 
-export function decisionEvent(result: StackDecision, checked: readonly CheckedLimit[], route: string | undefined, outcome?: Outcome): RedisLimitEvent {
+export function decisionEvent(result: StackDecision, checked: readonly CheckedLimit[], route: string | undefined, outcome?: Outcome): DecisionEvent {
   return {
     type: 'redis-limit.decision',
     ...(route === undefined ? {} : { route }),

@@ -27,7 +27,7 @@
 --                lease deadline, or, when the queue is full, the earliest lease deadline (when a
 --                dead consumer's share comes back); NOTHING_DUE (replies.lua) when the queue is
 --                empty
---            - messages[]  seven per claimed message:
+--            - messages[]  eight per claimed message:
 --                - id: string
 --                - payload: json
 --                - runAt: ms
@@ -39,6 +39,8 @@
 --                - source: string  '<kind> <ref>' for a message the library made, or '' for a
 --                    user's (message-fields.lua's 't:'): a tick's schedule is advanced
 --                    (recurring-advance.lua) before it runs
+--                - context: string  the trace context it was enqueued in, or '' (message-fields.lua's
+--                    'c:')
 --- @include "replies.lua"
 --- @include "../includes/server-time.lua"
 --- @include "message-fields.lua"
@@ -91,9 +93,9 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     local id = due[i]
     rcall('ZREM', KEYS[1], id)
     rcall('ZADD', KEYS[2], deadline, id)
-    -- payload, non-attempts and source in one read (the latter two exist only for
-    -- rate-limited consumers, revived messages and ticks)
-    local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id, 't:' .. id)
+    -- payload, non-attempts, source and trace in one read (the middle two exist only for
+    -- rate-limited consumers, revived messages and ticks; the last for traced enqueues)
+    local fields = rcall('HMGET', KEYS[4], 'p:' .. id, 'd:' .. id, 't:' .. id, 'c:' .. id)
     local token = rcall('HINCRBY', KEYS[4], 'a:' .. id, 1)
     fence = fence + 1
     reply[#reply + 1] = id
@@ -103,6 +105,7 @@ if scheduled_head and scheduled_head <= now and limit > 0 then
     reply[#reply + 1] = token
     reply[#reply + 1] = fence
     reply[#reply + 1] = fields[3] or ''
+    reply[#reply + 1] = fields[4] or ''
     -- its due time, for get() and list() while it is in flight; marked pending if rate limited
     if admitting then
       rcall('HSET', KEYS[4], 'r:' .. id, due[i + 1], 'u:' .. id, token)

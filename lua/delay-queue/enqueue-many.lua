@@ -9,11 +9,13 @@
 -- ARGV[2]    wakeChannel: string  told the earliest new runAt when it becomes the queue's earliest
 -- ARGV[3]    publish: 'PUBLISH' | 'SPUBLISH'  SPUBLISH on a cluster (the channel shares the
 --            queue's slot)
--- ARGV[4..]  messages[]  four per message:
+-- ARGV[4..]  messages[]  five per message:
 --              - id: string
 --              - payload: json
 --              - runAt: ms | ''  in ms, or '' to use now + delayMs
 --              - delayMs: ms
+--              - context: string  the trace context it is enqueued in (message-fields.lua's
+--                'c:'), or '' when untraced
 -- Returns    messages[]  two per message:
 --              - status: SCHEDULED | ALREADY_QUEUED  ALREADY_QUEUED if its id was already
 --                scheduled or in flight (replies.lua)
@@ -27,9 +29,9 @@ local now = now_ms(ARGV[1])
 local head = scheduled_head(KEYS[1])
 local earliest = nil
 local reply = {}
-for i = 4, #ARGV, 4 do
+for i = 4, #ARGV, 5 do
   local run_at = ARGV[i + 2] ~= '' and tonumber(ARGV[i + 2]) or now + tonumber(ARGV[i + 3])
-  local scheduled, at = schedule(KEYS, ARGV[i], ARGV[i + 1], run_at)
+  local scheduled, at = schedule(KEYS, ARGV[i], ARGV[i + 1], run_at, '', ARGV[i + 4])
   if scheduled == SCHEDULED and (earliest == nil or run_at < earliest) then earliest = run_at end
   reply[#reply + 1] = scheduled
   reply[#reply + 1] = at

@@ -14,6 +14,8 @@
 --          queue's slot)
 -- ARGV[8]  source: string = ''  '<kind> <ref>' when a part of the library enqueues a message of
 --          its own (message-fields.lua's 't:'); '' for a user's message
+-- ARGV[9]  context: string = ''  the trace context it is enqueued in (message-fields.lua's 'c:'),
+--          or '' when untraced
 -- Returns  a flat array:
 --            - status: SCHEDULED | ALREADY_QUEUED  ALREADY_QUEUED if the id was already scheduled
 --                or in flight (replies.lua)
@@ -26,6 +28,6 @@
 local now = now_ms(ARGV[1])
 local run_at = ARGV[4] ~= '' and tonumber(ARGV[4]) or now + tonumber(ARGV[5])
 local head = scheduled_head(KEYS[1])
-local scheduled, at = schedule(KEYS, ARGV[2], ARGV[3], run_at, ARGV[8])
+local scheduled, at = schedule(KEYS, ARGV[2], ARGV[3], run_at, ARGV[8], ARGV[9])
 if scheduled == SCHEDULED and (head == nil or run_at < head) then redis.call(ARGV[7], ARGV[6], int(run_at)) end
 return { scheduled, at }

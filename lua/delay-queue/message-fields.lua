@@ -18,12 +18,14 @@
 --             (recurring-set.lua, recurring-advance.lua): its claim advances the schedule.
 --             'expiry <ref>' for an ExpiringHash's expiry notification (enqueue.lua, told so by
 --             the notifier): its consumer disarms it before the outcome is recorded
+--   'c:'..id  the trace context it was enqueued in (W3C traceparent, then tracestate after a
+--             newline), when the enqueuer traced it: its handler's span continues that trace
 -- A message's attempts (what handlers see, what maxAttempts bounds) are its claims less its
 -- non-attempts. Two fields belong to the queue, not a message: 'w' (claim.lua, free-slot.lua)
 -- and 'f', its claims so far (claim.lua), which is never deleted.
--- message_fields(id) -> all eight names, for HDEL / HMGET, in the order above.
+-- message_fields(id) -> all nine names, for HDEL / HMGET, in the order above.
 local function message_fields(id)
-  return 'p:' .. id, 'a:' .. id, 'e:' .. id, 'd:' .. id, 'u:' .. id, 'r:' .. id, 'y:' .. id, 't:' .. id
+  return 'p:' .. id, 'a:' .. id, 'e:' .. id, 'd:' .. id, 'u:' .. id, 'r:' .. id, 'y:' .. id, 't:' .. id, 'c:' .. id
 end
 
 -- attempts_of(fields) -> deliveries so far, from HMGET of message_fields: its claims less those

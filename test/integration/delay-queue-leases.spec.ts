@@ -76,7 +76,7 @@ describe('DelayQueue leases', () => {
     const [now] = (await connection.scripts.run('queueClaim', keys, ['', 1, 1])) as number[];
     const later = now! + 61_000;
     const taken = (await connection.scripts.run('queueClaim', keys, [later, 10, 60_000])) as (string | number)[];
-    expect(taken.slice(2)).toEqual(['x', '"x"', expect.any(Number), 2, 2, 2, '']);
+    expect(taken.slice(2)).toEqual(['x', '"x"', expect.any(Number), 2, 2, 2, '', '']);
 
     release(); // attempt 1 succeeds: its ack must not remove attempt 2's message
     await consumer.stop();
@@ -141,8 +141,8 @@ describe('DelayQueue leases', () => {
     const now = 2_000_000_000_000;
     await run('queueEnqueue', [now, 'x', '"x"', now, 0, channel, publish]);
     // claim 1 (token 1) stalls; its lease runs out and claim 2 (token 2) fails for good
-    expect(await claim([now, 1, 1000])).toEqual(['x', '"x"', now, 1, 1, 1, '']);
-    expect(await claim([now + 2000, 1, 1000])).toEqual(['x', '"x"', now + 2000, 2, 2, 2, '']); // due again when handed on
+    expect(await claim([now, 1, 1000])).toEqual(['x', '"x"', now, 1, 1, 1, '', '']);
+    expect(await claim([now + 2000, 1, 1000])).toEqual(['x', '"x"', now + 2000, 2, 2, 2, '', '']); // due again when handed on
     expect(await run('queueFail', [now + 2000, 'x', -1, 'Error: gone', 2, 60_000, 100, 100])).toBe(QueueReply.DIED);
     if (revive === 'retryDead') await run('queueRetryDead', [now + 3000, channel, publish, 10, '', 'x']);
     else await run('queueEnqueue', [now + 3000, 'x', '"x"', now + 3000, 0, channel, publish]);
@@ -150,7 +150,7 @@ describe('DelayQueue leases', () => {
     expect(await run('queueAck', ['x', 1])).toBe(0); // claim 1's ack, at last
     expect(await run('queueSize', ['', ''])).toEqual([0, 1, 0, -1]);
     // the new claim is attempt 1 again, under a token no earlier claim had (and the third fence)
-    expect(reclaimed).toEqual(['x', '"x"', now + 3000, 1, 3, 3, '']);
+    expect(reclaimed).toEqual(['x', '"x"', now + 3000, 1, 3, 3, '', '']);
     expect(await run('queueAck', ['x', 3])).toBe(1);
     // nothing of the message is left; the queue's claim count stays
     expect(await ctx.app.raw.hgetall(key('dqm', q))).toEqual({ f: '3' });

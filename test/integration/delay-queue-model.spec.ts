@@ -43,6 +43,8 @@ interface Message {
   ranAt?: number | undefined;
   /** 'y:': why it was last given back to wait: code, due time, Redis key. */
   why?: string | undefined;
+  /** 'c:': the trace context it was enqueued in ('' when untraced). */
+  context: string;
 }
 
 /** The fixed-window counter admissions charge, in one window (see RATE_WINDOW_MS). */
@@ -70,12 +72,13 @@ class QueueModel {
     return [...this.messages].filter(([, m]) => m.where === where).sort(byTimeThenId);
   }
 
-  enqueue(id: string, payload: string, runAt: number): [number, number] {
+  enqueue(id: string, payload: string, runAt: number, context: string): [number, number] {
     const m = this.messages.get(id);
     if (m && m.where !== 'dead') return [QueueReply.ALREADY_QUEUED, m.at];
-    // new, or dead and starting afresh: attempt 1 next, with a token no earlier claim had
+    // new, or dead and starting afresh: attempt 1 next, with a token no earlier claim had, and
+    // the new enqueuer's trace (none if untraced)
     const claims = m?.claims ?? 0;
-    this.messages.set(id, { where: 'scheduled', at: runAt, payload, claims, skipped: claims, pending: false });
+    this.messages.set(id, { where: 'scheduled', at: runAt, payload, claims, skipped: claims, pending: false, context });
     return [QueueReply.SCHEDULED, runAt];
   }
 
@@ -98,7 +101,7 @@ class QueueModel {
       m.pending = admitting;
       m.ranAt = m.at;
       this.fences += 1;
-      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims, this.fences, '');
+      claimed.push(id, m.payload, m.at, m.claims - m.skipped, m.claims, this.fences, '', m.context);
       m.where = 'inFlight';
       m.at = now + visibilityMs;
     }
@@ -292,7 +295,7 @@ interface Trim {
 type Held = { id: number; attempt: number | null };
 
 type Op =
-  | { kind: 'enqueue'; id: number; when: When }
+  | { kind: 'enqueue'; id: number; when: When; traced: boolean }
   /** admitting: for a rate-limited consumer, whose claimed messages await admission */
   | { kind: 'claim'; limit: number; visibilityMs: number; admitting: boolean; global: number | null }
   /** each held message charged to rate key k0 or k1 (the key index), `limit` starts per window
@@ -332,7 +335,7 @@ const when: fc.Arbitrary<When> = fc.oneof(
   fc.record({ delayMs: fc.oneof(fc.constantFrom(0, 20, 100), fc.integer({ min: 0, max: 300 })) }),
 );
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('enqueue' as const), id, when }) },
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('enqueue' as const), id, when, traced: fc.boolean() }) },
   {
     weight: 5,
     arbitrary: fc.record({
@@ -464,8 +467,9 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
             now += o.ms;
           } else if (o.kind === 'enqueue') {
             const payload = JSON.stringify({ step });
-            const reply = await call('queueEnqueue', [now, IDS[o.id]!, payload, ...timeArgs(o.when), channel, publish]);
-            expect(reply).toEqual(model.enqueue(IDS[o.id]!, payload, runAt(o.when)));
+            const context = o.traced ? `00-${String(step).padStart(32, '0')}-${'1'.repeat(16)}-01` : '';
+            const reply = await call('queueEnqueue', [now, IDS[o.id]!, payload, ...timeArgs(o.when), channel, publish, '', context]);
+            expect(reply).toEqual(model.enqueue(IDS[o.id]!, payload, runAt(o.when), context));
           } else if (o.kind === 'claim') {
             const reply = await call('queueClaim', [now, o.limit, o.visibilityMs, '', '', o.global ?? '', o.admitting ? 1 : '', channel, publish]);
             expect(reply).toEqual(model.claim(now, o.limit, o.visibilityMs, o.admitting, o.global, `${publish} ${channel}`));
@@ -528,7 +532,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
         }
 
         // nothing left over: the sets' scores and every data field ('p:', 'a:', 'e:', 'd:', 'u:',
-        // 'r:', 'y:')
+        // 'r:', 'y:', 'c:')
         const client = connection.client;
         const scores = async (key: string) => {
           const flat = await client.zrange(key, '0', '-1', 'WITHSCORES');
@@ -547,6 +551,7 @@ describe('DelayQueue scripts agree with a state-machine model', () => {
           if (m.error !== undefined) fields[`e:${k}`] = m.error;
           if (m.ranAt !== undefined) fields[`r:${k}`] = String(m.ranAt);
           if (m.why !== undefined) fields[`y:${k}`] = m.why;
+          if (m.context !== '') fields[`c:${k}`] = m.context;
         }
         // each concurrency key's slots and waiting messages
         for (const [i, [slots, waiting]] of slotKeys.entries()) {

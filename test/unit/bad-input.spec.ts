@@ -72,6 +72,8 @@ describe('bad input, no server needed', () => {
     ],
     ['headers true', () => resolveOptions({ headers: true as never }), TypeError, /^RedisLimitModule: headers must be 'legacy', 'draft', 'both' or false/],
     ['headers "none"', () => resolveOptions({ headers: 'none' as never }), TypeError, /^RedisLimitModule: headers/],
+    ['telemetry "yes"', () => resolveOptions({ telemetry: 'yes' as never }), TypeError, /^RedisLimitModule: telemetry must be a boolean, got "yes"/],
+    ['telemetry 1', () => resolveOptions({ telemetry: 1 as never }), TypeError, /^RedisLimitModule: telemetry must be a boolean/],
     [
       'tracker a string',
       () => resolveOptions({ tracker: 'x-user-id' as never }),
