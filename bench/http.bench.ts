@@ -11,9 +11,11 @@ import { graphqlBody, type GraphQLQuery } from './graphql-app.module.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { spread, type Spread } from './common/stats.js';
 
-type AppMode = 'routes' | 'defaults' | 'graphql';
+/** The app process a row loads (bench/http-app.ts): 'otel-off' and 'otel-sdk' are the routes
+ * app with `telemetry: false`, and with an OpenTelemetry SDK whose exporter drops every span. */
+export type AppMode = 'routes' | 'defaults' | 'graphql' | 'otel-off' | 'otel-sdk';
 /** A row's request: a GET of `path`, or a POST of one GraphQL query to /graphql. */
-type Target = { app: AppMode; path: string; query?: undefined } | { app: 'graphql'; path: '/graphql'; query: GraphQLQuery };
+export type Target = { app: AppMode; path: string; query?: undefined } | { app: 'graphql'; path: '/graphql'; query: GraphQLQuery };
 const gql = (query: GraphQLQuery): Target => ({ app: 'graphql', path: '/graphql', query });
 
 export const ROUTES = {
@@ -41,8 +43,8 @@ export interface HttpOptions {
   log: (line: string) => void;
 }
 
-export interface HttpRow {
-  route: Route;
+export interface HttpRow<R extends string = Route> {
+  route: R;
   perSecond: Spread;
   p50Ms: Spread;
   p99Ms: Spread;
@@ -61,11 +63,15 @@ interface Sample {
   redisUs: number;
 }
 
-export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
-  const modes = [...new Set(Object.values(ROUTES).map((t) => t.app))];
+/** Each row of `rows` (ROUTES by default) loaded in turn, `opts.runs` times, rows alternating. */
+export async function httpOverhead<R extends string = Route>(
+  opts: HttpOptions,
+  rows: Record<R, Target> = ROUTES as Record<Route, Target> as Record<R, Target>,
+): Promise<HttpRow<R>[]> {
+  const modes = [...new Set(Object.values<Target>(rows).map((t) => t.app))];
   const servers = new Map(await Promise.all(modes.map(async (mode) => [mode, await startApp(opts, mode)] as const)));
   const admin = new Redis({ host: opts.redisHost, port: opts.redisPort });
-  const samples = new Map<Route, Sample[]>();
+  const samples = new Map<R, Sample[]>();
   const load = async (target: Target, seconds: number): Promise<Sample> => {
     const server = servers.get(target.app)!;
     const [app0, redis0] = [await appCpuMicros(server), await redisCpuSeconds(admin)];
@@ -80,11 +86,11 @@ export async function httpOverhead(opts: HttpOptions): Promise<HttpRow[]> {
   };
   try {
     // warm-up: JIT, connections, scripts; 2 s each, as the defaults app warms on its one route alone
-    for (const target of Object.values(ROUTES)) await load(target, 2);
-    const routes = Object.keys(ROUTES) as Route[];
+    for (const target of Object.values<Target>(rows)) await load(target, 2);
+    const routes = Object.keys(rows) as R[];
     for (let run = 0; run < opts.runs; run++) {
       for (const route of run % 2 === 0 ? routes : [...routes].reverse()) {
-        const sample = await load(ROUTES[route], opts.seconds);
+        const sample = await load(rows[route], opts.seconds);
         samples.set(route, [...(samples.get(route) ?? []), sample]);
         const failed = sample.result.non2xx + sample.result.mismatches;
         opts.log(
