@@ -1,5 +1,5 @@
 import { assertName } from './delay-queue.input.js';
-import { describeValue, numberError } from '../validation.js';
+import { assertKnownOptions, describeValue, numberError } from '../validation.js';
 import type { ListOptions } from './delay-queue.types.js';
 
 /** Ids one retryDead / purgeDead call takes at most: one script call each, kept short. */
@@ -33,18 +33,16 @@ export function decodeCursor(cursor: unknown, argument: string, method: string):
 /** dead()'s options checked: the page size and where it starts. */
 export function resolveDeadPage(opts: unknown): { limit: number; after: PageCursor | undefined } {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object { limit?, cursor? }, got ${describeValue(opts)}`);
-  const { limit, cursor, ...rest } = opts as { limit?: unknown; cursor?: unknown };
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new TypeError(`opts.${unknown} is not an option (limit, cursor)`);
+  assertKnownOptions(opts, ['limit', 'cursor'], 'opts');
+  const { limit, cursor } = opts as { limit?: unknown; cursor?: unknown };
   return resolvePage(limit, cursor, 'dead()');
 }
 
 /** list()'s options checked: the set, the page size and where it starts. */
 export function resolveListPage(opts: unknown): { state: ListOptions['state']; limit: number; after: PageCursor | undefined } {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object { state, limit?, cursor? }, got ${describeValue(opts)}`);
-  const { state, limit, cursor, ...rest } = opts as { state?: unknown; limit?: unknown; cursor?: unknown };
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new TypeError(`opts.${unknown} is not an option (state, limit, cursor)`);
+  assertKnownOptions(opts, ['state', 'limit', 'cursor'], 'opts');
+  const { state, limit, cursor } = opts as { state?: unknown; limit?: unknown; cursor?: unknown };
   if (state !== 'scheduled' && state !== 'in-flight') {
     throw new TypeError(`opts.state must be 'scheduled' or 'in-flight' (dead messages are paged by dead()), got ${describeValue(state)}`);
   }

@@ -183,9 +183,8 @@ function resolveRateLimit(rateLimit: unknown, at: string): ConsumerRateLimit {
 
 function resolveSlots(slots: unknown, at: string): ConsumerSlots {
   if (typeof slots !== 'object' || slots === null) throw new TypeError(`${at} must be an object { limit, key }, got ${describeValue(slots)}`);
-  const { limit, key, ...rest } = slots as { limit?: unknown; key?: unknown };
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new TypeError(`${at}.${unknown} is not an option (limit, key)`);
+  assertKnownOptions(slots, ['limit', 'key'], at);
+  const { limit, key } = slots as { limit?: unknown; key?: unknown };
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
     throw new (numberError(limit))(`${at}.limit must be an integer >= 1, got ${describeValue(limit)}`);
   }

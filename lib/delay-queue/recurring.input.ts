@@ -1,4 +1,4 @@
-import { describeValue, numberError } from '../validation.js';
+import { assertKnownOptions, describeValue, numberError } from '../validation.js';
 import { assertName, MAX_NAME_BYTES, resolveTime, serializePayload } from './delay-queue.input.js';
 import { cronOf, type TickRule } from './recurring-times.js';
 
@@ -22,8 +22,7 @@ export function resolveSchedule(name: unknown, spec: unknown): { spec: StoredSpe
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
     throw new TypeError(`spec must be an object { cron, tz? } or { everyMs }, with payload?, startAt?, endAt?, limit?; got ${describeValue(spec)}`);
   }
-  const unknown = Object.keys(spec).find((key) => !OPTIONS.includes(key));
-  if (unknown !== undefined) throw new TypeError(`spec.${unknown} is not an option (${OPTIONS.join(', ')})`);
+  assertKnownOptions(spec, OPTIONS, 'spec');
   const { cron, tz, everyMs, payload, startAt, endAt, limit } = spec as Record<string, unknown>;
   if ((cron === undefined) === (everyMs === undefined)) throw new TypeError('spec must give exactly one of cron and everyMs');
   const stored: StoredSpec = { payload: payload ?? null };

@@ -6,7 +6,7 @@ import { assertSlotName, DEFAULT_LEASE_MS } from '../rate-limit/slot-options.js'
 import { loadRpcException } from '../transports/rpc.adapter.js';
 import { loadWsException } from '../transports/ws.adapter.js';
 import { MAX_CONCURRENT, type MaxConcurrentEntry } from './max-concurrent.metadata.js';
-import { assertPositiveInteger, assertTimerMs, describeValue } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, assertTimerMs, describeValue } from '../validation.js';
 
 /** A handler's concurrency cap, checked once at start-up. */
 export interface MaxConcurrentPlan {
@@ -75,8 +75,7 @@ function check({ limit, options = {} }: MaxConcurrentEntry, moduleFailMode: Fail
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`@MaxConcurrent(limit, options) takes an options object { key?, name?, leaseMs? }, got ${describeValue(options)}`);
   }
-  const unknown = Object.keys(options).find((option) => !OPTION_NAMES.includes(option));
-  if (unknown !== undefined) throw new TypeError(`@MaxConcurrent.${unknown} is not an option (${OPTION_NAMES.join(', ')})`);
+  assertKnownOptions(options, OPTION_NAMES, '@MaxConcurrent');
   const { key, name, leaseMs = DEFAULT_LEASE_MS } = options;
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`@MaxConcurrent.key must be a function (ctx) => string, got ${describeValue(key)}`);
   assertSlotName(name, '@MaxConcurrent.name');

@@ -5,7 +5,7 @@ import { assertFailMode, type FailMode, type KeyResolver } from '../transports/g
 import type { RouteRef } from '../route-identity.js';
 import { RoutePlans } from '../route-plans.js';
 import { MAX_PENDING, type MaxPendingEntry } from './max-pending.metadata.js';
-import { assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
 
 /** A handler's cap, checked once at start-up. */
 export interface MaxPendingPlan {
@@ -62,8 +62,7 @@ function check({ max, options }: MaxPendingEntry, moduleFailMode: FailMode): Omi
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`@MaxPending(max, options) takes an options object { ttlMs, name }, got ${describeValue(options)}`);
   }
-  const unknown = Object.keys(options).find((option) => !OPTION_NAMES.includes(option));
-  if (unknown !== undefined) throw new TypeError(`@MaxPending.${unknown} is not an option (${OPTION_NAMES.join(', ')})`);
+  assertKnownOptions(options, OPTION_NAMES, '@MaxPending');
   // a module-wide 'local' means 'closed' here: a cap on live slots cannot be kept per process
   const { ttlMs, name, owner, failMode = moduleFailMode === 'local' ? 'closed' : moduleFailMode, notify } = options;
   assertTtl(ttlMs, '@MaxPending.ttlMs');

@@ -1,6 +1,6 @@
 import { assertKey } from '../redis/keys.js';
 import type { LimitSpec } from './policy.js';
-import { assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, assertWellFormed, describeValue } from '../validation.js';
 
 /** A runtime override of every limit with one `name` (or of one key of them): what applies. */
 export interface LimitOverride {
@@ -54,8 +54,7 @@ export function assertOverride(name: unknown, policy: unknown, opts?: unknown): 
   }
   if (opts !== undefined)
     throw new TypeError(`opts is only for removing a per-key override (policy null); give policy.key instead, got ${describeValue(opts)}`);
-  const unknown = Object.keys(policy).find((option) => !OPTIONS.includes(option));
-  if (unknown !== undefined) throw new TypeError(`policy.${unknown} is not an option (${OPTIONS.join(', ')})`);
+  assertKnownOptions(policy, OPTIONS, 'policy');
   const { limit, windowMs, key, ttlMs } = policy as Record<string, unknown>;
   assertPositiveInteger(limit, 'policy.limit');
   if (windowMs !== undefined) assertPositiveInteger(windowMs, 'policy.windowMs');
@@ -70,8 +69,7 @@ export function assertOverride(name: unknown, policy: unknown, opts?: unknown): 
 function removedKey(opts: unknown): string | undefined {
   if (opts === undefined) return undefined;
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`opts must be an object { key } or undefined, got ${describeValue(opts)}`);
-  const unknown = Object.keys(opts).find((option) => option !== 'key');
-  if (unknown !== undefined) throw new TypeError(`opts.${unknown} is not an option (key)`);
+  assertKnownOptions(opts, ['key'], 'opts');
   const { key } = opts as Record<string, unknown>;
   if (key === undefined) return undefined;
   assertKey(key, 'opts.key');

@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { RateLimitOptions } from './rate-limit.metadata.js';
 import { DEFAULT_REFUSAL_CACHE_ENTRIES } from './refusal-cache.js';
-import { assertPositiveInteger, describeValue } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, describeValue } from '../validation.js';
 
 /** Says whether a request is exempt from every rate limit and funnel. */
 export type SkipIf = (ctx: ExecutionContext) => boolean | Promise<boolean>;
@@ -68,9 +68,8 @@ function refusalCacheOption(value: unknown): RateLimitSettings['refusalCache'] {
   if (value === false) return false;
   const argument = 'RedisLimitModule: refusalCache';
   if (typeof value !== 'object' || value === null) throw new TypeError(`${argument} must be a boolean or { maxEntries? }, got ${describeValue(value)}`);
-  const { maxEntries = DEFAULT_REFUSAL_CACHE_ENTRIES, ...rest } = value as { maxEntries?: unknown };
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new TypeError(`${argument}.${unknown} is not an option (maxEntries)`);
+  assertKnownOptions(value, ['maxEntries'], argument);
+  const { maxEntries = DEFAULT_REFUSAL_CACHE_ENTRIES } = value as { maxEntries?: unknown };
   assertPositiveInteger(maxEntries, `${argument}.maxEntries`);
   return { maxEntries };
 }

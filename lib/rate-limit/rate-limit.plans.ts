@@ -15,7 +15,7 @@ import { isFixed, resolveSpec, tieredSpec, type TieredSpec } from './tier.js';
 import { checkCost, costOf, resolveKey, UserFunctionError } from './user-functions.js';
 import { loadRpcException } from '../transports/rpc.adapter.js';
 import { loadWsException } from '../transports/ws.adapter.js';
-import { assertPositiveInteger, describeValue } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, describeValue } from '../validation.js';
 
 /** One checked limit of a route. */
 export interface PlannedLimit {
@@ -311,8 +311,7 @@ function plan(entry: LimitEntry, routeScope: string, index: number, moduleShadow
   const at = entry.at ?? `${decorator}(#${index + 1})`;
   if (typeof entry.options !== 'object' || entry.options === null) throw new TypeError(`${at} takes an options object`);
   const known: readonly string[] = OPTION_NAMES[entry.type];
-  const unknown = Object.keys(entry.options).find((option) => !known.includes(option));
-  if (unknown !== undefined) throw new TypeError(`${at}.${unknown} is not an option (${known.join(', ')})`);
+  assertKnownOptions(entry.options, known, at);
   const { key, name, failMode } = entry.options;
   if (key !== undefined && typeof key !== 'function') throw new TypeError(`${at}.key must be a function (ctx) => string, got ${describeValue(key)}`);
   if (name !== undefined && (typeof name !== 'string' || name.length === 0)) {

@@ -1,4 +1,4 @@
-import { assertPositiveInteger, assertTimerMs, assertWellFormed, describeValue } from '../validation.js';
+import { assertKnownOptions, assertPositiveInteger, assertTimerMs, assertWellFormed, describeValue } from '../validation.js';
 
 /** `acquireSlot`'s options. */
 export interface SlotOptions {
@@ -21,8 +21,7 @@ const OPTIONS = ['limit', 'name', 'leaseMs'];
 /** Slot options checked, the lease's default filled in; `at` names them in errors. */
 export function assertSlotOptions(opts: unknown, at: string): { limit: number; name: string | undefined; leaseMs: number } {
   if (typeof opts !== 'object' || opts === null) throw new TypeError(`${at} must be an object { limit, name?, leaseMs? }, got ${describeValue(opts)}`);
-  const unknown = Object.keys(opts).find((option) => !OPTIONS.includes(option));
-  if (unknown !== undefined) throw new TypeError(`${at}.${unknown} is not an option (${OPTIONS.join(', ')})`);
+  assertKnownOptions(opts, OPTIONS, at);
   const { limit, name, leaseMs = DEFAULT_LEASE_MS } = opts as SlotOptions;
   assertPositiveInteger(limit, `${at}.limit`);
   assertSlotName(name, `${at}.name`);
