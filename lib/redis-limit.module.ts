@@ -12,9 +12,9 @@ import { resolveOptions, RESOLVED_OPTIONS, type RedisLimitModuleOptions, type Re
 import { DelayQueueExplorer } from './delay-queue/delay-queue.explorer.js';
 import { DELAY_QUEUE_OPTIONS } from './delay-queue/delay-queue.input.js';
 import { DelayQueueService } from './delay-queue/delay-queue.service.js';
-import { RedisLimitHealthIndicator } from './health/redis-limit.health.js';
 import { EXPIRING_HASH_OPTIONS } from './expiring-hash/expiring-hash.options.js';
 import { ExpiringHashService } from './expiring-hash/expiring-hash.service.js';
+import { RedisLimitHealthIndicator } from './health/redis-limit.health.js';
 import { MaxConcurrentInterceptor } from './max-concurrent/max-concurrent.interceptor.js';
 import { MaxConcurrentPlans } from './max-concurrent/max-concurrent.plans.js';
 import { MaxPendingGuard } from './max-pending/max-pending.guard.js';
