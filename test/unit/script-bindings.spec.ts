@@ -53,10 +53,11 @@ describe('generated script bindings', () => {
       'w',
       'SPUBLISH',
     ]);
-    expect(claim.decode([100, -1, 'id', '{}', '90', 2, 3, 41, ''], { keys: queue, args })).toEqual({
+    const context = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    expect(claim.decode([100, -1, 'id', '{}', '90', 2, 3, 41, '', context], { keys: queue, args })).toEqual({
       now: 100,
       next: -1,
-      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3, fence: 41, source: '' }],
+      messages: [{ id: 'id', payload: '{}', runAt: 90, attempt: 2, token: 3, fence: 41, source: '', context }],
     });
     expect(() => claim.decode(3, { keys: queue, args })).toThrow(RedisScriptError);
   });
