@@ -190,10 +190,12 @@ export class Telemetry implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** A span for one decision, a child of the active context (the request's span, where the app
-   * traces requests); undefined while telemetry is off. */
+   * traces requests); undefined while telemetry is off or the span is not recorded. */
   startDecision(): DecisionSpan | undefined {
     if (this.tracer === undefined) return undefined;
-    return new OtelDecisionSpan(this.api!, this.tracer.startSpan('redis-limit decide'));
+    const span = this.tracer.startSpan('redis-limit decide');
+    // not recorded (no SDK, or sampled out): nothing to tell it, and nothing to carry on
+    return span.isRecording() ? new OtelDecisionSpan(this.api!, span) : undefined;
   }
 
   /** A span for an enqueue of `count` messages to `queue`, a child of the active context;
