@@ -31,11 +31,13 @@ local function index_add(h, field, expiry, old)
 end
 
 local function index_if_large(h)
-  if h.meta.indexed or redis.call('HLEN', h.key) <= SMALL + 1 then return false end
+  if h.meta.indexed then return false end
+  local len = redis.call('HLEN', h.key)
+  if len <= SMALL + 1 then return false end
   local all, due = redis.call('HGETALL', h.key), {}
   -- an expired field HGETALL hides but HLEN still counts could never be walked: stay scanned
   -- (walk.lua) until the server has reclaimed it
-  if h.native and #all / 2 < redis.call('HLEN', h.key) then return false end
+  if h.native and #all / 2 < len then return false end
   h.meta.indexed = true
   for i = 1, #all, 2 do
     local field = all[i]
