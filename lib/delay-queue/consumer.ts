@@ -65,7 +65,10 @@ export class Consumer implements DelayQueueConsumer {
   private readonly schedule = new WakeSchedule(
     () => this.wake(),
     () => this.claiming,
+    this.deps.redis.clock,
   );
+  /** Stops the claim on each jump of a test clock (messages may have come due). */
+  private readonly stopClock = this.deps.redis.clock.onAdvance(() => this.wake());
   private claiming = false;
   /** The last claim filled all the room there was: more may be due when a handler finishes. */
   private saturated = false;
@@ -142,12 +145,12 @@ export class Consumer implements DelayQueueConsumer {
     this.schedule.hint(runAt);
   }
 
-  /** Claim now (after a reconnect, when capacity frees up). */
   /** Whether this consumer holds `id` under the claim `token` (explain's "this process"). */
   holds(id: string, token: number): boolean {
     return this.leases.get(id)?.token === token;
   }
 
+  /** Claim now (after a reconnect, when capacity frees up, when a test clock jumps). */
   wake(): void {
     if (this.stopped) return;
     if (this.claiming) {
@@ -167,6 +170,7 @@ export class Consumer implements DelayQueueConsumer {
     if (this.stopped) return;
     this.stopped = true;
     this.schedule.stop();
+    this.stopClock();
     this.deps.onStop(this);
     for (const controller of this.running.values()) controller.abort(this.stopping);
     const finishing = Promise.allSettled([...this.inFlight]).then(() => Promise.allSettled([...this.recording]));

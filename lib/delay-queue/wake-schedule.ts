@@ -1,3 +1,5 @@
+import type { Clock } from '../redis/clock.js';
+
 /**
  * When a consumer claims next: one local timer, set for the earliest due time it knows of (server
  * ms, from claim replies, wake-up hints and retries), moved only ever earlier until a claim's
@@ -19,16 +21,18 @@ export class WakeSchedule {
     private readonly wake: () => void,
     /** Whether a claim is in flight: hints then wait for its reply (see `hint`). */
     private readonly claiming: () => boolean,
+    /** The local clock (the connection's). */
+    private readonly clock: Pick<Clock, 'now'>,
   ) {}
 
   /** The server's clock now, as the last claim measured it. */
   serverNow(): number {
-    return Date.now() + this.offsetMs;
+    return this.clock.now() + this.offsetMs;
   }
 
   /** A claim replied at `serverMs` on the server's clock. */
   synchronize(serverMs: number): void {
-    this.offsetMs = serverMs - Date.now();
+    this.offsetMs = serverMs - this.clock.now();
   }
 
   /** Work is due at `serverMs`: wake then, if that is earlier than planned. */

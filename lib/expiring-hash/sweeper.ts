@@ -69,6 +69,8 @@ export class ExpiringHashSweeper implements WakeUpListener {
   private stopped = false;
   private readonly logger = new Logger('ExpiringHashSweeper');
 
+  private readonly stopClock: () => void;
+
   constructor(
     private readonly redis: RedisConnection,
     private readonly keys: ExpiringHashKeys,
@@ -78,6 +80,12 @@ export class ExpiringHashSweeper implements WakeUpListener {
     this.wakeUps = new RegistryWakeUps(redis, this, keys);
     this.dueAt = new Array<number>(keys.shards).fill(0);
     this.lookedAt = new Array<number>(keys.shards).fill(-Infinity);
+    // a test clock's jump may have made fields expire: look at once
+    this.stopClock = redis.clock.onAdvance(() => {
+      clearTimeout(this.timer);
+      this.timerAt = Infinity;
+      if (this.listening && !this.stopped) this.wake();
+    });
   }
 
   /** The channel command registrations publish with. */
@@ -99,6 +107,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopClock();
     clearTimeout(this.timer);
     this.wakeUps.close();
     await Promise.all(this.passes);
@@ -128,7 +137,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
     clearTimeout(this.timer);
     this.timerAt = wakeAt;
     if (wakeAt === Infinity) return;
-    this.timer = setTimeout(() => this.wake(), Math.max(0, wakeAt - Date.now()));
+    this.timer = setTimeout(() => this.wake(), Math.max(0, wakeAt - this.redis.clock.now()));
     // the sweeper never keeps a process alive on its own
     this.timer.unref();
   }
@@ -139,7 +148,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
 
   private wake(): void {
     this.timerAt = Infinity;
-    const now = Date.now();
+    const now = this.redis.clock.now();
     for (let k = 0; k < this.dueAt.length; k++) {
       if (!this.busy.has(k) && this.localDue(k) <= now) this.look(k);
     }
@@ -149,11 +158,11 @@ export class ExpiringHashSweeper implements WakeUpListener {
   private look(shard: number): void {
     this.busy.add(shard);
     this.dueAt[shard] = Infinity; // wake-ups heard meanwhile lower it
-    this.lookedAt[shard] = Date.now();
+    this.lookedAt[shard] = this.redis.clock.now();
     const pass = this.sweepShard(shard).then(
       (next) => {
         this.redis.reportSuccess();
-        const now = Date.now() + this.offsetMs;
+        const now = this.redis.clock.now() + this.offsetMs;
         const idle = now + IDLE_CHECK_MS * (1 + Math.random() / 2);
         this.dueAt[shard] = Math.min(this.dueAt[shard]!, next === HashReply.NOTHING_DUE ? idle : Math.min(next, idle));
         // work left over (a backlog) goes on at once; the gap only batches what comes due later
@@ -163,7 +172,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
         if (this.stopped) return; // the connection closes under a pass at shutdown
         if (error instanceof RedisLimitError) this.redis.reportFailure(error);
         else this.logger.error(`sweep failed: ${(error as Error).message}`);
-        this.dueAt[shard] = Math.min(this.dueAt[shard]!, Date.now() + this.offsetMs + RETRY_MS);
+        this.dueAt[shard] = Math.min(this.dueAt[shard]!, this.redis.clock.now() + this.offsetMs + RETRY_MS);
       },
     );
     const tracked = pass.finally(() => {
@@ -181,7 +190,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
     const buckets = this.keys.registryBuckets(shard);
     const scripts = this.redis.scripts;
     const { lease, now, next: rest, hashes } = await scripts.call('registryClaim', { keys, args: { count: CLAIM_BATCH, leaseMs: LEASE_MS, buckets } });
-    this.offsetMs = now - Date.now();
+    this.offsetMs = now - this.redis.clock.now();
     if (hashes.length === 0) return rest;
     const swept: ExpiringHashRegistryReleaseHash[] = [];
     let more = hashes.length === CLAIM_BATCH;
@@ -212,7 +221,7 @@ export class ExpiringHashSweeper implements WakeUpListener {
       // lease makes that sweep come back once more, when the lease is over
       if (error instanceof RedisLimitError) this.redis.reportFailure(error);
       else this.logger.error(`expiry notification failed: ${(error as Error).message}`);
-      return [Date.now() + this.offsetMs + RETRY_MS, false];
+      return [this.redis.clock.now() + this.offsetMs + RETRY_MS, false];
     }
     return [next, left === HashReply.BUDGET_SPENT];
   }

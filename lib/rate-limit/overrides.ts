@@ -51,6 +51,8 @@ export class Overrides {
   private subscription: ChannelSubscription | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lapse: NodeJS.Timeout | undefined;
+  /** Stops the re-check on each jump of a test clock. */
+  private readonly stopClock: () => void;
   private started = false;
   private closed = false;
   /** Reads sent, and the latest whose answer was applied: an older answer arriving late is dropped. */
@@ -68,6 +70,10 @@ export class Overrides {
     this.byName = redis.keys.build('ov', 'overrides');
     this.byKey = redis.keys.build('ov', 'overrides', 'keyed');
     this.channel = redis.keys.build('ov', 'changed');
+    // a test clock that jumps past an override's lapse lapses it at once, as time would
+    this.stopClock = redis.clock.onAdvance(() => {
+      if (this.started && !this.closed) this.apply();
+    });
   }
 
   /** At start-up: reads the overrides before the first request, if any limit has a name. */
@@ -119,7 +125,7 @@ export class Overrides {
     await this.read();
     const listed: Record<string, AppliedOverride> = {};
     for (const entry of this.stored.values()) {
-      if (entry.decoded === undefined || entry.lapsed()) continue;
+      if (entry.decoded === undefined || entry.lapsed(this.redis.clock.now())) continue;
       const { override, expiresAt } = entry.decoded;
       if (entry.key === undefined) listed[entry.name] = this.report(entry.name, override, expiresAt);
       else listed[`${entry.name}:${entry.key}`] = { ...this.report(entry.name, override, expiresAt), name: entry.name, key: entry.key };
@@ -129,6 +135,7 @@ export class Overrides {
 
   close(): void {
     this.closed = true;
+    this.stopClock();
     clearInterval(this.timer);
     clearTimeout(this.lapse);
     this.subscription?.close();
@@ -173,7 +180,7 @@ export class Overrides {
     const read = ++this.reads;
     const { entries } = await this.redis.scripts.call('rateLimitOverrideRead', { keys: { byName: this.byName, byKey: this.byKey }, args: {} });
     if (read <= this.lastApplied) return;
-    const at = Date.now();
+    const at = this.redis.clock.now();
     const stored = new Map<string, Stored>();
     for (const { keyed, field, value, ttlMs } of entries) {
       const target = keyed === 1 ? parseKeyedField(field) : { name: field, key: undefined };
@@ -192,7 +199,7 @@ export class Overrides {
     const warned = new Map<string, string>();
     let nextLapse = Infinity;
     for (const [stored, entry] of this.stored) {
-      if (entry.lapsed()) continue;
+      if (entry.lapsed(this.redis.clock.now())) continue;
       const override = entry.decoded?.override;
       const problem = override === undefined ? 'is not an override' : this.declared.refusal(entry.name, override)?.message;
       if (problem === undefined) {
@@ -219,7 +226,7 @@ export class Overrides {
           this.apply();
           void this.readQuietly();
         },
-        Math.min(MAX_TIMER_MS, Math.max(0, nextLapse - Date.now()) + 1),
+        Math.min(MAX_TIMER_MS, Math.max(0, nextLapse - this.redis.clock.now()) + 1),
       ).unref();
     }
     this.replace(byName, byKey);
@@ -249,7 +256,7 @@ class Stored {
     readonly field: string,
     target: { name: string; key: string | undefined } | undefined,
     readonly text: string,
-    /** When it lapses here (Date.now() ms), from the time it had left when read. */
+    /** When it lapses here (the connection's clock, ms), from the time it had left when read. */
     readonly lapsesAt: number | undefined,
   ) {
     this.name = target?.name ?? '';
@@ -257,8 +264,8 @@ class Stored {
     this.decoded = target === undefined ? undefined : decodeOverride(text);
   }
 
-  lapsed(): boolean {
-    return this.lapsesAt !== undefined && this.lapsesAt <= Date.now();
+  lapsed(now: number): boolean {
+    return this.lapsesAt !== undefined && this.lapsesAt <= now;
   }
 }
 

@@ -31,7 +31,7 @@ export class Refusals {
   constructor(private readonly redis: RedisConnection) {
     const { refusalCache } = redis.options;
     if (refusalCache === false) return;
-    this.cache = new RefusalCache(refusalCache.maxEntries);
+    this.cache = new RefusalCache(refusalCache.maxEntries, () => redis.clock.now());
     this.channel = new RefusalChannel(redis, this.cache);
   }
 
@@ -44,7 +44,7 @@ export class Refusals {
       this.redis.events.refusalCacheHit();
       return { hit };
     }
-    return { sent: { limits, epoch: this.channel!.epoch, mark: this.cache.mark, sentAt: performance.now() } };
+    return { sent: { limits, epoch: this.channel!.epoch, mark: this.cache.mark, sentAt: this.redis.clock.now() } };
   }
 
   /** Redis refused a stack: remembered if the channel was live throughout and no counter of it

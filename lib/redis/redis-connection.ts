@@ -3,6 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { RedisLimitError, RedisScriptError } from '../errors.js';
 import type { RedisLimitEvents } from '../observability/redis-limit-events.js';
 import type { ResolvedOptions } from '../redis-limit.options.js';
+import { clockOf, type Clock } from './clock.js';
 import { createClient, isCluster, reconnectAbortedAttempts, selectedDatabase, waitUntilReady } from './client.js';
 import { RedisKeys } from './keys.js';
 import { ScriptRunner, type RedisClient, type ScriptCall, type ScriptName, type ScriptReply } from './scripts.js';
@@ -50,6 +51,8 @@ export class RedisConnection implements ScriptAccess, ClientAccess, OutageReport
   readonly cluster: boolean;
   readonly keys: RedisKeys;
   readonly scripts: ScriptRunner;
+  /** What the module's timers and caches go by: the system's, or the test clock of forTesting. */
+  readonly clock: Clock;
   private readonly owned: boolean;
   private readonly logger = new Logger('RedisLimit');
   private outage = false;
@@ -66,6 +69,7 @@ export class RedisConnection implements ScriptAccess, ClientAccess, OutageReport
     this.client = client;
     this.cluster = isCluster(client);
     this.owned = owned;
+    this.clock = clockOf(client);
     this.keys = new RedisKeys(this.options.keyPrefix);
     this.scripts = new ScriptRunner(client, this.options.commandTimeoutMs);
     // ioredis prints every connection error unless someone listens; the outage log speaks for us.

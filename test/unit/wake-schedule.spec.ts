@@ -17,6 +17,7 @@ describe('WakeSchedule', () => {
     schedule = new WakeSchedule(
       () => wakes.push(Date.now()),
       () => claiming,
+      { now: () => Date.now() },
     );
     schedule.synchronize(LOCAL + SKEW);
   });

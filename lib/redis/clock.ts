@@ -1,0 +1,25 @@
+/**
+ * The time the module's own timers and caches go by (a remembered refusal's end, a consumer's
+ * next wake-up, an override's lapse, the sweeper's plan). The system's, unless the client brings
+ * its own: the in-memory engine of `RedisLimitModule.forTesting()` does, so that moving its server
+ * time moves these too, and wakes what waits on them.
+ */
+export interface Clock {
+  /** ms since the epoch. */
+  now(): number;
+  /** Calls `listener` whenever the time jumps forward (never, on the system clock); returns what
+   * stops it. */
+  onAdvance(listener: () => void): () => void;
+}
+
+/** The system clock, monotonic: performance.now() from the process's start, as epoch ms. */
+export const SYSTEM_CLOCK: Clock = {
+  now: () => performance.timeOrigin + performance.now(),
+  onAdvance: () => () => undefined,
+};
+
+/** The clock a client brings (duck-typed: `clock` with now and onAdvance), else the system's. */
+export function clockOf(client: unknown): Clock {
+  const clock = (client as { clock?: Partial<Clock> } | undefined)?.clock;
+  return typeof clock?.now === 'function' && typeof clock.onAdvance === 'function' ? (clock as Clock) : SYSTEM_CLOCK;
+}
