@@ -111,6 +111,32 @@ const INTEGRATION_BY_FLAVOR = {
   valkey9: [...new Set([...MODEL_SUITES, ...SCRIPT_FAMILY_SUITES, ...NATIVE_EXPIRY_SUITES])],
   'redis8-sid': MODEL_SUITES,
 };
+// The semantics on forTesting()'s in-memory engine (the same Lua, in this process): every script
+// family's model and own suite, and the features over them, as on a server. Suites about a
+// server's life, its protocol, ACLs, outages or clusters have no in-memory form.
+const MEMORY_SUITES = [
+  'rate-limit-model',
+  'delay-queue-model',
+  'expiring-hash-model',
+  ...SCRIPT_FAMILY_SUITES,
+  'grant-ids',
+  'explain-limit',
+  'overrides',
+  'keyed-overrides',
+  'reset-limit',
+  'max-pending-guard',
+  'max-concurrent',
+  'expiring-hash-notify',
+  'expiring-hash-sweep',
+  'delay-queue-retries',
+  'delay-queue-outcomes',
+  'delay-queue-rate-limit',
+  'delay-queue-concurrency-per-key',
+  'decision-batch',
+  'slot-batch',
+  'concurrency',
+  'acquire',
+];
 const ignored = (files) => ['/node_modules/', ...files.map((file) => `/${file.replace(/\./g, '\\.')}$`)];
 
 // Over HTTP, the other servers add only what differs there: their own outages and restarts, and on
@@ -172,6 +198,12 @@ export default {
       })),
       ...clusterProjects(suite),
     ]),
+    {
+      ...common,
+      displayName: 'integration:memory',
+      testMatch: [...MEMORY_SUITES, 'for-testing'].map((name) => `<rootDir>/test/integration/${name}.spec.ts`),
+      globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'memory' },
+    },
     // cluster and sentinel only: spread over masters, hostile hash tags, failovers
     ...(process.env.REDIS_URL ? [] : [{ ...common, displayName: 'topology', testMatch: ['<rootDir>/test/topology/**/*.spec.ts'] }]),
     // the dashboard in Debian's headless Chromium, on the system's Redis 7 only: it is about the page

@@ -1,6 +1,8 @@
 export { RedisLimitModule } from './redis-limit.module.js';
 export type { RedisLimitFactoryOptions, RedisLimitModuleAsyncOptions } from './redis-limit.module-definition.js';
 export type { RedisLimitModuleExtras, RedisLimitModuleOptions } from './redis-limit.options.js';
+export { RedisLimitTestClock } from './testing/test-clock.js';
+export type { RedisLimitTestingOptions } from './redis-limit.testing.js';
 export type { ClusterConfig } from './redis/connection.options.js';
 export type { FailMode, HeadersMode, KeyResolver } from './transports/guard.options.js';
 export type { SkipIf } from './rate-limit/rate-limit.options.js';

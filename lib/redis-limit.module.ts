@@ -32,6 +32,11 @@ import { RedisLimitEvents } from './observability/redis-limit-events.js';
 import { Telemetry } from './observability/telemetry.js';
 import { TELEMETRY_OPTIONS } from './observability/telemetry.options.js';
 import { RedisConnection } from './redis/redis-connection.js';
+import { LIMITS_OFF } from './rate-limit/limits-off.js';
+import { MemoryClient } from './testing/memory-client.js';
+import { MemoryServer } from './testing/memory-server.js';
+import { RedisLimitTestClock } from './testing/test-clock.js';
+import { splitTestingOptions, type RedisLimitTestingOptions } from './redis-limit.testing.js';
 
 /** The options, checked once: a bad one fails module creation, naming the option
  * (docs/bad-input.md). Each part that takes its own is handed them from here. */
@@ -144,5 +149,36 @@ export class RedisLimitModule extends ConfigurableModuleClass {
   static override forRootAsync(options: RedisLimitModuleAsyncOptions): DynamicModule {
     assertModuleOptions(options);
     return super.forRootAsync(options);
+  }
+
+  /**
+   * The module for an app's own tests, with no Redis: the same providers, decorators, guards and
+   * services, on an in-memory engine that runs the library's own Lua scripts in this process
+   * (fengari, a devDependency the app installs: `npm i -D fengari`). Time stands still there
+   * until the test moves it: inject `RedisLimitTestClock` and `advance(ms)`. Each call makes a
+   * new, empty engine. See docs/testing-your-app.md.
+   * @param options - forRoot's options (but `redis`), and `limits`: 'enforce' (default) or 'off'
+   * (every rate limit and funnel grants, uncharged)
+   * @throws TypeError from this call when `options` is not an object, `limits` is neither
+   * 'enforce' nor 'off', or `redis` is given; the other options fail as forRoot's do
+   * @example
+   * ```ts
+   * const moduleRef = await Test.createTestingModule({
+   *   imports: [RedisLimitModule.forTesting(), OrdersModule],
+   * }).compile();
+   * const clock = moduleRef.get(RedisLimitTestClock);
+   * ```
+   */
+  static forTesting(options: RedisLimitTestingOptions = {}): DynamicModule {
+    assertModuleOptions(options);
+    const { limitsOff, rest } = splitTestingOptions(options);
+    const clock = new RedisLimitTestClock();
+    const client = new MemoryClient(new MemoryServer(clock));
+    const module = super.forRoot({ ...rest, redis: client as unknown as RedisLimitModuleOptions['redis'] });
+    return {
+      ...module,
+      providers: [...(module.providers ?? []), { provide: RedisLimitTestClock, useValue: clock }, { provide: LIMITS_OFF, useValue: limitsOff }],
+      exports: [...(module.exports ?? []), RedisLimitTestClock],
+    };
   }
 }

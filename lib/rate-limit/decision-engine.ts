@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Telemetry, type DecisionSpan } from '../observability/telemetry.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { RateLimitReply } from '../redis/replies.js';
@@ -7,6 +7,7 @@ import { CounterScopes } from './counter-scopes.js';
 import { DecisionBatcher, type DecidedStack } from './decision-batch.js';
 import type { DecideOptions, LimitOperationOptions, StackDecision } from './decision.types.js';
 import { GrantIds } from './grant-ids.js';
+import { grantedWithoutCharge, LIMITS_OFF } from './limits-off.js';
 import { countersOf, explainCounter, PROBE_LIMIT, readableWithoutLimit, type CounterReading } from './limit-explanation.js';
 import { Overrides } from './overrides.js';
 import { counterKind, KIND_NAMES, type LimitSpec, type RateLimitDecision } from './policy.js';
@@ -34,6 +35,8 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
   constructor(
     @Inject(RedisConnection) private readonly redis: RedisConnection,
     @Inject(Telemetry) private readonly telemetry: Telemetry,
+    /** forTesting({ limits: 'off' }): every decision grants, uncharged. */
+    @Optional() @Inject(LIMITS_OFF) private readonly limitsOff: boolean = false,
   ) {
     this.batcher = new DecisionBatcher(redis.scripts, redis.cluster);
     this.refusals = new Refusals(redis);
@@ -65,6 +68,7 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
    * remembered by the refusal cache answers without Redis. `limits` of a peek carry 1 permit.
    */
   decide(limits: readonly CheckedLimit[], options: DecideOptions = {}): Promise<StackDecision> {
+    if (this.limitsOff) return Promise.resolve(grantedWithoutCharge(limits));
     // a peek decides nothing: no span, as no event
     const span = options.peek ? undefined : this.telemetry.startDecision();
     return span === undefined ? this.decideStack(limits, options, undefined) : span.around(this.decideStack(limits, options, span));

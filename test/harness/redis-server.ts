@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { RedisMemoryServer } from 'redis-memory-server';
 import { aclRules, type RedisLimitModuleOptions } from '../../lib/index.js';
 import { FIELD_EXPIRY_FLAVORS, FLAVORS, redisServerBinary, type RedisFlavor } from './redis-binary.js';
+import { MemoryNode } from './memory-node.js';
 import { TestCluster } from './redis-cluster.js';
 
 export interface StartOptions {
@@ -18,16 +19,29 @@ export interface StartOptions {
   own?: boolean;
 }
 
-/** Standalone servers, or a 3-master Redis Cluster (the jest `:cluster` projects). */
-export type Topology = 'standalone' | 'cluster';
+/** Standalone servers, a 3-master Redis Cluster (the jest `:cluster` projects), or forTesting's
+ * in-memory engine (the `:memory` project). */
+export type Topology = 'standalone' | 'cluster' | 'memory';
 
 /** The topology this test process runs against (jest projects set it per project). */
 export function currentTopology(): Topology {
   const topology = (globalThis as { __REDIS_TOPOLOGY__?: string }).__REDIS_TOPOLOGY__ ?? process.env['REDIS_TOPOLOGY'] ?? 'standalone';
-  if (topology !== 'standalone' && topology !== 'cluster') {
-    throw new Error(`REDIS_TOPOLOGY must be standalone or cluster, got ${topology}`);
+  if (topology !== 'standalone' && topology !== 'cluster' && topology !== 'memory') {
+    throw new Error(`REDIS_TOPOLOGY must be standalone, cluster or memory, got ${topology}`);
   }
   return topology;
+}
+
+/** `it` on a real server; on forTesting's in-memory engine (the `:memory` project) no test at all:
+ * for an outage, a restart, a reply lost on the wire, a server's internals (MEMORY, OBJECT,
+ * CLIENT) or several processes, which an engine inside the test's own process cannot have. */
+export function itOnAServer(name: string, fn: jest.ProvidesCallback, timeout?: number): void {
+  if (currentTopology() !== 'memory') it(name, fn, timeout);
+}
+
+/** `describe` on a real server only (see itOnAServer). */
+export function describeOnAServer(name: string, fn: () => void): void {
+  if (currentTopology() !== 'memory') describe(name, fn);
 }
 
 /** The least-privilege user modules connect as in the jest projects that set `__REDIS_ACL__`
@@ -51,11 +65,12 @@ export function currentFlavor(): RedisFlavor {
  * What a test runs against: one server or a cluster, behind the same face. `connection` is what
  * RedisLimitModule's `redis` option takes; `client()` a raw client to look at keys with.
  */
-export type TestRedis = RedisNode | TestCluster;
+export type TestRedis = RedisNode | TestCluster | MemoryNode;
 
 export const TestRedis = {
   /** A fresh server (or cluster, in the `:cluster` projects) for one test file or suite. */
   start(options: StartOptions = {}): Promise<TestRedis> {
+    if (currentTopology() === 'memory') return MemoryNode.start();
     return currentTopology() === 'cluster' && !process.env['REDIS_URL']
       ? TestCluster.start({ flavor: options.flavor, args: options.args })
       : RedisNode.start(options);

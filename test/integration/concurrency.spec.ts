@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { transpileLib } from '../harness/transpiled-lib.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { describeOnAServer, TestRedis } from '../harness/redis-server.js';
 import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
 import type { RateLimitAlgorithm } from '../../lib/index.js';
 
@@ -32,7 +32,7 @@ describe('exactness under concurrency', () => {
     }
   });
 
-  describe('4 separate Node processes sharing one Redis', () => {
+  describeOnAServer('4 separate Node processes sharing one Redis', () => {
     let libDir: string;
     beforeAll(() => {
       libDir = transpileLib('concurrency');

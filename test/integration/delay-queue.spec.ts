@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { DelayQueueService, OnDelayed, RedisLimitModule, RedisTimeoutError, type DelayedMessage } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, TEST_COMMAND_TIMEOUT_MS, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { itOnAServer, TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
 /** Resolves once `count` messages have arrived (or rejects after `timeoutMs`). */
@@ -268,7 +268,7 @@ describe('DelayQueueService under contention', () => {
     }
   }
 
-  it('a claim whose reply comes after the timeout still gets its messages handled, first attempt', async () => {
+  itOnAServer('a claim whose reply comes after the timeout still gets its messages handled, first attempt', async () => {
     const got = collector<string>(1);
     const consumer = queue().consume('slow-claim', got.handler, { visibilityTimeoutMs: 20_000 });
     await queue().enqueue('slow-claim', 'a', { delayMs: 300 });

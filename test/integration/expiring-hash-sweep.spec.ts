@@ -5,7 +5,7 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { HashReply } from '../../lib/redis/replies.js';
 import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { itOnAServer, TestRedis } from '../harness/redis-server.js';
 
 describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
   let redis: TestRedis;
@@ -27,7 +27,7 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     return apps.slice(-count);
   }
 
-  it('removes expired fields nobody reads, from small and indexed hashes, and forgets drained hashes', async () => {
+  itOnAServer('removes expired fields nobody reads, from small and indexed hashes, and forgets drained hashes', async () => {
     const [app] = await instances(1);
     const hash = app!.moduleRef.get(ExpiringHashService);
     const raw = app!.raw;
@@ -111,7 +111,7 @@ describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
     expect(listed.filter((l) => l.startsWith(`${second}@`))).toEqual([]);
   });
 
-  it('keeps a busy time slice in compact buckets, and drops each bucket and its index entry once empty', async () => {
+  itOnAServer('keeps a busy time slice in compact buckets, and drops each bucket and its index entry once empty', async () => {
     const [app] = await instances(1, 0);
     const shard = shardZero(app!);
     for (let i = 0; i < 300; i++) await shard.add(`user-${i}`, 1000 + i); // one slice, more than a bucket holds

@@ -21,7 +21,7 @@ import { ExpiringHashService, MaxPending, PendingSlot } from '../../lib/index.js
 import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { eventually } from '../harness/expiring-hash.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { itOnAServer, TestRedis } from '../harness/redis-server.js';
 
 // How MaxPendingGuard and its interceptor act on a request: class vs handler, shared names,
 // releasing the slot when the handler throws or a later guard refuses, failMode, mistakes.
@@ -202,7 +202,7 @@ describe('@MaxPending guard and interceptor', () => {
     expect(await hash.count(`${name}:u1`)).toBe(0);
   });
 
-  it("answers with the handler's error, and logs, when the slot cannot be released", async () => {
+  itOnAServer("answers with the handler's error, and logs, when the slot cannot be released", async () => {
     const errors = jest.spyOn(Logger.prototype, 'error');
     beforeThrowing = () => redis.stop();
     try {
@@ -237,7 +237,7 @@ describe('@MaxPending guard and interceptor', () => {
     expect((await app.http.get('/mistakes/no-cap')).status).toBe(500);
   });
 
-  it("applies failMode when Redis is down: 'closed' answers 503, 'open' hands out an unreserved id", async () => {
+  itOnAServer("applies failMode when Redis is down: 'closed' answers 503, 'open' hands out an unreserved id", async () => {
     const del = jest.spyOn(hash, 'delete');
     await redis.stop();
     try {

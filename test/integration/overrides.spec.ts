@@ -5,7 +5,7 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { platformApp, type PlatformApp } from '../harness/platform-app.js';
-import { TestRedis } from '../harness/redis-server.js';
+import { itOnAServer, TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
 // RateLimiterService.setOverride / overrides (issue 18): what an override may be, how overrides()
@@ -277,7 +277,7 @@ describe('runtime limit overrides', () => {
     expect(first.headers['x-ratelimit-limit']).toBe('2');
   });
 
-  it('catches up on a change it did not hear: after a resubscribe, and by re-reading while unsubscribed', async () => {
+  itOnAServer('catches up on a change it did not hear: after a resubscribe, and by re-reading while unsubscribed', async () => {
     const raw = redis.client();
     try {
       // written without an announcement, right after every subscriber connection was dropped
