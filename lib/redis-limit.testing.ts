@@ -6,8 +6,9 @@ import { describeValue } from './validation.js';
 export type RedisLimitTestingOptions = Omit<Partial<RedisLimitModuleOptions>, 'redis'> &
   RedisLimitModuleExtras & {
     /** 'enforce' (default): every limit counts as on Redis. 'off': every rate limit and funnel
-     * grants, uncharged (an app's own e2e tests meet no 429 of ours); @MaxPending and
-     * @MaxConcurrent caps, which are the app's own rules, still hold.
+     * grants, uncharged, and a consumer's `rateLimit` paces nothing (an app's own e2e tests meet
+     * no 429 of ours); @MaxPending and @MaxConcurrent caps, which are the app's own rules, still
+     * hold.
      * @default 'enforce' */
     limits?: 'enforce' | 'off';
   };

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Optional, type BeforeApplicationShutdown } from '@nestjs/common';
 import { assertMetricPrefix, PROMETHEUS_PREFIX } from '../observability/prometheus.js';
 import { Telemetry } from '../observability/telemetry.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { LIMITS_OFF } from '../rate-limit/limits-off.js';
 import { QueueReply } from '../redis/replies.js';
 import { Consumer } from './consumer.js';
 import { MessageSources, sourceTag, type MessageSource, type SourceEnqueue } from './message-sources.js';
@@ -83,6 +84,8 @@ export class DelayQueueService implements BeforeApplicationShutdown {
     /** The module's `delayQueue`: how much of each dead set is kept. */
     @Inject(DELAY_QUEUE_OPTIONS) private readonly deadRetention: Required<DelayQueueOptions>,
     @Inject(Telemetry) private readonly telemetry: Telemetry,
+    /** forTesting({ limits: 'off' }): a consumer's `rateLimit` paces nothing. */
+    @Optional() @Inject(LIMITS_OFF) private readonly limitsOff: boolean = false,
   ) {
     this.wakeUps = new WakeUps(redis, {
       hint: (queue, runAt) => this.consumers.get(queue)?.forEach((consumer) => consumer.hint(runAt)),
@@ -534,7 +537,9 @@ export class DelayQueueService implements BeforeApplicationShutdown {
   consume<T>(queue: string, handler: DelayedHandler<T>, opts?: ConsumeOptions<T>): DelayQueueConsumer {
     assertName(queue, 'queue');
     if (typeof handler !== 'function') throw new TypeError('handler must be a function (message) => unknown');
-    const options = resolveConsumeOptions(opts);
+    const checked = resolveConsumeOptions(opts);
+    // checked whatever `limits` says, as a route's @RateLimit is at start-up
+    const options = this.limitsOff ? { ...checked, rateLimit: undefined } : checked;
     const consumer = new Consumer({
       redis: this.redis,
       queue,

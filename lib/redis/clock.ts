@@ -10,16 +10,21 @@ export interface Clock {
   /** Calls `listener` whenever the time jumps forward (never, on the system clock); returns what
    * stops it. */
   onAdvance(listener: () => void): () => void;
+  /** True for a clock that moves only when told (forTesting's): no time passes between two calls,
+   * so nothing need allow for it. */
+  readonly standsStill: boolean;
 }
 
 /** The system clock, monotonic: performance.now() from the process's start, as epoch ms. */
 export const SYSTEM_CLOCK: Clock = {
   now: () => performance.timeOrigin + performance.now(),
   onAdvance: () => () => undefined,
+  standsStill: false,
 };
 
 /** The clock a client brings (duck-typed: `clock` with now and onAdvance), else the system's. */
 export function clockOf(client: unknown): Clock {
   const clock = (client as { clock?: Partial<Clock> } | undefined)?.clock;
-  return typeof clock?.now === 'function' && typeof clock.onAdvance === 'function' ? (clock as Clock) : SYSTEM_CLOCK;
+  if (typeof clock?.now !== 'function' || typeof clock.onAdvance !== 'function') return SYSTEM_CLOCK;
+  return { now: clock.now.bind(clock), onAdvance: clock.onAdvance.bind(clock), standsStill: clock.standsStill === true };
 }

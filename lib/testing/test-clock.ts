@@ -6,6 +6,8 @@
  * Inject it from a testing module: `moduleRef.get(RedisLimitTestClock)`.
  */
 export class RedisLimitTestClock {
+  /** It moves only when a test moves it (see redis/clock.ts). */
+  readonly standsStill = true;
   private at: number;
   private readonly listeners = new Set<() => void>();
 

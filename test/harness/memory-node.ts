@@ -6,7 +6,7 @@ import { MemoryServer } from '../../lib/testing/memory-server.js';
 import type { RedisFlavor } from './redis-binary.js';
 
 /** The host's clock, for suites written against a real server: time passes as they expect. */
-const HOST_CLOCK: Clock = { now: () => Date.now(), onAdvance: () => () => undefined };
+const HOST_CLOCK: Clock = { now: () => Date.now(), onAdvance: () => () => undefined, standsStill: false };
 
 /**
  * The in-memory engine of RedisLimitModule.forTesting() behind RedisNode's face, for the jest

@@ -116,6 +116,19 @@ describe('RedisLimitModule.forTesting()', () => {
     expect(decision).toEqual({ allowed: true, limit: 1, remaining: 1, retryAfterMs: 0, resetMs: 0 });
     expect((await limiter.consume('k', { limit: 1, windowMs: 1000 })).allowed).toBe(true);
     expect(await statuses(() => s.http.post('/orders').set('x-user', 'bo'), 3)).toEqual([201, 201, 429]);
+    // a consumer's rate limit paces nothing either: 3 messages of one key, 1 allowed a minute
+    const queue = s.app.get(DelayQueueService);
+    const handled: string[] = [];
+    const consumer = queue.consume<string>('paced', (message) => void handled.push(message.payload), {
+      rateLimit: { limit: 1, windowMs: 60_000, key: () => 'one-key' },
+    });
+    await queue.enqueueMany('paced', [{ payload: 'a' }, { payload: 'b' }, { payload: 'c' }]);
+    await until(
+      () => handled.length === 3,
+      10_000,
+      () => `handled: ${handled.join()}`,
+    );
+    await consumer.stop();
   });
 
   it('moves recurring schedules, retries and override lapses with the clock', async () => {
@@ -175,6 +188,30 @@ describe('RedisLimitModule.forTesting()', () => {
       expect(Object.keys(await limiter.overrides())).toEqual(['search']);
       clock.advance(10_000);
       expect(await limiter.overrides()).toEqual({});
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it("sends an expiring field's notification once the clock has moved by its ttl, not before", async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
+    await moduleRef.init();
+    try {
+      const clock = moduleRef.get(RedisLimitTestClock);
+      const got: unknown[] = [];
+      const consumer = moduleRef.get(DelayQueueService).consume('expired', (message) => void got.push(message.payload));
+      await moduleRef.get(ExpiringHashService).set('carts', 'c1', 'v', 1_000, { notify: 'expired' });
+      clock.advance(999);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(got).toEqual([]);
+      clock.advance(1);
+      await until(
+        () => got.length === 1,
+        10_000,
+        () => `notifications: ${got.length}`,
+      );
+      expect(got).toEqual([{ key: 'carts', field: 'c1', value: 'v' }]);
+      await consumer.stop();
     } finally {
       await moduleRef.close();
     }
