@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { RedisNode } from '../harness/redis-server.js';
 
 // The packed tarball, installed by npm into two real consumer apps that then type-check and run
-// their own jest: a Nest 11 CommonJS app with ioredis 5 (resolves the `require` build) and a Nest 12
+// their own jest (and their e2e test of a shop once more without Redis, under forTesting()): a Nest 11 CommonJS app with ioredis 5 (resolves the `require` build) and a Nest 12
 // ES module app with ioredis 6 (`import`). Each passes its own client as `redis` and sets the
 // library up as @nestjs/throttler users do: one module line with defaultLimits, a health route
 // skipped, a route tightened, an Apollo resolver and a gateway (socket.io on 11, ws on 12). The Nest 11
@@ -16,7 +16,7 @@ import { RedisNode } from '../harness/redis-server.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const FIXTURES = ['nest11-cjs', 'nest12-esm'];
 /** The tests each app's own jest run has: all must run and pass. */
-const APP_TESTS: Record<string, number> = { 'nest11-cjs': 11, 'nest12-esm': 6 };
+const APP_TESTS: Record<string, number> = { 'nest11-cjs': 12, 'nest12-esm': 7 };
 
 // ioredis is a peer dependency: the library must load the app's copy (the major its package.json
 // asks for), never one of its own, or a client it creates and the types it names are another
@@ -81,6 +81,7 @@ describe('packed tarball in consumer apps', () => {
         recursive: true,
         filter: (src) => !['node_modules', 'package-lock.json'].includes(basename(src)),
       });
+      await cp(join(ROOT, 'test/compat/fixtures/shared/shop.spec.ts'), join(dir, 'test/shop.spec.ts'));
       return run('npm', ['install', tarball!, '--no-audit', '--no-fund', '--prefer-offline'], dir);
     });
     for (const install of await Promise.all(installs)) expect(install).toMatchObject({ code: 0 });
@@ -102,6 +103,18 @@ describe('packed tarball in consumer apps', () => {
       // On failure jest prints the whole output of the app's test run in the diff.
       const tests = APP_TESTS[name]!;
       expect(result).toMatchObject({ code: 0, output: expect.stringMatching(new RegExp(`Tests:\\s+${tests} passed, ${tests} total`)) });
+    },
+    300_000,
+  );
+
+  // the same e2e test of a route under @RateLimit and @MaxPending with an @OnDelayed consumer ran on
+  // Redis above; here, with no REDIS_URL, on forTesting()'s in-memory engine: no Redis at all
+  it.each(FIXTURES)(
+    '%s passes its e2e test under forTesting(), with no Redis',
+    async (name) => {
+      const { REDIS_URL: _none, ...noRedis } = childEnv();
+      const result = await run('npm', ['test', '--', 'test/shop.spec.ts'], join(tmp!, name), noRedis);
+      expect(result).toMatchObject({ code: 0, output: expect.stringMatching(/forTesting, no Redis[\s\S]*Tests:\s+1 passed, 1 total/) });
     },
     300_000,
   );
