@@ -30,8 +30,11 @@ export const DEFAULT_LIMITS: RateLimitOptions[] = [{ limit: 100, windowMs: 60_00
 
 export interface SampleAppOptions {
   /** The Redis every limit is kept in: a URL such as redis://127.0.0.1:6380, a cluster
-   * (`{ cluster: { nodes } }`) or sentinels (`{ sentinels, name }`). */
-  redis: NonNullable<RedisLimitModuleOptions['redis']>;
+   * (`{ cluster: { nodes } }`) or sentinels (`{ sentinels, name }`). Not with `inMemory`. */
+  redis?: NonNullable<RedisLimitModuleOptions['redis']>;
+  /** No Redis: the library's in-memory engine (RedisLimitModule.forTesting()), for the app's own
+   * tests; its RedisLimitTestClock moves time. Default false. */
+  inMemory?: boolean;
   /** The HTTP platform the app is created on: picks the GraphQL driver. Default 'express'. */
   platform?: Platform;
   /** Prefix of the limiter's keys (tests pass a fresh one each). Default: the library's 'rl:'. */
@@ -51,11 +54,13 @@ export interface SampleAppOptions {
  */
 @Module({})
 export class AppModule {
-  static register({ orderTtlMs, platform = 'express', ...limiter }: SampleAppOptions): DynamicModule {
+  static register({ orderTtlMs, platform = 'express', inMemory = false, ...limiter }: SampleAppOptions): DynamicModule {
+    if (inMemory === (limiter.redis !== undefined)) throw new TypeError('AppModule.register: give either redis or inMemory: true');
+    const options = { ...limiter, defaultLimits: DEFAULT_LIMITS };
     return {
       module: AppModule,
       imports: [
-        RedisLimitModule.forRoot({ ...limiter, defaultLimits: DEFAULT_LIMITS }),
+        inMemory ? RedisLimitModule.forTesting(options) : RedisLimitModule.forRoot(options),
         QuotesModule,
         SmsModule,
         OrdersModule.register({ ttlMs: orderTtlMs }),
