@@ -133,6 +133,8 @@ export class ExpiringHashSweeper implements WakeUpListener {
     for (let k = 0; k < this.dueAt.length; k++) {
       if (!this.busy.has(k)) wakeAt = Math.min(wakeAt, this.localDue(k));
     }
+    // on a clock that stands still, a later time comes only with a move, which wakes us
+    if (this.redis.clock.standsStill && wakeAt > this.redis.clock.now()) wakeAt = Infinity;
     if (wakeAt >= this.timerAt) return;
     clearTimeout(this.timer);
     this.timerAt = wakeAt;
@@ -143,7 +145,10 @@ export class ExpiringHashSweeper implements WakeUpListener {
   }
 
   private localDue(shard: number): number {
-    return Math.max(this.dueAt[shard]! - this.offsetMs, this.lookedAt[shard]! + this.gapMs);
+    // the gap batches what comes due while time passes; on a clock that stands still (a test
+    // moves it) nothing comes due between two moves, and a move past a field's expiry must reach it
+    const gap = this.redis.clock.standsStill ? 0 : this.gapMs;
+    return Math.max(this.dueAt[shard]! - this.offsetMs, this.lookedAt[shard]! + gap);
   }
 
   private wake(): void {
