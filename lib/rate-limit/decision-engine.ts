@@ -1,5 +1,6 @@
 import { Inject, Injectable, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Telemetry, type DecisionSpan } from '../observability/telemetry.js';
+import type { Clock } from '../redis/clock.js';
 import { RedisConnection } from '../redis/redis-connection.js';
 import { RateLimitReply } from '../redis/replies.js';
 import { checkedLimit, type CheckedLimit } from './checked-limit.js';
@@ -54,6 +55,11 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
   onApplicationShutdown(): void {
     this.refusals.close();
     this.overrides.close();
+  }
+
+  /** The time waits go by: the system's, or forTesting's test clock. */
+  get clock(): Clock {
+    return this.redis.clock;
   }
 
   /** A limit's counter: its Redis key. */

@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable } from '@nestjs/common';
+import { sleepOn } from '../redis/clock.js';
 import { assertKey } from '../redis/keys.js';
 import { checkStackedLimit, checkTarget } from './checked-limit.js';
 import { DecisionEngine, type CheckedTarget } from './decision-engine.js';
@@ -194,12 +194,14 @@ export class RateLimiterService {
     const { permits = 1, timeoutMs } = opts;
     // checked once, however many tries it takes
     const limits = [checkStackedLimit({ key, policy, permits })];
-    const deadline = performance.now() + (timeoutMs ?? Infinity);
+    // on the engine's clock: forTesting's test clock moves a wait, as it moves the window
+    const { clock } = this.engine;
+    const deadline = clock.now() + (timeoutMs ?? Infinity);
     for (;;) {
       const decision = (await this.engine.decide(limits)).decisions[0]!;
       if (decision.allowed) return true;
-      if (performance.now() + decision.retryAfterMs > deadline) return false;
-      await sleep(Math.max(1, decision.retryAfterMs));
+      if (clock.now() + decision.retryAfterMs > deadline) return false;
+      await sleepOn(clock, Math.max(1, decision.retryAfterMs));
     }
   }
 

@@ -28,3 +28,20 @@ export function clockOf(client: unknown): Clock {
   if (typeof clock?.now !== 'function' || typeof clock.onAdvance !== 'function') return SYSTEM_CLOCK;
   return { now: clock.now.bind(clock), onAdvance: clock.onAdvance.bind(clock), standsStill: clock.standsStill === true };
 }
+
+/** Resolves once `ms` have passed on `clock`: after a timer of `ms`, or as soon as a test clock is
+ * moved that far, whichever comes first. */
+export function sleepOn(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const until = clock.now() + ms;
+    const done = (): void => {
+      clearTimeout(timer);
+      stop();
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const stop = clock.onAdvance(() => {
+      if (clock.now() >= until) done();
+    });
+  });
+}

@@ -217,6 +217,26 @@ describe('RedisLimitModule.forTesting()', () => {
     }
   });
 
+  it('moves a wait in acquire() with the clock: the window ends when the test says', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
+    await moduleRef.init();
+    try {
+      const clock = moduleRef.get(RedisLimitTestClock);
+      const limiter = moduleRef.get(RateLimiterService);
+      const policy = { limit: 1, windowMs: 60_000, algorithm: 'sliding-window' } as const;
+      await limiter.consume('a', policy);
+      expect(await limiter.acquire('a', policy, { timeoutMs: 59_999 })).toBe(false);
+      let granted = false;
+      const waiting = limiter.acquire('a', policy).then((result) => (granted = result));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(granted).toBe(false);
+      clock.advance(60_000);
+      await expect(waiting).resolves.toBe(true);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
   it('opens no connection: every service works with no network at all', async () => {
     const connect = jest.spyOn(Socket.prototype, 'connect');
     let moduleRef: TestingModule | undefined;
