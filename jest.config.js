@@ -53,6 +53,8 @@ const ONE_SLOT = [
 // tests: a command only Redis 8 and Valkey 9 have (HSETEX) runs in their projects; a move between
 // Redis 8 and the system's Redis 7 in the Redis 8 project.
 const FIELD_EXPIRY_ONLY = ['expiring-hash-hsetex.spec.ts'];
+// forTesting()'s own clock and options: no server is involved, so only the in-memory project runs it.
+const MEMORY_ONLY = ['for-testing.spec.ts'];
 const REDIS8_ONLY = ['expiring-hash-capability-change.spec.ts'];
 // Suites about Nest's wiring rather than the server (which guard reaches which transport, on
 // which set-up, what start-up refuses, what bad input meets before Redis is asked): they run on
@@ -171,7 +173,7 @@ function clusterProjects(suite) {
       ...common,
       displayName: `${suite}:cluster`,
       testMatch: suite === 'e2e' ? testMatchOf(suite, 'cluster') : testMatchOf(suite, 'redis7'),
-      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...ONE_SLOT, ...FIELD_EXPIRY_ONLY, ...REDIS8_ONLY, ...REDIS7_ONLY]),
+      testPathIgnorePatterns: ignored([...STANDALONE_ONLY, ...PROCESS_LIFE, ...ONE_SLOT, ...FIELD_EXPIRY_ONLY, ...REDIS8_ONLY, ...REDIS7_ONLY, ...MEMORY_ONLY]),
       globals: { __REDIS_FLAVOR__: 'redis7', __REDIS_TOPOLOGY__: 'cluster' },
     },
   ];
@@ -192,7 +194,7 @@ export default {
         ...common,
         displayName: flavor === 'redis7' ? suite : `${suite}:${flavor}`,
         testMatch: testMatchOf(suite, flavor),
-        testPathIgnorePatterns: flavor === 'redis7' ? ignored([...FIELD_EXPIRY_ONLY, ...REDIS8_ONLY]) : ['/node_modules/'],
+        testPathIgnorePatterns: flavor === 'redis7' ? ignored([...FIELD_EXPIRY_ONLY, ...REDIS8_ONLY, ...MEMORY_ONLY]) : ['/node_modules/'],
         // on the system's Redis 7, modules connect as a least-privilege ACL user (see aclRules)
         globals: { __REDIS_FLAVOR__: flavor, __REDIS_ACL__: flavor === 'redis7' },
       })),

@@ -67,7 +67,7 @@ export class MemoryNode {
   }
 
   /** Nothing runs to stop: a suite's teardown. (A test that stops its server to make an outage
-   * runs on servers only: see itOnAServer in ./redis-server.ts.) */
+   * runs on servers only: see ./on-a-server.ts.) */
   stop(): Promise<void> {
     return Promise.resolve();
   }

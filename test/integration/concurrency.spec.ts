@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { transpileLib } from '../harness/transpiled-lib.js';
-import { describeOnAServer, TestRedis } from '../harness/redis-server.js';
+import { describeOnAServer } from '../harness/on-a-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 import { limiterModule, uniquePrefix } from '../harness/limiter-app.js';
 import type { RateLimitAlgorithm } from '../../lib/index.js';
 

@@ -4,7 +4,8 @@ import { Test } from '@nestjs/testing';
 import { DelayQueueService, OnDelayed, RedisLimitModule, RedisTimeoutError, type DelayedMessage } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { limiterModule, TEST_COMMAND_TIMEOUT_MS, uniquePrefix, withLimiterApp } from '../harness/limiter-app.js';
-import { itOnAServer, TestRedis } from '../harness/redis-server.js';
+import { itOnAServer } from '../harness/on-a-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
 /** Resolves once `count` messages have arrived (or rejects after `timeoutMs`). */

@@ -5,7 +5,8 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { HashReply } from '../../lib/redis/replies.js';
 import { EXPIRY_MODES, eventually } from '../harness/expiring-hash.js';
 import { limiterModule, uniquePrefix, type LimiterApp } from '../harness/limiter-app.js';
-import { itOnAServer, TestRedis } from '../harness/redis-server.js';
+import { itOnAServer } from '../harness/on-a-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 
 describe.each(EXPIRY_MODES)('active expiry, %s mode', (mode) => {
   let redis: TestRedis;

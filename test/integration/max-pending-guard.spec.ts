@@ -21,7 +21,8 @@ import { ExpiringHashService, MaxPending, PendingSlot } from '../../lib/index.js
 import { controllerApp, statusesOf, type ControllerApp } from '../harness/controller-app.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { eventually } from '../harness/expiring-hash.js';
-import { itOnAServer, TestRedis } from '../harness/redis-server.js';
+import { itOnAServer } from '../harness/on-a-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 
 // How MaxPendingGuard and its interceptor act on a request: class vs handler, shared names,
 // releasing the slot when the handler throws or a later guard refuses, failMode, mistakes.

@@ -5,7 +5,8 @@ import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { awayFromWindowEnd, DAY_MS } from '../harness/fixed-windows.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { platformApp, type PlatformApp } from '../harness/platform-app.js';
-import { itOnAServer, TestRedis } from '../harness/redis-server.js';
+import { itOnAServer } from '../harness/on-a-server.js';
+import { TestRedis } from '../harness/redis-server.js';
 import { until } from '../harness/until.js';
 
 // RateLimiterService.setOverride / overrides (issue 18): what an override may be, how overrides()
