@@ -75,6 +75,8 @@ const REDIS7_ONLY = [
   'user-tiers.spec.ts',
   'health-indicator.spec.ts',
   'telemetry.spec.ts',
+  // forTesting()'s engine against the system's Redis, command by command
+  'memory-commands.spec.ts',
 ];
 // Every integration suite runs on the system's Redis 7 (as a least-privilege ACL user) and, but for
 // the lists above, on the cluster. Every other server runs the suites where the server shows

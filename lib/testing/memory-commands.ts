@@ -114,6 +114,11 @@ function zadd(ctx: CommandContext, [key, ...rest]: string[]): MemoryReply {
   while (i < rest.length && ['NX', 'XX', 'GT', 'LT', 'CH', 'INCR'].includes(rest[i]!.toUpperCase())) flags.add(rest[i++]!.toUpperCase());
   const pairs = rest.slice(i);
   if (key === undefined || pairs.length === 0 || pairs.length % 2 !== 0) throw syntaxError();
+  if (flags.has('NX') && flags.has('XX')) throw new ReplyError('ERR XX and NX options at the same time are not compatible');
+  if ((flags.has('GT') && flags.has('LT')) || (flags.has('NX') && (flags.has('GT') || flags.has('LT')))) {
+    throw new ReplyError('ERR GT, LT, and/or NX options at the same time are not compatible');
+  }
+  if (flags.has('INCR') && pairs.length > 2) throw new ReplyError('ERR INCR option supports a single increment-element pair');
   const parsed = [];
   for (let p = 0; p < pairs.length; p += 2) parsed.push({ score: float(pairs[p]), member: pairs[p + 1]! });
   const zset = ctx.keys.write(key, 'zset');
