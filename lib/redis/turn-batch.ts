@@ -1,3 +1,6 @@
+// node:timers' own setImmediate, which jest's fake timers leave alone: an app whose tests fake
+// timers still gets its decisions
+import { setImmediate } from 'node:timers';
 import { clusterSlot } from './slot.js';
 
 /**

@@ -1,4 +1,6 @@
 import { EventEmitter } from 'node:events';
+// node:timers' own, which jest's fake timers leave alone: the engine answers whatever a test fakes
+import { setImmediate } from 'node:timers';
 import type { Clock } from '../redis/clock.js';
 import { COMMANDS, formatScore } from './memory-commands.js';
 import type { MemoryReply } from './memory-keyspace.js';

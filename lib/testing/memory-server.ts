@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+// node:timers' own, which jest's fake timers leave alone: the engine answers whatever a test fakes
+import { setImmediate } from 'node:timers';
 import type { Clock } from '../redis/clock.js';
 import { COMMANDS, type CommandContext } from './memory-commands.js';
 import { Keyspace, ReplyError, type MemoryReply } from './memory-keyspace.js';

@@ -237,6 +237,27 @@ describe('RedisLimitModule.forTesting()', () => {
     }
   });
 
+  it("answers under jest's fake timers: neither the engine nor a decision waits on a faked timer", async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
+    await moduleRef.init();
+    jest.useFakeTimers();
+    try {
+      const clock = moduleRef.get(RedisLimitTestClock);
+      const limiter = moduleRef.get(RateLimiterService);
+      const policy = { limit: 1, windowMs: 60_000 };
+      expect((await limiter.consume('f', policy)).allowed).toBe(true);
+      expect((await limiter.consume('f', policy)).allowed).toBe(false);
+      clock.advance(60_000);
+      expect((await limiter.consume('f', policy)).allowed).toBe(true);
+      const hash = moduleRef.get(ExpiringHashService);
+      await hash.set('fake', 'f', 'v', 1_000);
+      expect(await hash.count('fake')).toBe(1);
+    } finally {
+      jest.useRealTimers();
+      await moduleRef.close();
+    }
+  });
+
   it('opens no connection: every service works with no network at all', async () => {
     const connect = jest.spyOn(Socket.prototype, 'connect');
     let moduleRef: TestingModule | undefined;
