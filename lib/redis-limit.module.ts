@@ -173,11 +173,15 @@ export class RedisLimitModule extends ConfigurableModuleClass {
     assertModuleOptions(options);
     const { limitsOff, rest } = splitTestingOptions(options);
     const clock = new RedisLimitTestClock();
-    const client = new MemoryClient(new MemoryServer(clock));
+    const server = new MemoryServer(clock);
+    const client = new MemoryClient(server);
     const module = super.forRoot({ ...rest, redis: client as unknown as RedisLimitModuleOptions['redis'] });
+    // the engine's Lua VM loaded when the module is created: without fengari, creating it fails
+    // saying so, rather than every command failing as an outage would
+    const engine = { provide: MemoryServer, useFactory: () => server.ready.then(() => server) };
     return {
       ...module,
-      providers: [...(module.providers ?? []), { provide: RedisLimitTestClock, useValue: clock }, { provide: LIMITS_OFF, useValue: limitsOff }],
+      providers: [...(module.providers ?? []), engine, { provide: RedisLimitTestClock, useValue: clock }, { provide: LIMITS_OFF, useValue: limitsOff }],
       exports: [...(module.exports ?? []), RedisLimitTestClock],
     };
   }
