@@ -139,7 +139,7 @@ function zadd(ctx: CommandContext, [key, ...rest]: string[]): MemoryReply {
 }
 
 /** KEYS / SCAN MATCH patterns: * ? [set] and \ escapes. */
-export function globMatch(pattern: string, text: string): boolean {
+function globMatch(pattern: string, text: string): boolean {
   let source = '';
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!;

@@ -25,7 +25,7 @@ export class ReplyError extends Error {
   override readonly name = 'ReplyError';
 }
 
-export const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
+const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
 
 /**
  * The keys of one in-memory server: each with its value and expiry, read on the server's clock,

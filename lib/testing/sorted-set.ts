@@ -13,7 +13,7 @@ export class SortedSet {
   add(member: string, score: number): boolean {
     const old = this.scores.get(member);
     if (old === score) return false;
-    if (old !== undefined) this.members.splice(this.rank(member, old), 1);
+    if (old !== undefined) this.members.splice(this.insertionPoint(old, member), 1);
     this.scores.set(member, score);
     this.members.splice(this.insertionPoint(score, member), 0, member);
     return old === undefined;
@@ -22,7 +22,7 @@ export class SortedSet {
   remove(member: string): boolean {
     const score = this.scores.get(member);
     if (score === undefined) return false;
-    this.members.splice(this.rank(member, score), 1);
+    this.members.splice(this.insertionPoint(score, member), 1);
     this.scores.delete(member);
     return true;
   }
@@ -40,10 +40,7 @@ export class SortedSet {
     return lo;
   }
 
-  private rank(member: string, score: number): number {
-    return this.insertionPoint(score, member);
-  }
-
+  /** Where (score, member) is, or would go, in `members`. */
   private insertionPoint(score: number, member: string): number {
     let lo = 0;
     let hi = this.members.length;
