@@ -5,13 +5,14 @@ import { MemoryClient } from '../../lib/testing/memory-client.js';
 import { MemoryServer } from '../../lib/testing/memory-server.js';
 import type { RedisFlavor } from './redis-binary.js';
 
-/** The host's clock, for suites written against a real server: time passes as they expect. */
-const HOST_CLOCK: Clock = { now: () => Date.now(), onAdvance: () => () => undefined, standsStill: false };
+/** The wall clock, as a Redis server's TIME reads it (the suites compare its times with Date.now()). */
+export const WALL_CLOCK: Clock = { now: () => Date.now(), onAdvance: () => () => undefined, standsStill: false };
 
 /**
  * The in-memory engine of RedisLimitModule.forTesting() behind RedisNode's face, for the jest
  * `:memory` project: the suites that describe the library's semantics run on it as they run on
- * every server, so the two engines cannot drift. It keeps the host's time (forTesting's own clock
+ * every server, so the two engines cannot drift. It keeps the wall clock's time, as the suites written
+ * against a real server expect (forTesting's own clock
  * stands still until a test moves it; test/integration/for-testing.spec.ts is about that).
  * Every module and raw client of one node shares its keyspace, as processes share a server.
  */
@@ -23,7 +24,7 @@ export class MemoryNode {
   readonly external = false;
   readonly host = 'memory';
   readonly port = 0;
-  private readonly server = new MemoryServer(HOST_CLOCK);
+  private readonly server = new MemoryServer(WALL_CLOCK);
 
   static start(): Promise<MemoryNode> {
     return Promise.resolve(new MemoryNode());

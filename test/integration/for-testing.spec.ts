@@ -78,10 +78,20 @@ const statuses = async (send: () => request.Test, n: number) => {
 
 describe('RedisLimitModule.forTesting()', () => {
   let app: INestApplication | undefined;
+  const modules: TestingModule[] = [];
   afterEach(async () => {
     await app?.close();
     app = undefined;
+    await Promise.all(modules.splice(0).map((moduleRef) => moduleRef.close()));
   });
+
+  /** A started module with forTesting() alone, closed after the test. */
+  async function engine(): Promise<TestingModule> {
+    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
+    modules.push(moduleRef);
+    await moduleRef.init();
+    return moduleRef;
+  }
 
   it('serves @RateLimit, @MaxPending and an @OnDelayed consumer, and the test clock moves them all', async () => {
     const s = await shop();
@@ -132,114 +142,98 @@ describe('RedisLimitModule.forTesting()', () => {
   });
 
   it('moves recurring schedules, retries and override lapses with the clock', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-    await moduleRef.init();
-    try {
-      const clock = moduleRef.get(RedisLimitTestClock);
-      const queue = moduleRef.get(DelayQueueService);
-      const ticks: number[] = [];
-      const attempts: number[] = [];
-      const ticking = queue.consume<string>('ticks', (message) => void ticks.push(message.runAt));
-      const failing = queue.consume<string>(
-        'flaky',
-        (message) => {
-          attempts.push(message.attempt);
-          throw new Error('not yet');
-        },
-        { maxAttempts: 3, backoffMs: 5_000 },
-      );
-      await queue.enqueue('flaky', 'x');
-      await until(
-        () => attempts.length === 1,
-        10_000,
-        () => `attempts: ${attempts.length}`,
-      );
-      // the retry is due 5 s after the failure, on this clock: not before
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(attempts).toEqual([1]);
-      clock.advance(5_000);
-      await until(
-        () => attempts.length === 2,
-        10_000,
-        () => `attempts: ${attempts.length}`,
-      );
-      await failing.stop();
+    const moduleRef = await engine();
+    const clock = moduleRef.get(RedisLimitTestClock);
+    const queue = moduleRef.get(DelayQueueService);
+    const ticks: number[] = [];
+    const attempts: number[] = [];
+    const ticking = queue.consume<string>('ticks', (message) => void ticks.push(message.runAt));
+    const failing = queue.consume<string>(
+      'flaky',
+      (message) => {
+        attempts.push(message.attempt);
+        throw new Error('not yet');
+      },
+      { maxAttempts: 3, backoffMs: 5_000 },
+    );
+    await queue.enqueue('flaky', 'x');
+    await until(
+      () => attempts.length === 1,
+      10_000,
+      () => `attempts: ${attempts.length}`,
+    );
+    // the retry is due 5 s after the failure, on this clock: not before
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(attempts).toEqual([1]);
+    clock.advance(5_000);
+    await until(
+      () => attempts.length === 2,
+      10_000,
+      () => `attempts: ${attempts.length}`,
+    );
+    await failing.stop();
 
-      const { nextRunAt } = await queue.schedule('ticks', 'minutely', { everyMs: 60_000, payload: 'tick' });
-      clock.advance(nextRunAt - clock.now());
-      await until(
-        () => ticks.length === 1,
-        10_000,
-        () => `ticks: ${ticks.length}`,
-      );
-      expect(ticks).toEqual([nextRunAt]);
-      // three minutes on, with nothing running meanwhile: the latest tick runs, once
-      clock.advance(180_000);
-      await until(
-        () => ticks.length === 2,
-        10_000,
-        () => `ticks: ${ticks.length}`,
-      );
-      expect(ticks[1]).toBe(nextRunAt + 180_000);
-      await ticking.stop();
+    const { nextRunAt } = await queue.schedule('ticks', 'minutely', { everyMs: 60_000, payload: 'tick' });
+    clock.advance(nextRunAt - clock.now());
+    await until(
+      () => ticks.length === 1,
+      10_000,
+      () => `ticks: ${ticks.length}`,
+    );
+    expect(ticks).toEqual([nextRunAt]);
+    // three minutes on, with nothing running meanwhile: the latest tick runs, once
+    clock.advance(180_000);
+    await until(
+      () => ticks.length === 2,
+      10_000,
+      () => `ticks: ${ticks.length}`,
+    );
+    expect(ticks[1]).toBe(nextRunAt + 180_000);
+    await ticking.stop();
 
-      const limiter = moduleRef.get(RateLimiterService);
-      await limiter.setOverride('search', { limit: 5, ttlMs: 10_000 });
-      expect(Object.keys(await limiter.overrides())).toEqual(['search']);
-      clock.advance(10_000);
-      expect(await limiter.overrides()).toEqual({});
-    } finally {
-      await moduleRef.close();
-    }
+    const limiter = moduleRef.get(RateLimiterService);
+    await limiter.setOverride('search', { limit: 5, ttlMs: 10_000 });
+    expect(Object.keys(await limiter.overrides())).toEqual(['search']);
+    clock.advance(10_000);
+    expect(await limiter.overrides()).toEqual({});
   });
 
   it("sends an expiring field's notification once the clock has moved by its ttl, not before", async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-    await moduleRef.init();
-    try {
-      const clock = moduleRef.get(RedisLimitTestClock);
-      const got: unknown[] = [];
-      const consumer = moduleRef.get(DelayQueueService).consume('expired', (message) => void got.push(message.payload));
-      await moduleRef.get(ExpiringHashService).set('carts', 'c1', 'v', 1_000, { notify: 'expired' });
-      clock.advance(999);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(got).toEqual([]);
-      clock.advance(1);
-      await until(
-        () => got.length === 1,
-        10_000,
-        () => `notifications: ${got.length}`,
-      );
-      expect(got).toEqual([{ key: 'carts', field: 'c1', value: 'v' }]);
-      await consumer.stop();
-    } finally {
-      await moduleRef.close();
-    }
+    const moduleRef = await engine();
+    const clock = moduleRef.get(RedisLimitTestClock);
+    const got: unknown[] = [];
+    const consumer = moduleRef.get(DelayQueueService).consume('expired', (message) => void got.push(message.payload));
+    await moduleRef.get(ExpiringHashService).set('carts', 'c1', 'v', 1_000, { notify: 'expired' });
+    clock.advance(999);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(got).toEqual([]);
+    clock.advance(1);
+    await until(
+      () => got.length === 1,
+      10_000,
+      () => `notifications: ${got.length}`,
+    );
+    expect(got).toEqual([{ key: 'carts', field: 'c1', value: 'v' }]);
+    await consumer.stop();
   });
 
   it('moves a wait in acquire() with the clock: the window ends when the test says', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-    await moduleRef.init();
-    try {
-      const clock = moduleRef.get(RedisLimitTestClock);
-      const limiter = moduleRef.get(RateLimiterService);
-      const policy = { limit: 1, windowMs: 60_000, algorithm: 'sliding-window' } as const;
-      await limiter.consume('a', policy);
-      expect(await limiter.acquire('a', policy, { timeoutMs: 59_999 })).toBe(false);
-      let granted = false;
-      const waiting = limiter.acquire('a', policy).then((result) => (granted = result));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(granted).toBe(false);
-      clock.advance(60_000);
-      await expect(waiting).resolves.toBe(true);
-    } finally {
-      await moduleRef.close();
-    }
+    const moduleRef = await engine();
+    const clock = moduleRef.get(RedisLimitTestClock);
+    const limiter = moduleRef.get(RateLimiterService);
+    const policy = { limit: 1, windowMs: 60_000, algorithm: 'sliding-window' } as const;
+    await limiter.consume('a', policy);
+    expect(await limiter.acquire('a', policy, { timeoutMs: 59_999 })).toBe(false);
+    let granted = false;
+    const waiting = limiter.acquire('a', policy).then((result) => (granted = result));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(granted).toBe(false);
+    clock.advance(60_000);
+    await expect(waiting).resolves.toBe(true);
   });
 
   it("answers under jest's fake timers: neither the engine nor a decision waits on a faked timer", async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-    await moduleRef.init();
+    const moduleRef = await engine();
     jest.useFakeTimers();
     try {
       const clock = moduleRef.get(RedisLimitTestClock);
@@ -254,16 +248,13 @@ describe('RedisLimitModule.forTesting()', () => {
       expect(await hash.count('fake')).toBe(1);
     } finally {
       jest.useRealTimers();
-      await moduleRef.close();
     }
   });
 
   it('opens no connection: every service works with no network at all', async () => {
     const connect = jest.spyOn(Socket.prototype, 'connect');
-    let moduleRef: TestingModule | undefined;
     try {
-      moduleRef = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-      await moduleRef.init();
+      const moduleRef = await engine();
       const clock = moduleRef.get(RedisLimitTestClock);
       const hash = moduleRef.get(ExpiringHashService);
       await hash.set('carts', 'c1', 'v', 1_000);
@@ -284,29 +275,22 @@ describe('RedisLimitModule.forTesting()', () => {
       expect(connect).not.toHaveBeenCalled();
     } finally {
       connect.mockRestore();
-      await moduleRef?.close();
     }
   });
 
   it('gives each call an engine of its own', async () => {
-    const one = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-    const two = await Test.createTestingModule({ imports: [RedisLimitModule.forTesting()] }).compile();
-    await Promise.all([one.init(), two.init()]);
-    try {
-      const policy = { limit: 1, windowMs: 60_000 };
-      expect((await one.get(RateLimiterService).consume('k', policy)).allowed).toBe(true);
-      expect((await two.get(RateLimiterService).consume('k', policy)).allowed).toBe(true);
-      expect(one.get(RedisLimitTestClock)).not.toBe(two.get(RedisLimitTestClock));
-    } finally {
-      await Promise.all([one.close(), two.close()]);
-    }
+    const [one, two] = await Promise.all([engine(), engine()]);
+    const policy = { limit: 1, windowMs: 60_000 };
+    expect((await one.get(RateLimiterService).consume('k', policy)).allowed).toBe(true);
+    expect((await two.get(RateLimiterService).consume('k', policy)).allowed).toBe(true);
+    expect(one.get(RedisLimitTestClock)).not.toBe(two.get(RedisLimitTestClock));
   });
 
   it('refuses bad options when called, naming them, and a clock that would go back', () => {
     expect(() => RedisLimitModule.forTesting({ limits: 'none' as 'off' })).toThrow(
       new TypeError("RedisLimitModule.forTesting: limits must be 'enforce' or 'off', got \"none\""),
     );
-    expect(() => RedisLimitModule.forTesting({ redis: 'redis://localhost:6379' } as RedisLimitTestingOptions)).toThrow(
+    expect(() => RedisLimitModule.forTesting({ redis: 'redis://redis.invalid' } as RedisLimitTestingOptions)).toThrow(
       /^RedisLimitModule\.forTesting: redis is not an option here/,
     );
     expect(() => RedisLimitModule.forTesting('x' as unknown as RedisLimitTestingOptions)).toThrow(TypeError);

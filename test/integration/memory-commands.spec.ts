@@ -1,16 +1,14 @@
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import type { Clock } from '../../lib/redis/clock.js';
 import { MemoryClient } from '../../lib/testing/memory-client.js';
 import { MemoryServer } from '../../lib/testing/memory-server.js';
+import { WALL_CLOCK } from '../harness/memory-node.js';
 import { RedisNode } from '../harness/redis-server.js';
 
 // forTesting()'s engine answers every command the library sends as Redis does: random sequences of
 // them, on a few keys of mixed types, sent to a real redis-server and to the in-memory server, must
 // get the same replies (errors by their code). The semantics suites then run the scripts on it
 // (the integration:memory project); this holds the commands under them to Redis itself.
-
-const HOST_CLOCK: Clock = { now: () => Date.now(), onAdvance: () => () => undefined, standsStill: false };
 
 const key = fc.constantFrom('k1', 'k2', 'k3');
 const member = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'ä');
@@ -117,7 +115,7 @@ describe("the in-memory engine's commands", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 40 }), async (commands) => {
         await real.flushall();
-        const memory = new MemoryClient(new MemoryServer(HOST_CLOCK));
+        const memory = new MemoryClient(new MemoryServer(WALL_CLOCK));
         for (const args of commands) {
           const [expected, got] = await Promise.all([answer(real, args), answer(memory, args)]);
           expect({ args, reply: got }).toEqual({ args, reply: expected });
