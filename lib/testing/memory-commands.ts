@@ -1,6 +1,6 @@
 import type { Keyspace } from './memory-keyspace.js';
 import { ReplyError, type MemoryReply } from './memory-keyspace.js';
-import type { SortedSet } from './sorted-set.js';
+import { SortedSet } from './sorted-set.js';
 
 /** What a command may use of the server it runs on. */
 export interface CommandContext {
@@ -194,6 +194,16 @@ function expire(ctx: CommandContext, [key, time, ...flags]: string[], toAt: (n: 
   return ctx.keys.expireAt(key!, at) ? 1 : 0;
 }
 
+/** HDEL, ZREM, SREM: removes each name from the collection at `key`; how many were there. An
+ * emptied collection goes with its key, as on Redis. */
+function removeEach(ctx: CommandContext, key: string, type: 'hash' | 'zset' | 'set', names: string[]): number {
+  const collection = ctx.keys.read(key, type);
+  if (collection === undefined) return 0;
+  const removed = names.filter((name) => (collection instanceof SortedSet ? collection.remove(name) : collection.delete(name))).length;
+  ctx.keys.dropIfEmpty(key);
+  return removed;
+}
+
 function hashField(ctx: CommandContext, key: string | undefined): Map<string, string> | undefined {
   return ctx.keys.read(key!, 'hash');
 }
@@ -294,13 +304,7 @@ export const COMMANDS: Record<string, Command> = {
     const entries = [...(hashField(ctx, key)?.entries() ?? [])].filter(([field]) => match === undefined || globMatch(match, field));
     return ['0', entries.flat()];
   },
-  HDEL: (ctx, [key, ...fields]) => {
-    const hash = hashField(ctx, key);
-    if (hash === undefined) return 0;
-    const removed = fields.filter((field) => hash.delete(field)).length;
-    ctx.keys.dropIfEmpty(key!);
-    return removed;
-  },
+  HDEL: (ctx, [key, ...fields]) => removeEach(ctx, key!, 'hash', fields),
   HINCRBY: (ctx, [key, field, by]) => {
     const delta = integer(by);
     const hash = ctx.keys.write(key!, 'hash');
@@ -328,13 +332,7 @@ export const COMMANDS: Record<string, Command> = {
     const rank = ctx.keys.read(key!, 'zset')?.members.indexOf(member!) ?? -1;
     return rank < 0 ? null : rank;
   },
-  ZREM: (ctx, [key, ...members]) => {
-    const zset = ctx.keys.read(key!, 'zset');
-    if (zset === undefined) return 0;
-    const removed = members.filter((member) => zset.remove(member)).length;
-    ctx.keys.dropIfEmpty(key!);
-    return removed;
-  },
+  ZREM: (ctx, [key, ...members]) => removeEach(ctx, key!, 'zset', members),
   ZREMRANGEBYSCORE: (ctx, [key, min, max]) => {
     const zset = ctx.keys.read(key!, 'zset');
     if (zset === undefined) return 0;
@@ -350,13 +348,7 @@ export const COMMANDS: Record<string, Command> = {
     for (const member of members) if (!set.has(member) && set.add(member)) added++;
     return added;
   },
-  SREM: (ctx, [key, ...members]) => {
-    const set = ctx.keys.read(key!, 'set');
-    if (set === undefined) return 0;
-    const removed = members.filter((member) => set.delete(member)).length;
-    ctx.keys.dropIfEmpty(key!);
-    return removed;
-  },
+  SREM: (ctx, [key, ...members]) => removeEach(ctx, key!, 'set', members),
   SMEMBERS: (ctx, [key]) => [...(ctx.keys.read(key!, 'set') ?? [])],
   SISMEMBER: (ctx, [key, member]) => (ctx.keys.read(key!, 'set')?.has(member!) ? 1 : 0),
   SCARD: (ctx, [key]) => ctx.keys.read(key!, 'set')?.size ?? 0,
