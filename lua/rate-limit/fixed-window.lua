@@ -35,20 +35,20 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local used = state[1] and tonumber(state[2]) or 0
   if state[1] and state[3] then
     local c = redis.call('HINCRBY', key, 'c', permits)
-    return limit - c, endsIn, string.format('%s:%d:%d', state[3], c + (tonumber(state[5]) or 0), permits)
+    return limit - c, endsIn, state[3] .. ':' .. int(c + (tonumber(state[5]) or 0)) .. ':' .. int_of(permits)
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
   local life, blocked = life_id(), tonumber(state[4])
   if state[2] or state[4] then redis.call('DEL', key) end
-  redis.call('HSET', key, 'w', int(window), 'c', int(used + permits), 'e', life)
+  redis.call('HSET', key, 'w', int_of(window), 'c', int_of(used + permits), 'e', life)
   local ttl = endsIn
   if blocked and blocked > now then
     redis.call('HSET', key, 'b', int(blocked))
     ttl = math.max(ttl, blocked - now)
   end
-  redis.call('PEXPIRE', key, int(ttl))
-  return limit - used - permits, endsIn, life .. ':' .. int(used + permits) .. ':' .. int(permits)
+  redis.call('PEXPIRE', key, int_of(ttl))
+  return limit - used - permits, endsIn, life .. ':' .. int_of(used + permits) .. ':' .. int_of(permits)
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)

@@ -2,9 +2,10 @@
 -- A counter's life runs from its first grant until it holds nothing any more (its window ends,
 -- its bucket is full again, it is reset): grant ids name the life they were made in, so a grant
 -- of an earlier life never takes back permits of a later one.
--- life_id() -> a new life's id: the server's TIME in µs. A key starts at most one life per script
---   call, and no two calls on one server share a µs, so two lives of one key never share an id
---   (with the test hook's explicit times too: this is the real clock).
+-- life_id() -> a new life's id: the server's TIME in µs at the script call (16 digits until 2286),
+--   then the number of lives the call has started. No two calls on one server share a µs, so two
+--   lives of one key never share an id (with the test hook's explicit times too: this is the real
+--   clock), and a batch asks TIME once however many lives it starts.
 -- keep_until(key, ms, existed) -> the key lives at least `ms` more; `existed` is its PTTL before
 --   the write that may have created it (-2: it did not exist; -1: no expiry, which is kept)
 -- with_block(untilMs, now, allowed, remaining, retry, reset) -> the verdict with a block until
@@ -13,9 +14,15 @@
 --   refusal is the lockout's, and must never start or lengthen one)
 -- hash_block(key, now, untilMs) -> a hash counter (fixed windows, token bucket) refuses until
 --   untilMs: field `b`, read by each check with the counter's own fields. A longer block stays.
+local lives, call_id = 0, nil
+
 local function life_id()
-  local t = redis.call('TIME')
-  return t[1] .. string.format('%06d', tonumber(t[2]))
+  if not call_id then
+    local t = server_time()
+    call_id = t[1] .. string.format('%06d', tonumber(t[2]))
+  end
+  lives = lives + 1
+  return call_id .. lives
 end
 
 local blocked_refusal = false

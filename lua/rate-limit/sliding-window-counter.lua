@@ -66,20 +66,20 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, state
   local c, grant = current + permits, nil
   if tonumber(state[1]) == window and state[3] then
     c = redis.call('HINCRBY', key, 'c', permits)
-    grant = string.format('%s:%d:%d', state[3], c + (tonumber(state[5]) or 0), permits)
+    grant = state[3] .. ':' .. int(c + (tonumber(state[5]) or 0)) .. ':' .. int_of(permits)
   else
     -- a new life: this window's first grant, or the first since a reset; the previous window's
     -- count is carried over, and a block in force stays
     local life, blocked = life_id(), tonumber(state[4])
     if state[2] or state[4] then redis.call('DEL', key) end
-    redis.call('HSET', key, 'w', int(window), 'c', int(c), 'p', int(previous), 'e', life)
+    redis.call('HSET', key, 'w', int_of(window), 'c', int_of(c), 'p', int_of(previous), 'e', life)
     local ttl = 2 * windowMs - elapsed
     if blocked and blocked > now then
       redis.call('HSET', key, 'b', int(blocked))
       ttl = math.max(ttl, blocked - now)
     end
-    redis.call('PEXPIRE', key, int(ttl))
-    grant = life .. ':' .. int(c) .. ':' .. int(permits)
+    redis.call('PEXPIRE', key, int_of(ttl))
+    grant = life .. ':' .. int_of(c) .. ':' .. int_of(permits)
   end
   local fits, reset = swc_room(limit, windowMs, elapsed, c, previous)
   return fits, reset, grant
