@@ -9,12 +9,14 @@
 --            total(i) + permits(i), and the grants a refused request waits for are found by
 --            binary search, not by walking them. A grant refunded in part holds what it has
 --            left: the member is its own refund ledger, and a whole refund removes it
---   counter  member '#<life>:<seq>:<total>:<base>:<at>:<oldest>' (life: see life.lua), with
+--   counter  member '#<life>:<base>:<oldest>;<seq>:<total>:<at>' (life: see life.lua), with
 --            '!<ms>' after it while a block lasts until then, scored -1 (always rank 0): the
---            newest grant's seq, the total after it and its time; the total before the oldest
---            live grant, and that grant's time ('' when none is live). The live grants hold
+--            total before the oldest live grant, and that grant's time ('' when none is live);
+--            the newest grant's seq, the total after it and its time. The live grants hold
 --            total - base permits, so a decision reads the counter alone, scores and all,
---            until the oldest grant ages out
+--            until the oldest grant ages out. What changes with each grant comes last: a grant
+--            keeps the text before the ';' as it was read (turning numbers into text is most
+--            of a decision's own cost in Lua)
 -- Grants that aged out are left for the next grant or refund to remove: a check counts without
 -- them, so a refusal writes nothing. The key expires windowMs after the last grant (or when the
 -- block ends, if later); seqs start again with a new life when it is gone.
@@ -35,9 +37,18 @@ local sliding_window = {}
 -- members rewritten per call when a refund renumbers totals: bounds the reply held at once
 local SW_CHUNK = 256
 
-local function sw_seq(n)
-  local digits = int(n)
-  return string.char(96 + #digits) .. digits
+-- What this call has looked up of a key's grants: { newest = time of the newest grant (false:
+-- none), [target] = time of the first grant whose total reaches target (false: none) }. A batch's
+-- refusals on one key (a hot key over its limit) search once; a write forgets it (sw_store).
+local sw_lookups = {}
+
+local function sw_seen(key)
+  local seen = sw_lookups[key]
+  if not seen then
+    seen = {}
+    sw_lookups[key] = seen
+  end
+  return seen
 end
 
 -- a grant member's permits and total
@@ -51,16 +62,20 @@ local function sw_total(key, rank)
   return select(2, sw_grant(redis.call('ZRANGE', key, rank, rank)[1]))
 end
 
--- The counter, as a table: member (as stored, nil when new), life, seq, total, base, at, oldest
--- (nil: no live grant), blocked (ms, nil: none). A key without one in this shape (new, or a
--- counter of 0.2 '#<seq>.<life>', or grants someone else wrote) is read from its grants: seqs
--- go on from the newest, in a new life.
+-- The counter, as a table: member (as stored, nil when new), head (the member up to its ';' as
+-- stored; nil once life, base or oldest change), life, seq, total, base, at, oldest (nil: no live
+-- grant), blocked (ms, nil: none). A key without one in this shape (new, or a counter of 0.2
+-- '#<seq>.<life>', or grants someone else wrote) is read from its grants: seqs go on from the
+-- newest, in a new life.
 local function sw_counter(key)
   local member = redis.call('ZRANGE', key, 0, 0)[1]
   if member then
-    local life, seq, total, base, at, oldest, blocked = string.match(member, '^#(%d+):(%d+):(%d+):(%d+):(%d+):(%d*)!?(%d*)$')
-    if life then
-      return { member = member, life = life, seq = tonumber(seq), total = tonumber(total), base = tonumber(base), at = tonumber(at), oldest = tonumber(oldest), blocked = tonumber(blocked) }
+    local head, life, base, oldest, seq, total, at, blocked = string.match(member, '^(#(%d+):(%d+):(%d*);)(%d+):(%d+):(%d+)!?(%d*)$')
+    if head then
+      return {
+        member = member, head = head, life = life, seq = tonumber(seq), total = tonumber(total), base = tonumber(base), at = tonumber(at),
+        oldest = tonumber(oldest), blocked = blocked ~= '' and tonumber(blocked) or nil,
+      }
     end
   end
   local counter = { seq = 0, total = 0, base = 0, at = 0 }
@@ -79,15 +94,17 @@ local function sw_counter(key)
   return counter
 end
 
--- the counter member for `c`
-local function sw_member(c, now)
-  local member = '#' .. c.life .. ':' .. int(c.seq) .. ':' .. int(c.total) .. ':' .. int(c.base) .. ':' .. int(c.at) .. ':' .. (c.oldest and int(c.oldest) or '')
+-- the counter member for `c` (seq and total as text when the caller has them)
+local function sw_member(c, now, seq, total)
+  local head = c.head or '#' .. c.life .. ':' .. int(c.base) .. ':' .. (c.oldest and int(c.oldest) or '') .. ';'
+  local member = head .. (seq or int(c.seq)) .. ':' .. (total or int(c.total)) .. ':' .. int_of(c.at)
   if c.blocked and c.blocked > now then member = member .. '!' .. int(c.blocked) end
   return member
 end
 
 -- `c` counts from the grant `first` (ZRANGE ... WITHSCORES: member, time), or holds none live
 local function sw_oldest(c, first)
+  c.head = nil
   if first[1] then
     local permits, total = sw_grant(first[1])
     c.base, c.oldest = total - permits, tonumber(first[2])
@@ -119,22 +136,24 @@ function sliding_window.check(key, limit, windowMs, permits, now)
     -- (A counter that matches its grants always has them; a key someone else rewrote must not
     -- promise less than a window.)
     local target = c.total + permits - limit
-    local n = redis.call('ZCARD', key) - 1
-    local lo, hi, step = 1, 1, 1
-    while hi < n and sw_total(key, hi) < target do
-      lo, step = hi + 1, step * 2
-      hi = math.min(n, hi + step)
+    local seen = sw_seen(key)
+    local at = seen[target]
+    if at == nil then
+      local n = redis.call('ZCARD', key) - 1
+      local lo, hi, step = 1, 1, 1
+      while hi < n and sw_total(key, hi) < target do
+        lo, step = hi + 1, step * 2
+        hi = math.min(n, hi + step)
+      end
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        if sw_total(key, mid) < target then lo = mid + 1 else hi = mid end
+      end
+      local found = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+      at = found[1] and string.byte(found[1]) ~= 35 and select(2, sw_grant(found[1])) >= target and tonumber(found[2])
+      seen[target] = at
     end
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      if sw_total(key, mid) < target then lo = mid + 1 else hi = mid end
-    end
-    local found = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-    if found[1] and string.byte(found[1]) ~= 35 and select(2, sw_grant(found[1])) >= target then
-      retry = tonumber(found[2]) + windowMs - now
-    else
-      retry = windowMs
-    end
+    retry = at and at + windowMs - now or windowMs
   end
   local reset, remaining = 0, limit - used
   if used > 0 then reset = nil end
@@ -145,31 +164,38 @@ function sliding_window.check(key, limit, windowMs, permits, now)
 end
 
 function sliding_window.reset(key, windowMs, now)
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not newest[1] or string.byte(newest[1]) == 35 then return 0 end
-  return math.max(0, tonumber(newest[2]) + windowMs - now)
+  local seen = sw_seen(key)
+  if seen.newest == nil then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    seen.newest = newest[1] and string.byte(newest[1]) ~= 35 and tonumber(newest[2])
+  end
+  return seen.newest and math.max(0, seen.newest + windowMs - now) or 0
 end
 
--- writes counter `c` in place of the stored one (and removes what aged out)
-local function sw_store(key, c, windowMs, now, ...)
+-- writes counter `c` in place of the stored one (and removes what aged out); `seq` and `total`:
+-- see sw_member
+local function sw_store(key, c, windowMs, now, seq, total, ...)
   if c.aged then redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs) end
   if c.member then redis.call('ZREM', key, c.member) end
-  c.member = sw_member(c, now)
+  c.member = sw_member(c, now, seq, total)
+  sw_lookups[key] = nil
   redis.call('ZADD', key, -1, c.member, ...)
 end
 
 function sliding_window.commit(key, limit, windowMs, permits, now, c)
-  c.life = c.life or life_id()
+  if not c.life then c.life, c.head = life_id(), nil end
   -- a clock that stepped back must not put this grant before the newest: totals would no
   -- longer grow with rank
   local at = math.max(now, c.at)
   local before = c.total
-  c.seq, c.total, c.at, c.oldest = c.seq + 1, c.total + permits, at, c.oldest or at
-  local id = sw_seq(c.seq)
-  sw_store(key, c, windowMs, now, int(at), id .. ':' .. int(permits) .. ':' .. int(c.total))
+  c.seq, c.total, c.at = c.seq + 1, c.total + permits, at
+  if not c.oldest then c.oldest, c.head = at, nil end
+  local seq, total = int(c.seq), int(c.total)
+  local id = string.char(96 + #seq) .. seq
+  sw_store(key, c, windowMs, now, seq, total, int_of(at), id .. ':' .. int_of(permits) .. ':' .. total)
   local ttl = windowMs
   if c.blocked and c.blocked > now then ttl = math.max(ttl, c.blocked - now) end
-  redis.call('PEXPIRE', key, int(ttl))
+  redis.call('PEXPIRE', key, int_of(ttl))
   return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. id
 end
 

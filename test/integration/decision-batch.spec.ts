@@ -50,6 +50,29 @@ describe('decisions made together are sent together', () => {
     expect(after).toMatchObject({ allowed: false, remaining: 0 });
   });
 
+  it("a batch's refusals on one sliding window each wait for the grants their own permits need", async () => {
+    // one call decides them all at one time: what it looks up for one refusal may serve another
+    // only when both wait for the same grant
+    const key = nextKey();
+    const sliding: RateLimitPolicy = { limit: 3, windowMs: DAY_MS, algorithm: 'sliding-window' };
+    await ctx.app.limiter.consume(key, sliding);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await ctx.app.limiter.consume(key, sliding);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const [two, one, twoMore, oneMore, three] = await Promise.all([
+      ctx.app.limiter.consume(key, sliding, 2), // refused: waits for the first grant
+      ctx.app.limiter.consume(key, sliding, 1), // granted: the window is full after it
+      ctx.app.limiter.consume(key, sliding, 2), // refused: waits for the second grant
+      ctx.app.limiter.consume(key, sliding, 1), // refused: waits for the first grant
+      ctx.app.limiter.consume(key, sliding, 3), // refused: waits for the third grant
+    ]);
+    expect([two, one, twoMore, oneMore, three].map((d) => d.allowed)).toEqual([false, true, false, false, false]);
+    expect(oneMore.retryAfterMs).toBe(two.retryAfterMs);
+    expect(twoMore.retryAfterMs - two.retryAfterMs).toBeGreaterThanOrEqual(55);
+    expect(three.retryAfterMs - twoMore.retryAfterMs).toBeGreaterThanOrEqual(55);
+    expect(three.retryAfterMs).toBeLessThanOrEqual(DAY_MS);
+  });
+
   it("a key holding another type fails its own decision only, not the batch's others", async () => {
     const key = nextKey();
     const broken = nextKey();
