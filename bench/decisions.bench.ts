@@ -10,6 +10,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimiterService, RedisLimitModule, type RateLimitAlgorithm } from '../lib/index.js';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
+import { oneLimitArgs } from './common/decide-args.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { spread, type Spread } from './common/stats.js';
 
@@ -162,7 +163,8 @@ export async function contenders(host: string, port: number): Promise<{ list: Co
       kind: 'bare',
       pipelining,
       shapes: shapesOf('bare EVALSHA of our fixed-window script', pipelining),
-      call: (key) => raw.evalsha(sha, 1, `${PREFIX}fw:{${key}}`, '', '1', 1, 'fw', LIMIT, WINDOW_MS, 1).then((r) => (r as number[])[0] === 1),
+      call: (key) =>
+        raw.evalsha(sha, 1, `${PREFIX}fw:{${key}}`, '', ...oneLimitArgs('specs', '1', 'fw', LIMIT, WINDOW_MS, 1)).then((r) => (r as number[])[0] === 1),
     });
 
     const rlfClient = client(pipelining);

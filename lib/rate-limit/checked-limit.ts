@@ -1,15 +1,15 @@
 import { assertKey } from '../redis/keys.js';
-import type { RateLimitDecideLimit } from '../redis/script-bindings.generated.js';
+import type { RateLimitDecideSpec } from '../redis/script-bindings.generated.js';
 import type { StackedLimit } from './decision.types.js';
 import { assertPermits, funnelSpec, rateLimitSpec, type LimitSpec } from './policy.js';
 
 /**
  * A limit of a stack, checked: what DecisionEngine decides, trusting it as it is. Made once per
  * call from public input by RateLimiterService, or per request from a route's plan (checked at
- * start-up) by the guards. Also decide.lua's row for it (algorithm, limit, windowMs, permits),
+ * start-up) by the guards. Also decide.lua's spec for it (algorithm, limit, windowMs, permits),
  * which a decision sends as it is: no second object per limit.
  */
-export interface CheckedLimit extends RateLimitDecideLimit {
+export interface CheckedLimit extends RateLimitDecideSpec {
   key: string;
   /** Separates counters that share a key (a route, a shared name); undefined: the key's own. */
   scope: string | undefined;

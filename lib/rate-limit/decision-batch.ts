@@ -1,5 +1,5 @@
 import { RateLimitReply } from '../redis/replies.js';
-import type { RateLimitDecideLimit, RateLimitDecideStackReply } from '../redis/script-bindings.generated.js';
+import type { RateLimitDecideSpec, RateLimitDecideStack, RateLimitDecideStackReply } from '../redis/script-bindings.generated.js';
 import { replyFailure, type ScriptRunner } from '../redis/scripts.js';
 import { TurnBatcher } from '../redis/turn-batch.js';
 
@@ -9,11 +9,11 @@ const MAX_STACKS = 128;
 /** A stack decide.lua decided (one whose Redis call failed rejects instead). */
 export type DecidedStack = Exclude<RateLimitDecideStackReply, { verdict: typeof RateLimitReply.STACK_FAILED }>;
 
-/** A stack waiting for its call: its keys, and decide.lua's row for it (consume, limits) as is. */
+/** A stack waiting for its call: its keys, whether it consumes, and decide.lua's spec per limit. */
 interface Pending {
   keys: readonly string[];
   consume: '1' | '0';
-  limits: readonly RateLimitDecideLimit[];
+  limits: readonly RateLimitDecideSpec[];
   resolve: (stack: DecidedStack) => void;
   reject: (error: unknown) => void;
 }
@@ -35,8 +35,8 @@ export class DecisionBatcher {
   }
 
   /** Decides one stack: its keys (one per limit), whether it consumes ('1') or peeks ('0'), and
-   * decide.lua's row for each limit. */
-  decide(keys: readonly string[], consume: '1' | '0', limits: readonly RateLimitDecideLimit[], now?: number): Promise<DecidedStack> {
+   * decide.lua's spec for each limit. */
+  decide(keys: readonly string[], consume: '1' | '0', limits: readonly RateLimitDecideSpec[], now?: number): Promise<DecidedStack> {
     return new Promise((resolve, reject) => {
       const pending: Pending = { keys, consume, limits, resolve, reject };
       // the test hook's explicit clock is per call; it never shares a batch
@@ -48,8 +48,23 @@ export class DecisionBatcher {
   private send(batch: Pending[], now?: number): void {
     const states: string[] = [];
     for (const pending of batch) states.push(...pending.keys);
-    // each pending stack is its own row of the call: nothing is copied
-    this.scripts.call('rateLimitDecide', { keys: { states }, args: { now, stacks: batch } }).then(
+    // Each distinct spec goes once and stacks name it by number: a batch mostly repeats one or
+    // a few, and every value sent costs Node and Redis alike.
+    const specs: RateLimitDecideSpec[] = [];
+    const numbers = new Map<string, number>();
+    const stacks = batch.map(({ consume, limits }): RateLimitDecideStack => ({
+      consume,
+      limits: limits.map((spec) => {
+        const id = `${spec.algorithm} ${spec.limit} ${spec.windowMs} ${spec.permits}`;
+        let number = numbers.get(id);
+        if (number === undefined) {
+          number = specs.push(spec);
+          numbers.set(id, number);
+        }
+        return number;
+      }),
+    }));
+    this.scripts.call('rateLimitDecide', { keys: { states }, args: { now, specs, stacks } }).then(
       ({ stacks }) => stacks.forEach((stack, i) => resolveStack(stack, batch[i]!)),
       (error: unknown) => batch.forEach((pending) => pending.reject(error)),
     );

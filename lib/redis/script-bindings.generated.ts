@@ -459,21 +459,23 @@ const RATE_LIMIT_BLOCK: ScriptBinding<RateLimitBlockCall, RateLimitBlockReply> =
 
 // rate-limit/decide.lua
 /** rate-limit/decide.lua: KEYS, by name. */ export interface RateLimitDecideKeys { /** one state key per limit, stacks in ARGV order; on a cluster all in one hash slot */ readonly states: readonly string[]; }
-/** the number of limits m, then four per limit */ export interface RateLimitDecideLimit { readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
-/** per stack */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** the number of limits m, then four per limit */ readonly limits: readonly RateLimitDecideLimit[]; }
-/** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** per stack */ readonly stacks: readonly RateLimitDecideStack[]; }
+/** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ export interface RateLimitDecideSpec { readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
+/** per stack */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** its limits, each by its number in specs (from 1) */ readonly limits: readonly number[]; }
+/** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ readonly specs: readonly RateLimitDecideSpec[]; /** per stack */ readonly stacks: readonly RateLimitDecideStack[]; }
 /** as in ARGV, five per limit */ export interface RateLimitDecideLimitReply { /** BLOCKED: refused while a block is in force */ readonly verdict: 1 | 0 | 2; /** permits */ readonly remaining: number; /** 0 if allowed */ readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; /** the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm) */ readonly grant: string; }
 /** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV, five per limit */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text */ readonly error: string; };
 /** rate-limit/decide.lua: its reply, by name. */ export interface RateLimitDecideReply { /** per stack of ARGV, one of (codes: replies.lua) */ readonly stacks: readonly RateLimitDecideStackReply[]; }
 /** Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none is charged. One call carries one stack or a batch of independent stacks (calls made in the same turn of the event loop), so N decisions cost one round trip and one script start, not N. */ export interface RateLimitDecideCall { readonly keys: RateLimitDecideKeys; readonly args: RateLimitDecideArgs; }
-/** rate-limit/decide.lua: values per limit in its ARGV. */ export const RATE_LIMIT_DECIDE_ARGV_LIMIT_FIELDS = 4;
+/** rate-limit/decide.lua: values per spec in its ARGV. */ export const RATE_LIMIT_DECIDE_ARGV_SPEC_FIELDS = 4;
 /** rate-limit/decide.lua: values per limit in its reply. */ export const RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS = 5;
 const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply> = {
   encode: ({ keys, args }) => {
     const argv: Argv = [keys.states.length, ...keys.states, args.now ?? ''];
+    argv.push(args.specs.length);
+    for (const spec of args.specs) argv.push(spec.algorithm, spec.limit, spec.windowMs, spec.permits);
     for (const stack of args.stacks) {
       argv.push(stack.consume, stack.limits.length);
-      for (const limit of stack.limits) argv.push(limit.algorithm, limit.limit, limit.windowMs, limit.permits);
+      argv.push(...stack.limits);
     }
     return argv;
   },

@@ -4,13 +4,15 @@
 -- KEYS[1..]   states[]  one state key per limit, stacks in ARGV order; on a cluster all in one
 --             hash slot
 -- ARGV[1]     now: ms = ''  now in ms, or '' to use the Redis server clock
--- ARGV[2..]   stacks[]  per stack:
+-- ARGV[2..]   specs[#]  the limits the stacks decide, each sent once however many stacks name it
+--             (a batch mostly repeats a few), four per limit:
+--               - algorithm: 'fw' | 'sw' | 'sc' | 'tb'
+--               - limit: int  permits
+--               - windowMs: ms
+--               - permits: int  permits to charge
+-- ARGV[3..]   stacks[]  per stack:
 --               - consume: '1' | '0'  '1' to consume, '0' to peek (inspect without charging)
---               - limits[#]  the number of limits m, then four per limit:
---                   - algorithm: 'fw' | 'sw' | 'sc' | 'tb'
---                   - limit: int  permits
---                   - windowMs: ms
---                   - permits: int  permits to charge
+--               - limits[#]: int  its limits, each by its number in specs (from 1)
 -- Returns     stacks[]  per stack of ARGV, one of (codes: replies.lua):
 --               - decided:
 --                   - verdict: GRANTED | REFUSED
@@ -40,23 +42,16 @@ local algorithms = { fw = fixed_window, sw = sliding_window, sc = sliding_window
 local now = now_ms(ARGV[1])
 local reply, n = {}, 0
 
--- ARGV's numbers: a batch repeats a few (its limits' numbers) many times, and a lookup costs a
--- fraction of a tonumber
-local numbers = {}
-local function number(at)
-  local text = ARGV[at]
-  local value = numbers[text]
-  if not value then
-    value = tonumber(text)
-    numbers[text] = value
-  end
-  return value
+-- the specs, by their number as sent: { algorithm, limit, windowMs, permits }, read once per call
+local specs, a = {}, 3
+for i = 1, tonumber(ARGV[2]) do
+  specs[tostring(i)] = { algorithms[ARGV[a]], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]) }
+  a = a + 4
 end
 
 -- A stack of one limit (most are): its verdict goes straight into `reply`, no scratch tables.
-local function decide_one(consume, k, at)
-  local alg = algorithms[ARGV[at]]
-  local key, limit, windowMs, permits = KEYS[k], number(at + 1), number(at + 2), number(at + 3)
+local function decide_one(consume, key, spec)
+  local alg, limit, windowMs, permits = spec[1], spec[2], spec[3], spec[4]
   blocked_refusal = false
   local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
   local grant = ''
@@ -71,17 +66,16 @@ local function decide_one(consume, k, at)
   n = n + 6
 end
 
--- A stack of m limits whose first key is KEYS[k] and whose first limit argument is ARGV[a]:
--- every limit is checked before any is charged.
-local function decide_stack(consume, m, k, a)
-  local alg, ok, remaining, retry, reset, state, blocked = {}, {}, {}, {}, {}, {}, {}
+-- A stack of m limits whose first key is KEYS[k] and whose first spec number is ARGV[at]: every
+-- limit is checked before any is charged.
+local function decide_stack(consume, m, k, at)
+  local spec, ok, remaining, retry, reset, state, blocked = {}, {}, {}, {}, {}, {}, {}
   local allowed = true
   for i = 1, m do
-    local at = a + (i - 1) * 4
-    alg[i] = algorithms[ARGV[at]]
+    spec[i] = specs[ARGV[at + i - 1]]
+    local s = spec[i]
     blocked_refusal = false
-    ok[i], remaining[i], retry[i], reset[i], state[i] =
-      alg[i].check(KEYS[k + i - 1], number(at + 1), number(at + 2), number(at + 3), now)
+    ok[i], remaining[i], retry[i], reset[i], state[i] = s[1].check(KEYS[k + i - 1], s[2], s[3], s[4], now)
     blocked[i] = blocked_refusal
     allowed = allowed and ok[i]
   end
@@ -89,13 +83,11 @@ local function decide_stack(consume, m, k, a)
   n = n + 1
   reply[n] = allowed and GRANTED or REFUSED
   for i = 1, m do
-    local at = a + (i - 1) * 4
-    local grant = ''
+    local s, grant = spec[i], ''
     if commit then
-      remaining[i], reset[i], grant =
-        alg[i].commit(KEYS[k + i - 1], number(at + 1), number(at + 2), number(at + 3), now, state[i])
+      remaining[i], reset[i], grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i])
     elseif reset[i] == nil then
-      reset[i] = alg[i].reset(KEYS[k + i - 1], number(at + 2), now)
+      reset[i] = s[1].reset(KEYS[k + i - 1], s[3], now)
     end
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
       blocked[i] and BLOCKED or ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], grant
@@ -103,15 +95,16 @@ local function decide_stack(consume, m, k, a)
   end
 end
 
-local function decide(consume, m, k, a)
-  if m == 1 then decide_one(consume, k, a) else decide_stack(consume, m, k, a) end
+local function decide(consume, m, k, at)
+  if m == 1 then decide_one(consume, KEYS[k], specs[ARGV[at]]) else decide_stack(consume, m, k, at) end
 end
 
 -- a lone stack's error is the call's error; in a batch each stack is protected from the others'
-local lone = 4 + tonumber(ARGV[3]) * 4 > #ARGV
-local a, k = 2, 1
-while a <= #ARGV do
-  local consume, m = ARGV[a] == '1', number(a + 1)
+local last = #ARGV
+local lone = a + 2 + tonumber(ARGV[a + 1]) > last
+local k = 1
+while a <= last do
+  local consume, m = ARGV[a] == '1', tonumber(ARGV[a + 1])
   if lone then
     decide(consume, m, k, a + 2)
   else
@@ -124,6 +117,6 @@ while a <= #ARGV do
       n = mark + 2
     end
   end
-  a, k = a + 2 + m * 4, k + m
+  a, k = a + 2 + m, k + m
 end
 return reply

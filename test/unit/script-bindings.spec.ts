@@ -9,19 +9,20 @@ import { RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS, SCRIPT_BINDINGS } from '../../lib
 const queue = { scheduled: 's', inFlight: 'f', dead: 'd', data: 'm' };
 
 describe('generated script bindings', () => {
-  it("decide.lua: the key count first, each stack's limits after their number; a failed stack is its own variant", () => {
+  it("decide.lua: the key count first, then the specs after their number, each stack's limits after theirs; a failed stack is its own variant", () => {
     const decide = SCRIPT_BINDINGS['rate-limit/decide.lua'];
     const limit = { algorithm: 'fw', limit: 10, windowMs: 1000, permits: 1 } as const;
     const call = {
       keys: { states: ['a', 'b', 'c'] },
       args: {
+        specs: [limit, { ...limit, algorithm: 'tb', permits: 2 }],
         stacks: [
-          { consume: '1', limits: [limit, { ...limit, algorithm: 'tb', permits: 2 }] },
-          { consume: '0', limits: [limit] },
+          { consume: '1', limits: [1, 2] },
+          { consume: '0', limits: [1] },
         ],
       },
     } as const;
-    expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', '1', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, '0', 1, 'fw', 10, 1000, 1]);
+    expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, '1', 2, 1, 2, '0', 1, 1]);
     const granted = [RateLimitReply.GRANTED, 9, 0, 1000, 'g1'];
     const reply = [RateLimitReply.STACK_FAILED, 'WRONGTYPE', RateLimitReply.GRANTED, ...granted];
     expect(granted).toHaveLength(RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS);
@@ -31,7 +32,7 @@ describe('generated script bindings', () => {
         { verdict: RateLimitReply.GRANTED, limits: [{ verdict: RateLimitReply.GRANTED, remaining: 9, retryAfterMs: 0, resetMs: 1000, grant: 'g1' }] },
       ],
     });
-    expect(() => decide.decode([7], { ...call, args: { stacks: [call.args.stacks[1]] } })).toThrow(RedisScriptError);
+    expect(() => decide.decode([7], { ...call, args: { ...call.args, stacks: [call.args.stacks[1]] } })).toThrow(RedisScriptError);
   });
 
   it('claim.lua: a value left out with a default goes as it; one left out at the end does not go', () => {
