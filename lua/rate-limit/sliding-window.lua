@@ -21,7 +21,8 @@
 -- them, so a refusal writes nothing. The key expires windowMs after the last grant (or when the
 -- block ends, if later); seqs start again with a new life when it is gone.
 -- A grant makes four calls (read the counter; ZREM it; ZADD the new counter and the grant;
--- PEXPIRE), and two more when grants aged out (find the oldest live one; remove those before it).
+-- PEXPIRE), and two more when grants aged out (find the oldest live one; remove those before it);
+-- a grant in the same ms as the one before it, three (no PEXPIRE: the expiry is already its own).
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (reset is nil when it takes a lookup that only an uncommitted decision needs: see .reset;
 --   while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
@@ -187,15 +188,20 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
   -- a clock that stepped back must not put this grant before the newest: totals would no
   -- longer grow with rank
   local at = math.max(now, c.at)
+  -- the grant before, in this same ms, gave the key the expiry this one needs (a batch's grants
+  -- on a hot key share their ms; a block since only lengthened it): only a later grant moves it
+  local expires = c.seq == 0 or at ~= c.at
   local before = c.total
   c.seq, c.total, c.at = c.seq + 1, c.total + permits, at
   if not c.oldest then c.oldest, c.head = at, nil end
   local seq, total = int(c.seq), int(c.total)
   local id = string.char(96 + #seq) .. seq
   sw_store(key, c, windowMs, now, seq, total, int_of(at), id .. ':' .. int_of(permits) .. ':' .. total)
-  local ttl = windowMs
-  if c.blocked and c.blocked > now then ttl = math.max(ttl, c.blocked - now) end
-  redis.call('PEXPIRE', key, int_of(ttl))
+  if expires then
+    local ttl = windowMs
+    if c.blocked and c.blocked > now then ttl = math.max(ttl, c.blocked - now) end
+    redis.call('PEXPIRE', key, int_of(ttl))
+  end
   return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. id
 end
 

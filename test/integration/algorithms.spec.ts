@@ -111,6 +111,21 @@ describe('rate-limit algorithms at explicit times', () => {
       expect(ttl).toBeLessThanOrEqual(100_000);
     });
 
+    it('a grant in a later ms gives the key windowMs again; one in the same ms keeps a full expiry', async () => {
+      const key = nextKey();
+      await at(key, policy, T0);
+      const { redisKey } = await stored(policy, key);
+      // as if most of the window had passed in real time since that grant
+      await ctx.app.raw.pexpire(redisKey, 5_000);
+      await at(key, policy, T0 + 1);
+      expect((await stored(policy, key)).ttl).toBeGreaterThan(90_000);
+      // grants of one ms (a batch on a hot key) share the expiry the first of them set
+      await Promise.all([at(key, policy, T0 + 2), at(key, policy, T0 + 2)]);
+      const { ttl } = await stored(policy, key);
+      expect(ttl).toBeGreaterThan(90_000);
+      expect(ttl).toBeLessThanOrEqual(100_000);
+    });
+
     it('stores a grant of many permits as one entry, and says exactly when it ages out', async () => {
       const key = nextKey();
       const big: RateLimitPolicy = { limit: 1_000_000, windowMs: 60_000 };
