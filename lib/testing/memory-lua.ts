@@ -81,97 +81,96 @@ export class LuaEngine {
     lua.lua_setglobal(this.L, this.f.to_luastring(name));
   }
 
+  /** A global table `name` of JS functions, as Redis gives a script its libraries. */
+  private library(name: string, functions: Record<string, (S: LuaState) => number>): void {
+    const { lua } = this.f;
+    lua.lua_createtable(this.L, 0, Object.keys(functions).length);
+    for (const [field, body] of Object.entries(functions)) {
+      lua.lua_pushjsfunction(this.L, body);
+      lua.lua_setfield(this.L, -2, this.f.to_luastring(field));
+    }
+    lua.lua_setglobal(this.L, this.f.to_luastring(name));
+  }
+
   private installRedis(): void {
     const { lua } = this.f;
-    const L = this.L;
-    lua.lua_createtable(L, 0, 8);
-    const fn = (name: string, body: (L: LuaState) => number) => {
-      lua.lua_pushjsfunction(L, body);
-      lua.lua_setfield(L, -2, this.f.to_luastring(name));
-    };
-    fn('call', (S) => this.redisCall(S, true));
-    fn('pcall', (S) => this.redisCall(S, false));
-    fn('sha1hex', (S) => {
-      lua.lua_pushstring(S, this.f.to_luastring(sha1(this.bytesAt(S, 1))));
-      return 1;
+    this.library('redis', {
+      call: (S) => this.redisCall(S, true),
+      pcall: (S) => this.redisCall(S, false),
+      sha1hex: (S) => {
+        lua.lua_pushstring(S, this.f.to_luastring(sha1(this.bytesAt(S, 1))));
+        return 1;
+      },
+      acl_check_cmd: (S) => {
+        lua.lua_pushboolean(S, true);
+        return 1;
+      },
     });
-    fn('acl_check_cmd', (S) => {
-      lua.lua_pushboolean(S, true);
-      return 1;
-    });
-    lua.lua_setglobal(L, this.f.to_luastring('redis'));
   }
 
   private installCjson(): void {
-    const { lua } = this.f;
-    const L = this.L;
-    lua.lua_createtable(L, 0, 2);
-    lua.lua_pushjsfunction(L, (S: LuaState) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(Buffer.from(this.bytesAt(S, 1), 'latin1').toString('utf8'));
-      } catch {
-        return this.f.lauxlib.luaL_error(S, this.f.to_luastring('Expected value but found invalid token'));
-      }
-      this.pushJson(S, parsed);
-      return 1;
+    this.library('cjson', {
+      decode: (S) => {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(Buffer.from(this.bytesAt(S, 1), 'latin1').toString('utf8'));
+        } catch {
+          return this.f.lauxlib.luaL_error(S, this.f.to_luastring('Expected value but found invalid token'));
+        }
+        this.pushJson(S, parsed);
+        return 1;
+      },
+      encode: (S) => {
+        this.pushBytes(Buffer.from(JSON.stringify(this.toJson(S, 1)), 'utf8').toString('latin1'), S);
+        return 1;
+      },
     });
-    lua.lua_setfield(L, -2, this.f.to_luastring('decode'));
-    lua.lua_pushjsfunction(L, (S: LuaState) => {
-      this.pushBytes(Buffer.from(JSON.stringify(this.toJson(S, 1)), 'utf8').toString('latin1'), S);
-      return 1;
-    });
-    lua.lua_setfield(L, -2, this.f.to_luastring('encode'));
-    lua.lua_setglobal(L, this.f.to_luastring('cjson'));
   }
 
   /** Lua 5.1's struct library, for the formats of big- and little-endian integers (I, i, H, B with a
    * size) and doubles (d): on doubles, as everything here, so an I4 may hold 2^32 - 1. */
   private installStruct(): void {
     const { lua } = this.f;
-    const L = this.L;
-    lua.lua_createtable(L, 0, 2);
-    lua.lua_pushjsfunction(L, (S: LuaState) => {
-      const format = this.bytesAt(S, 1);
-      const chunks: Buffer[] = [];
-      let arg = 2;
-      for (const { kind, size, little } of structFormat(format)) {
-        const value = lua.lua_tonumber(S, arg++);
-        const chunk = Buffer.alloc(size);
-        if (kind === 'd') {
-          if (little) chunk.writeDoubleLE(value);
-          else chunk.writeDoubleBE(value);
-        } else if (kind === 'u') {
-          if (little) chunk.writeUIntLE(value, 0, size);
-          else chunk.writeUIntBE(value, 0, size);
-        } else if (little) chunk.writeIntLE(value, 0, size);
-        else chunk.writeIntBE(value, 0, size);
-        chunks.push(chunk);
-      }
-      this.pushBytes(Buffer.concat(chunks).toString('latin1'), S);
-      return 1;
+    this.library('struct', {
+      pack: (S) => {
+        const format = this.bytesAt(S, 1);
+        const chunks: Buffer[] = [];
+        let arg = 2;
+        for (const { kind, size, little } of structFormat(format)) {
+          const value = lua.lua_tonumber(S, arg++);
+          const chunk = Buffer.alloc(size);
+          if (kind === 'd') {
+            if (little) chunk.writeDoubleLE(value);
+            else chunk.writeDoubleBE(value);
+          } else if (kind === 'u') {
+            if (little) chunk.writeUIntLE(value, 0, size);
+            else chunk.writeUIntBE(value, 0, size);
+          } else if (little) chunk.writeIntLE(value, 0, size);
+          else chunk.writeIntBE(value, 0, size);
+          chunks.push(chunk);
+        }
+        this.pushBytes(Buffer.concat(chunks).toString('latin1'), S);
+        return 1;
+      },
+      unpack: (S) => {
+        const format = this.bytesAt(S, 1);
+        const data = Buffer.from(this.bytesAt(S, 2), 'latin1');
+        let at = lua.lua_gettop(S) >= 3 ? lua.lua_tonumber(S, 3) - 1 : 0;
+        let pushed = 0;
+        for (const { kind, size, little } of structFormat(format)) {
+          if (at + size > data.length) return this.f.lauxlib.luaL_error(S, this.f.to_luastring('data string too short'));
+          let value: number;
+          if (kind === 'd') value = little ? data.readDoubleLE(at) : data.readDoubleBE(at);
+          else if (kind === 'u') value = little ? data.readUIntLE(at, size) : data.readUIntBE(at, size);
+          else value = little ? data.readIntLE(at, size) : data.readIntBE(at, size);
+          lua.lua_pushnumber(S, value);
+          pushed++;
+          at += size;
+        }
+        lua.lua_pushnumber(S, at + 1);
+        return pushed + 1;
+      },
     });
-    lua.lua_setfield(L, -2, this.f.to_luastring('pack'));
-    lua.lua_pushjsfunction(L, (S: LuaState) => {
-      const format = this.bytesAt(S, 1);
-      const data = Buffer.from(this.bytesAt(S, 2), 'latin1');
-      let at = lua.lua_gettop(S) >= 3 ? lua.lua_tonumber(S, 3) - 1 : 0;
-      let pushed = 0;
-      for (const { kind, size, little } of structFormat(format)) {
-        if (at + size > data.length) return this.f.lauxlib.luaL_error(S, this.f.to_luastring('data string too short'));
-        let value: number;
-        if (kind === 'd') value = little ? data.readDoubleLE(at) : data.readDoubleBE(at);
-        else if (kind === 'u') value = little ? data.readUIntLE(at, size) : data.readUIntBE(at, size);
-        else value = little ? data.readIntLE(at, size) : data.readIntBE(at, size);
-        lua.lua_pushnumber(S, value);
-        pushed++;
-        at += size;
-      }
-      lua.lua_pushnumber(S, at + 1);
-      return pushed + 1;
-    });
-    lua.lua_setfield(L, -2, this.f.to_luastring('unpack'));
-    lua.lua_setglobal(L, this.f.to_luastring('struct'));
   }
 
   /** The Lua value at `idx` as cjson.encode reads it: a table whose keys are 1..n is an array
