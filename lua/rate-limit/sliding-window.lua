@@ -9,23 +9,25 @@
 --            total(i) + permits(i), and the grants a refused request waits for are found by
 --            binary search, not by walking them. A grant refunded in part holds what it has
 --            left: the member is its own refund ledger, and a whole refund removes it
---   counter  member '#<life>:<base>:<oldest>;<seq>:<total>:<at>' (life: see life.lua), with
---            '!<ms>' after it while a block lasts until then, scored -1 (always rank 0): the
---            total before the oldest live grant, and that grant's time ('' when none is live);
---            the newest grant's seq, the total after it and its time. The live grants hold
---            total - base permits, so a decision reads the counter alone, scores and all,
---            until the oldest grant ages out. What changes with each grant comes last: a grant
---            keeps the text before the ';' as it was read (turning numbers into text is most
---            of a decision's own cost in Lua)
+--   counter  member '#' .. struct.pack('>ddddd', base, oldest, seq, total, blocked) .. life
+--            (life: see life.lua), scored +inf (always the last rank): the total before the
+--            oldest live grant and that grant's time (-1 when none is live); the newest grant's
+--            seq and the total after it when the counter was written; until when a block lasts
+--            (0: none). Packed, it is read with one struct.unpack: as text, parsing it cost more
+--            than the decision's own Redis calls. A grant with a later seq supersedes the
+--            counter's seq and total, so a grant leaves the counter as it is: one read (ZRANGE
+--            -2 -1: the newest grant and the counter) and one ZADD decide a key whose oldest
+--            grant is still live. The counter is rewritten only when its own fields change: a
+--            new life, grants aging out, a refund, a block.
 -- Grants that aged out are left for the next grant or refund to remove: a check counts without
--- them, so a refusal writes nothing. The key expires windowMs after the last grant (or when the
--- block ends, if later); seqs start again with a new life when it is gone.
--- A grant makes four calls (read the counter; ZREM it; ZADD the new counter and the grant;
--- PEXPIRE), and two more when grants aged out (find the oldest live one; remove those before it);
--- a grant in the same ms as the one before it, three (no PEXPIRE: the expiry is already its own).
+-- them, so a refusal writes nothing. The key expires windowMs after the last grant, rounded up to
+-- a slice of windowMs / 64 (or when the block ends, if later); seqs start again with a new life
+-- when it is gone.
+-- A grant makes two calls (read; ZADD), a third when it moves the key's expiry to a later slice
+-- of windowMs / 64 (sw_expire), and three more when grants aged out (find the oldest
+-- live one; remove those before it; ZREM the counter, written again with the grant).
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
---   (reset is nil when it takes a lookup that only an uncommitted decision needs: see .reset;
---   while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
+--   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
 --   ('<life>:<seq>'); charges even past the limit (penalize)
 -- sliding_window.reset(key, windowMs, now) -> ms until the newest grant ages out
@@ -38,9 +40,10 @@ local sliding_window = {}
 -- members rewritten per call when a refund renumbers totals: bounds the reply held at once
 local SW_CHUNK = 256
 
--- What this call has looked up of a key's grants: { newest = time of the newest grant (false:
--- none), [target] = time of the first grant whose total reaches target (false: none) }. A batch's
--- refusals on one key (a hot key over its limit) search once; a write forgets it (sw_store).
+-- What this call has read of a key: tail = its newest grant and counter (the ZRANGE reply),
+-- [target] = time of the first grant whose total reaches target (false: none). A batch's
+-- refusals on one key (a hot key over its limit) read it once; a write forgets it (sw_store,
+-- commit).
 local sw_lookups = {}
 
 local function sw_seen(key)
@@ -63,50 +66,71 @@ local function sw_total(key, rank)
   return select(2, sw_grant(redis.call('ZRANGE', key, rank, rank)[1]))
 end
 
--- The counter, as a table: member (as stored, nil when new), head (the member up to its ';' as
--- stored; nil once life, base or oldest change), life, seq, total, base, at, oldest (nil: no live
--- grant), blocked (ms, nil: none). A key without one in this shape (new, or a counter of 0.2
--- '#<seq>.<life>', or grants someone else wrote) is read from its grants: seqs go on from the
--- newest, in a new life.
+-- A key in no shape of ours (counters of 0.2 '#<seq>.<life>' or of an earlier 0.3 build, scored
+-- below 0; grants someone else wrote) is read from its grants: seqs go on from the newest, in a
+-- new life. Counters of other shapes are removed by the next write; a block they held stays.
+local function sw_rebuild(key)
+  local c = { seq = 0, total = 0, base = 0, at = 0, first = 0, dirty = true, foreign = {} }
+  local lowest = redis.call('ZRANGE', key, 0, 0)[1]
+  if lowest and string.byte(lowest) == 35 then
+    c.foreign[1], c.blocked, c.first = lowest, tonumber(string.match(lowest, '!(%d+)$')), 1
+  end
+  local highest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if highest[1] and string.byte(highest[1]) == 35 and highest[1] ~= lowest then c.foreign[#c.foreign + 1] = highest[1] end
+  local oldest = redis.call('ZRANGE', key, 0, '(+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  if oldest[1] and string.byte(oldest[1]) ~= 35 then
+    local newest = redis.call('ZRANGE', key, '(+inf', 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
+    local permits, total = sw_grant(oldest[1])
+    c.seq = tonumber(string.match(newest[1], '^%l(%d+)'))
+    c.total, c.at = select(2, sw_grant(newest[1])), tonumber(newest[2])
+    c.base, c.oldest = total - permits, tonumber(oldest[2])
+  end
+  return c
+end
+
+-- The counter, as a table: member (as stored, nil when new), life, base, oldest (nil: no live
+-- grant), seq, total (the newest grant's when it has the later seq), at (the newest grant's
+-- time; 0: none), blocked (ms, nil: none), first (the oldest grant's rank; nil: 0), dirty (the
+-- counter must be written with the next grant).
+local SW_PACKED = 41
+
 local function sw_counter(key)
-  local member = redis.call('ZRANGE', key, 0, 0)[1]
-  if member then
-    local head, life, base, oldest, seq, total, at, blocked = string.match(member, '^(#(%d+):(%d+):(%d*);)(%d+):(%d+):(%d+)!?(%d*)$')
-    if head then
-      return {
-        member = member, head = head, life = life, seq = tonumber(seq), total = tonumber(total), base = tonumber(base), at = tonumber(at),
-        oldest = tonumber(oldest), blocked = blocked ~= '' and tonumber(blocked) or nil,
-      }
+  local seen = sw_seen(key)
+  local tail = seen.tail
+  if not tail then
+    tail = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
+    seen.tail = tail
+  end
+  local n = #tail
+  if n == 0 then return { seq = 0, total = 0, base = 0, at = 0 } end
+  local member = tail[n - 1]
+  if tail[n] ~= 'inf' or #member <= SW_PACKED or string.byte(member) ~= 35 then return sw_rebuild(key) end
+  local base, oldest, seq, total, blocked = struct.unpack('>ddddd', member, 2)
+  local c = {
+    member = member, life = string.sub(member, SW_PACKED + 1), base = base, oldest = oldest >= 0 and oldest or nil,
+    seq = seq, total = total, at = 0, blocked = blocked > 0 and blocked or nil,
+  }
+  if n == 4 then
+    local newest, newest_total = string.match(tail[1], '^%l(%d+):%d+:(%d+)$')
+    if newest then
+      c.at = tonumber(tail[2])
+      newest = tonumber(newest)
+      if newest >= seq then c.seq, c.total = newest, tonumber(newest_total) end
     end
   end
-  local counter = { seq = 0, total = 0, base = 0, at = 0 }
-  if member and string.byte(member) == 35 then
-    counter.member, counter.blocked = member, tonumber(string.match(member, '!(%d+)$'))
-  end
-  local first = counter.member and 1 or 0
-  local oldest = redis.call('ZRANGE', key, first, first, 'WITHSCORES')
-  if oldest[1] then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local permits, total = sw_grant(oldest[1])
-    counter.seq = tonumber(string.match(newest[1], '^%l(%d+)'))
-    counter.total, counter.at = select(2, sw_grant(newest[1])), tonumber(newest[2])
-    counter.base, counter.oldest = total - permits, tonumber(oldest[2])
-  end
-  return counter
+  return c
 end
 
--- the counter member for `c` (seq and total as text when the caller has them)
-local function sw_member(c, now, seq, total)
-  local head = c.head or '#' .. c.life .. ':' .. int(c.base) .. ':' .. (c.oldest and int(c.oldest) or '') .. ';'
-  local member = head .. (seq or int(c.seq)) .. ':' .. (total or int(c.total)) .. ':' .. int_of(c.at)
-  if c.blocked and c.blocked > now then member = member .. '!' .. int(c.blocked) end
-  return member
+-- the counter member for `c`
+local function sw_member(c, now)
+  local blocked = c.blocked and c.blocked > now and c.blocked or 0
+  return '#' .. struct.pack('>ddddd', c.base, c.oldest or -1, c.seq, c.total, blocked) .. c.life
 end
 
--- `c` counts from the grant `first` (ZRANGE ... WITHSCORES: member, time), or holds none live
+-- `c` counts from the grant `first` (ZRANGE ... WITHSCORES: member, time; the counter: none)
 local function sw_oldest(c, first)
-  c.head = nil
-  if first[1] then
+  c.dirty = true
+  if first[1] and string.byte(first[1]) ~= 35 then
     local permits, total = sw_grant(first[1])
     c.base, c.oldest = total - permits, tonumber(first[2])
   else
@@ -132,7 +156,7 @@ function sliding_window.check(key, limit, windowMs, permits, now)
   if not allowed then
     -- the request fits once (used + permits - limit) permits of the oldest live grants have
     -- aged out: when the first grant whose total reaches that far past `base` does. Grants that
-    -- aged out and are still stored hold totals up to `base`, below that; rank 0 is the counter.
+    -- aged out and are still stored hold totals up to `base`, below that; the counter is last.
     -- Gallop from the oldest grant (few usually need to age out), then bisect: O(log² grants).
     -- (A counter that matches its grants always has them; a key someone else rewrote must not
     -- promise less than a window.)
@@ -140,11 +164,12 @@ function sliding_window.check(key, limit, windowMs, permits, now)
     local seen = sw_seen(key)
     local at = seen[target]
     if at == nil then
-      local n = redis.call('ZCARD', key) - 1
-      local lo, hi, step = 1, 1, 1
-      while hi < n and sw_total(key, hi) < target do
+      local last = redis.call('ZCARD', key) - 1 - (c.member and 1 or 0)
+      local lo, step = c.first or 0, 1
+      local hi = lo
+      while hi < last and sw_total(key, hi) < target do
         lo, step = hi + 1, step * 2
-        hi = math.min(n, hi + step)
+        hi = math.min(last, hi + step)
       end
       while lo < hi do
         local mid = math.floor((lo + hi) / 2)
@@ -156,53 +181,66 @@ function sliding_window.check(key, limit, windowMs, permits, now)
     end
     retry = at and at + windowMs - now or windowMs
   end
+  -- the limit is full again when the newest grant ages out
   local reset, remaining = 0, limit - used
-  if used > 0 then reset = nil end
+  if used > 0 then reset = math.max(0, c.at + windowMs - now) end
   if c.blocked and c.blocked > now then
-    allowed, remaining, retry, reset = with_block(c.blocked, now, allowed, remaining, retry, reset or sliding_window.reset(key, windowMs, now))
+    allowed, remaining, retry, reset = with_block(c.blocked, now, allowed, remaining, retry, reset)
   end
   return allowed, remaining, retry, reset, c
 end
 
 function sliding_window.reset(key, windowMs, now)
-  local seen = sw_seen(key)
-  if seen.newest == nil then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    seen.newest = newest[1] and string.byte(newest[1]) ~= 35 and tonumber(newest[2])
-  end
-  return seen.newest and math.max(0, seen.newest + windowMs - now) or 0
+  local c = sw_counter(key)
+  return c.at > 0 and math.max(0, c.at + windowMs - now) or 0
 end
 
--- writes counter `c` in place of the stored one (and removes what aged out); `seq` and `total`:
--- see sw_member
-local function sw_store(key, c, windowMs, now, seq, total, ...)
+-- writes counter `c` in place of the stored one (and removes what aged out), with `...` (score,
+-- member pairs) in the same ZADD
+local function sw_store(key, c, windowMs, now, ...)
   if c.aged then redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs) end
   if c.member then redis.call('ZREM', key, c.member) end
-  c.member = sw_member(c, now, seq, total)
+  if c.foreign then redis.call('ZREM', key, unpack(c.foreign)) end
+  c.member, c.dirty, c.foreign = sw_member(c, now), nil, nil
   sw_lookups[key] = nil
-  redis.call('ZADD', key, -1, c.member, ...)
+  redis.call('ZADD', key, '+inf', c.member, ...)
+end
+
+-- The key lives at least until `needed` (ms, the script's clock): its expiry is set to the end of
+-- the slice of windowMs / 64 that `needed` falls in, so a grant whose need falls in a slice
+-- already set leaves it (a key with grants in a burst or a steady stream takes one PEXPIRE per
+-- slice, not per grant), and a key outlives its last grant's window by less than windowMs / 64.
+-- `last` is what the key's newest grant needed, which its write set this way (nil: not known:
+-- the expiry is set).
+local function sw_expire(key, needed, now, windowMs, last)
+  local slice = math.max(1, math.floor(windowMs / 64))
+  if last and needed <= math.ceil(last / slice) * slice then return end
+  redis.call('PEXPIRE', key, int(math.ceil(needed / slice) * slice - now))
 end
 
 function sliding_window.commit(key, limit, windowMs, permits, now, c)
-  if not c.life then c.life, c.head = life_id(), nil end
+  if not c.life then c.life, c.dirty = life_id(), true end
   -- a clock that stepped back must not put this grant before the newest: totals would no
   -- longer grow with rank
   local at = math.max(now, c.at)
-  -- the grant before, in this same ms, gave the key the expiry this one needs (a batch's grants
-  -- on a hot key share their ms; a block since only lengthened it): only a later grant moves it
-  local expires = c.seq == 0 or at ~= c.at
+  -- the key lives windowMs after this grant; the newest grant's write set what it needed (see
+  -- sw_expire), unless the clock stepped back since or another build wrote the key
+  local needed, last = at + windowMs, c.at > 0 and c.at <= now and not c.foreign and c.at + windowMs or nil
+  if c.blocked and c.blocked > now then needed, last = math.max(needed, c.blocked), nil end
   local before = c.total
   c.seq, c.total, c.at = c.seq + 1, c.total + permits, at
-  if not c.oldest then c.oldest, c.head = at, nil end
-  local seq, total = int(c.seq), int(c.total)
-  local id = string.char(96 + #seq) .. seq
-  sw_store(key, c, windowMs, now, seq, total, int_of(at), id .. ':' .. int_of(permits) .. ':' .. total)
-  if expires then
-    local ttl = windowMs
-    if c.blocked and c.blocked > now then ttl = math.max(ttl, c.blocked - now) end
-    redis.call('PEXPIRE', key, int_of(ttl))
+  if not c.oldest then c.oldest, c.dirty = at, true end
+  local seq = int(c.seq)
+  local grant = string.char(96 + #seq) .. seq
+  local member = grant .. ':' .. int_of(permits) .. ':' .. int(c.total)
+  if c.dirty then
+    sw_store(key, c, windowMs, now, int_of(at), member)
+  else
+    sw_lookups[key] = nil
+    redis.call('ZADD', key, int_of(at), member)
   end
-  return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. id
+  sw_expire(key, needed, now, windowMs, last)
+  return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. grant
 end
 
 -- add `delta` to the totals of the grants at ranks from..to
@@ -232,17 +270,18 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
     redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs)
   end
   -- Ranks follow seqs: find the grant by its seq, newest first (the usual one to refund), as a
-  -- refund of another grant may have renumbered its total.
-  local n = redis.call('ZCARD', key) - 1
+  -- refund of another grant may have renumbered its total. The grants are ranks 0..n, the
+  -- counter n + 1.
+  local n = redis.call('ZCARD', key) - 2
   local lo, hi = n, n
-  local found = n > 0 and redis.call('ZRANGE', key, n, n)[1]
+  local found = n >= 0 and redis.call('ZRANGE', key, n, n)[1]
   if not found or string.match(found, '^%l%d+') ~= id then
-    lo = 1
+    lo = 0
     while lo < hi do
       local mid = math.floor((lo + hi) / 2)
       if string.match(redis.call('ZRANGE', key, mid, mid)[1], '^%l%d+') < id then lo = mid + 1 else hi = mid end
     end
-    found = lo >= 1 and redis.call('ZRANGE', key, lo, lo)[1]
+    found = lo >= 0 and redis.call('ZRANGE', key, lo, lo)[1]
   end
   local back = 0
   if found and string.match(found, '^%l%d+') == id then
@@ -253,16 +292,16 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
     -- grant lowers the totals from it on (the counter's too), or equally raises those before it.
     -- Rewrite the fewer (a refund of a recent grant, the usual one, rewrites almost none).
     redis.call('ZREM', key, found)
-    if n - rank <= rank - 1 then
+    if n - rank <= rank then
       sw_shift(key, rank, n - 1, -back)
       total, c.total = total - back, c.total - back
     else
-      sw_shift(key, 1, rank - 1, back)
+      sw_shift(key, 0, rank - 1, back)
     end
     if back < held then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
   end
   -- the oldest grant may have gone or been renumbered: the counter reads it again
-  sw_oldest(c, redis.call('ZRANGE', key, 1, 1, 'WITHSCORES'))
+  sw_oldest(c, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES'))
   sw_store(key, c, windowMs, now)
   return back
 end

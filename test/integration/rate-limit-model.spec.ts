@@ -257,7 +257,7 @@ describe('rate limits agree with reference models', () => {
         // a sliding window's entries (members scored by a time, oldest first): one per grant,
         // not per permit; those aged out stay until the next write
         const entries = chosen.map((i) =>
-          models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '+inf', 'WITHSCORES') : Promise.resolve(null),
+          models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '(+inf', 'WITHSCORES') : Promise.resolve(null),
         );
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
@@ -380,8 +380,8 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
       const got = await Promise.all(asks.map((p) => decide(now, p).then((r) => ({ p, allowed: r[0], remaining: r[2], retry: r[3] }))));
       expect(got).toEqual(asks.map((p) => ({ p, allowed: 0, remaining: left, retry: expectedRetry(p) })));
       // a refusal writes nothing: grants that aged out stay until the next grant or refund
-      expectGrantMembers(await ctx.app.raw.zrangebyscore(key, 0, '+inf'));
-      const live = await ctx.app.raw.zrangebyscore(key, `(${now - WINDOW_MS}`, '+inf');
+      expectGrantMembers(await ctx.app.raw.zrangebyscore(key, 0, '(+inf'));
+      const live = await ctx.app.raw.zrangebyscore(key, `(${now - WINDOW_MS}`, '(+inf');
       expect(live).toHaveLength(grants.length);
     };
     const giveBack = async (index: number, permits: number, expected = Math.min(permits, byIndex[index]!.permits)) => {
