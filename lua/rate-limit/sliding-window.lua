@@ -40,19 +40,13 @@ local sliding_window = {}
 -- members rewritten per call when a refund renumbers totals: bounds the reply held at once
 local SW_CHUNK = 256
 
--- What this call has read of a key: tail = its newest grant and counter (the ZRANGE reply),
--- [target] = time of the first grant whose total reaches target (false: none). A batch's
--- refusals on one key (a hot key over its limit) read it once; a write forgets it (sw_store,
--- commit).
-local sw_lookups = {}
+-- What this call has read of each key, until a write to it (sw_forget): its newest grant and
+-- counter (the ZRANGE reply), and the time of the first grant whose total reaches a target (false:
+-- none). A batch's refusals on one key (a hot key over its limit) read it once.
+local sw_tails, sw_waits = {}, {}
 
-local function sw_seen(key)
-  local seen = sw_lookups[key]
-  if not seen then
-    seen = {}
-    sw_lookups[key] = seen
-  end
-  return seen
+local function sw_forget(key)
+  sw_tails[key], sw_waits[key] = nil, nil
 end
 
 -- a grant member's permits and total
@@ -95,11 +89,10 @@ end
 local SW_PACKED = 41
 
 local function sw_counter(key)
-  local seen = sw_seen(key)
-  local tail = seen.tail
+  local tail = sw_tails[key]
   if not tail then
     tail = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
-    seen.tail = tail
+    sw_tails[key] = tail
   end
   local n = #tail
   if n == 0 then return { seq = 0, total = 0, base = 0, at = 0 } end
@@ -161,7 +154,11 @@ function sliding_window.check(key, limit, windowMs, permits, now)
     -- (A counter that matches its grants always has them; a key someone else rewrote must not
     -- promise less than a window.)
     local target = c.total + permits - limit
-    local seen = sw_seen(key)
+    local seen = sw_waits[key]
+    if not seen then
+      seen = {}
+      sw_waits[key] = seen
+    end
     local at = seen[target]
     if at == nil then
       local last = redis.call('ZCARD', key) - 1 - (c.member and 1 or 0)
@@ -202,7 +199,7 @@ local function sw_store(key, c, windowMs, now, ...)
   if c.member then redis.call('ZREM', key, c.member) end
   if c.foreign then redis.call('ZREM', key, unpack(c.foreign)) end
   c.member, c.dirty, c.foreign = sw_member(c, now), nil, nil
-  sw_lookups[key] = nil
+  sw_forget(key)
   redis.call('ZADD', key, '+inf', c.member, ...)
 end
 
@@ -236,7 +233,7 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
   if c.dirty then
     sw_store(key, c, windowMs, now, int_of(at), member)
   else
-    sw_lookups[key] = nil
+    sw_forget(key)
     redis.call('ZADD', key, int_of(at), member)
   end
   sw_expire(key, needed, now, windowMs, last)
