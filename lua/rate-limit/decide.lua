@@ -95,22 +95,25 @@ local function decide_stack(consume, m, k, at)
   end
 end
 
-local function decide(consume, m, k, at)
-  if m == 1 then decide_one(consume, KEYS[k], specs[ARGV[at]]) else decide_stack(consume, m, k, at) end
-end
-
 -- a lone stack's error is the call's error; in a batch each stack is protected from the others'
 local last = #ARGV
 local lone = a + 2 + tonumber(ARGV[a + 1]) > last
 local k = 1
 while a <= last do
-  local consume, m = ARGV[a] == '1', tonumber(ARGV[a + 1])
+  -- (most stacks hold one limit: its count is read without tonumber, and decide_one called as is)
+  local consume, count = ARGV[a] == '1', ARGV[a + 1]
+  local m = count == '1' and 1 or tonumber(count)
   if lone then
-    decide(consume, m, k, a + 2)
+    if m == 1 then decide_one(consume, KEYS[k], specs[ARGV[a + 2]]) else decide_stack(consume, m, k, a + 2) end
   else
     local mark = n
     -- a failing call (e.g. WRONGTYPE on a key someone else wrote) fails its own stack only
-    local done, err = pcall(decide, consume, m, k, a + 2)
+    local done, err
+    if m == 1 then
+      done, err = pcall(decide_one, consume, KEYS[k], specs[ARGV[a + 2]])
+    else
+      done, err = pcall(decide_stack, consume, m, k, a + 2)
+    end
     if not done then
       for i = mark + 1, n do reply[i] = nil end
       reply[mark + 1], reply[mark + 2] = STACK_FAILED, type(err) == 'table' and (err.err or 'error') or tostring(err)
