@@ -99,19 +99,18 @@ local function sw_counter(key)
   local member = tail[n - 1]
   if tail[n] ~= 'inf' or #member <= SW_PACKED or string.byte(member) ~= 35 then return sw_rebuild(key) end
   local base, oldest, seq, total, blocked = struct.unpack('>ddddd', member, 2)
-  local c = {
-    member = member, life = string.sub(member, SW_PACKED + 1), base = base, oldest = oldest >= 0 and oldest or nil,
-    seq = seq, total = total, at = 0, blocked = blocked > 0 and blocked or nil,
-  }
+  local at = 0
   if n == 4 then
     local newest, newest_total = string.match(tail[1], '^%l(%d+):%d+:(%d+)$')
     if newest then
-      c.at = tonumber(tail[2])
-      newest = tonumber(newest)
-      if newest >= seq then c.seq, c.total = newest, tonumber(newest_total) end
+      at, newest = tonumber(tail[2]), tonumber(newest)
+      if newest >= seq then seq, total = newest, tonumber(newest_total) end
     end
   end
-  return c
+  return {
+    member = member, life = string.sub(member, SW_PACKED + 1), base = base, oldest = oldest >= 0 and oldest or nil,
+    seq = seq, total = total, at = at, blocked = blocked > 0 and blocked or nil,
+  }
 end
 
 -- the counter member for `c`
