@@ -52,18 +52,31 @@ export class DecisionBatcher {
     // a few, and every value sent costs Node and Redis alike.
     const specs: RateLimitDecideSpec[] = [];
     const numbers = new Map<string, number>();
-    const stacks = batch.map(({ consume, limits }): RateLimitDecideStack => ({
-      consume,
-      limits: limits.map((spec) => {
-        const id = `${spec.algorithm} ${spec.limit} ${spec.windowMs} ${spec.permits}`;
-        let number = numbers.get(id);
-        if (number === undefined) {
-          number = specs.push(spec);
-          numbers.set(id, number);
-        }
-        return number;
-      }),
-    }));
+    // the spec numbered last, which the next stack most often repeats: compared field by field,
+    // without building its id
+    let last: RateLimitDecideSpec | undefined;
+    let lastNumber = 0;
+    const numberOf = (spec: RateLimitDecideSpec): number => {
+      if (
+        last !== undefined &&
+        spec.algorithm === last.algorithm &&
+        spec.limit === last.limit &&
+        spec.windowMs === last.windowMs &&
+        spec.permits === last.permits
+      ) {
+        return lastNumber;
+      }
+      const id = `${spec.algorithm} ${spec.limit} ${spec.windowMs} ${spec.permits}`;
+      let number = numbers.get(id);
+      if (number === undefined) {
+        number = specs.push(spec);
+        numbers.set(id, number);
+      }
+      last = spec;
+      lastNumber = number;
+      return number;
+    };
+    const stacks = batch.map(({ consume, limits }): RateLimitDecideStack => ({ consume, limits: limits.map(numberOf) }));
     this.scripts.call('rateLimitDecide', { keys: { states }, args: { now, specs, stacks } }).then(
       ({ stacks }) => stacks.forEach((stack, i) => resolveStack(stack, batch[i]!)),
       (error: unknown) => batch.forEach((pending) => pending.reject(error)),

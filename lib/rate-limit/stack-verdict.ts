@@ -74,6 +74,8 @@ export type Outcome = 'allowed' | 'refused' | 'shadow-refused';
 export function verdictOf(result: StackDecision, count: number, options: DecideOptions): { outcome: Outcome | undefined; cacheable: boolean } {
   if (result.allowed) return { outcome: options.shadowRefused === true ? 'shadow-refused' : 'allowed', cacheable: false };
   const shadows = options.shadows ?? [];
+  // (most stacks have no shadow: a refusal is the request's, answered per request)
+  if (shadows.length === 0 && result.decisions.some((decision) => !decision.allowed)) return { outcome: 'refused', cacheable: true };
   const refusing = result.decisions.flatMap((decision, i) => (decision.allowed ? [] : [i]));
   const byShadows = refusing.filter((i) => shadows.includes(i)).length;
   if (byShadows < refusing.length) return { outcome: 'refused', cacheable: byShadows === 0 };

@@ -48,8 +48,12 @@ export function assertKey(value: unknown, argument = 'key'): asserts value is st
 }
 
 const SPECIAL = /[%:{}\uD800-\uDFFF]/gu;
+/** Whether a part may need escaping: any surrogate, paired or not (those get the full look). */
+const MAYBE_SPECIAL = /[%:{}\uD800-\uDFFF]/;
 
 export function escapeKeyPart(part: string): string {
+  // most keys need nothing, and a test costs a fraction of a replace (built per request)
+  if (!MAYBE_SPECIAL.test(part)) return part;
   return part.replace(SPECIAL, (c) => {
     const code = c.charCodeAt(0);
     return code >= 0xd800 ? `%u${code.toString(16).toUpperCase()}` : `%${code.toString(16).toUpperCase()}`;
