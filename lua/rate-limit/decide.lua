@@ -55,11 +55,7 @@ local function decide_one(consume, key, spec)
   blocked_refusal = false
   local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
   local grant = ''
-  if ok and consume then
-    remaining, reset, grant = alg.commit(key, limit, windowMs, permits, now, state)
-  elseif reset == nil then
-    reset = alg.reset(key, windowMs, now)
-  end
+  if ok and consume then remaining, reset, grant = alg.commit(key, limit, windowMs, permits, now, state) end
   local granted = ok and GRANTED or REFUSED
   reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] =
     granted, blocked_refusal and BLOCKED or granted, remaining, retry, reset, grant
@@ -84,11 +80,7 @@ local function decide_stack(consume, m, k, at)
   reply[n] = allowed and GRANTED or REFUSED
   for i = 1, m do
     local s, grant = spec[i], ''
-    if commit then
-      remaining[i], reset[i], grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i])
-    elseif reset[i] == nil then
-      reset[i] = s[1].reset(KEYS[k + i - 1], s[3], now)
-    end
+    if commit then remaining[i], reset[i], grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i]) end
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
       blocked[i] and BLOCKED or ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], grant
     n = n + 5

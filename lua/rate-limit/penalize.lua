@@ -26,5 +26,4 @@ local key, limit, windowMs, permits = KEYS[1], tonumber(ARGV[3]), tonumber(ARGV[
 local _, _, _, _, state = alg.check(key, limit, windowMs, permits, now)
 alg.commit(key, limit, windowMs, permits, now, state)
 local ok, remaining, retry, reset = alg.check(key, limit, windowMs, 1, now)
-if reset == nil then reset = alg.reset(key, windowMs, now) end
 return { ok and GRANTED or REFUSED, remaining, retry, reset }

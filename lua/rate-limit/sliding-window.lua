@@ -30,7 +30,6 @@
 --   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
 --   ('<life>:<seq>'); charges even past the limit (penalize)
--- sliding_window.reset(key, windowMs, now) -> ms until the newest grant ages out
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -69,8 +68,8 @@ local function sw_rebuild(key)
   if lowest and string.byte(lowest) == 35 then
     c.foreign[1], c.blocked, c.first = lowest, tonumber(string.match(lowest, '!(%d+)$')), 1
   end
-  local highest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if highest[1] and string.byte(highest[1]) == 35 and highest[1] ~= lowest then c.foreign[#c.foreign + 1] = highest[1] end
+  local highest = redis.call('ZRANGE', key, -1, -1)[1]
+  if highest and string.byte(highest) == 35 and highest ~= lowest then c.foreign[#c.foreign + 1] = highest end
   local oldest = redis.call('ZRANGE', key, 0, '(+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
   if oldest[1] and string.byte(oldest[1]) ~= 35 then
     local newest = redis.call('ZRANGE', key, '(+inf', 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
@@ -184,11 +183,6 @@ function sliding_window.check(key, limit, windowMs, permits, now)
     allowed, remaining, retry, reset = with_block(c.blocked, now, allowed, remaining, retry, reset)
   end
   return allowed, remaining, retry, reset, c
-end
-
-function sliding_window.reset(key, windowMs, now)
-  local c = sw_counter(key)
-  return c.at > 0 and math.max(0, c.at + windowMs - now) or 0
 end
 
 -- writes counter `c` in place of the stored one (and removes what aged out), with `...` (score,
