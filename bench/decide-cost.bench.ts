@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
 import { RedisNode } from '../test/harness/redis-server.js';
+import { layoutOf, oneLimitArgs, type DecideLayout } from './common/decide-args.js';
 import { scriptAt } from './common/script-at.js';
 import { cell, spread } from './common/stats.js';
 
@@ -22,14 +23,7 @@ const SHAPES = { '10,000 keys': (i: number) => `user-${i % KEYS}`, 'one hot key'
 interface Script {
   name: string;
   sha: string;
-  /** 'specs': each distinct limit once, stacks by number (442d260 on); 'rows': each stack its limits. */
-  layout: 'specs' | 'rows';
-}
-
-/** decide.lua's ARGV after `now` for `count` stacks of one limit each. */
-function batchArgs(layout: Script['layout'], algorithm: string, count: number): (string | number)[] {
-  if (layout === 'rows') return Array.from({ length: count }, () => ['1', 1, algorithm, LIMIT, WINDOW_MS, 1]).flat();
-  return [1, algorithm, LIMIT, WINDOW_MS, 1, ...Array.from({ length: count }, () => ['1', 1, 1]).flat()];
+  layout: DecideLayout;
 }
 
 /** usec per decision of EVALSHA, and of each command the script ran (calls and usec per decision). */
@@ -59,7 +53,7 @@ async function main(): Promise<void> {
     for (const [name, source] of sources) {
       if (source === undefined) throw new Error(`decide.lua of ${name} is not in this clone's history`);
       await raw.script('LOAD', source);
-      scripts.push({ name, sha: createHash('sha1').update(source).digest('hex'), layout: /ARGV\[2\.\.\]\s+specs\[#\]/.test(source) ? 'specs' : 'rows' });
+      scripts.push({ name, sha: createHash('sha1').update(source).digest('hex'), layout: layoutOf(source) });
     }
     const samples = new Map<string, { script: number[]; commands: Map<string, { calls: number; usec: number }>[] }>();
     for (let run = 0; run < runs; run++) {
@@ -69,7 +63,7 @@ async function main(): Promise<void> {
           for (const script of ordered) {
             await raw.flushall();
             await raw.config('RESETSTAT');
-            const args = batchArgs(script.layout, algorithm, BATCH);
+            const args = oneLimitArgs(script.layout, '1', algorithm, LIMIT, WINDOW_MS, 1, BATCH);
             for (let b = 0; b < batches; b++) {
               const keys = Array.from({ length: BATCH }, (_, i) => `rl:${algorithm}:{${keyOf(b * BATCH + i)}}`);
               await raw.evalsha(script.sha, keys.length, ...keys, '', ...args);

@@ -164,7 +164,7 @@ export async function contenders(host: string, port: number): Promise<{ list: Co
       pipelining,
       shapes: shapesOf('bare EVALSHA of our fixed-window script', pipelining),
       call: (key) =>
-        raw.evalsha(sha, 1, `${PREFIX}fw:{${key}}`, '', ...oneLimitArgs('specs', '1', 'fw', LIMIT, WINDOW_MS, 1)).then((r) => (r as number[])[0] === 1),
+        raw.evalsha(sha, 1, `${PREFIX}fw:{${key}}`, '', ...oneLimitArgs('runs', '1', 'fw', LIMIT, WINDOW_MS, 1)).then((r) => (r as number[])[0] === 1),
     });
 
     const rlfClient = client(pipelining);

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisNode } from '../test/harness/redis-server.js';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
-import { oneLimitArgs } from './common/decide-args.js';
+import { oneLimitArgs, type DecideLayout } from './common/decide-args.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { scriptAt } from './common/script-at.js';
 import { cell, spread, type Spread } from './common/stats.js';
@@ -83,11 +83,11 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
       const keys = Array.from({ length: KEYS_PER_ROUND }, (_, i) => `bench:outcomes:${code}:{${round}:${i}}`);
       const limitArgs = [code, LIMIT, WINDOW_MS];
       // each script on state of its own shape
-      const consume = (script: string, layout: 'specs' | 'rows', key: string, permits: number) =>
+      const consume = (script: string, layout: DecideLayout, key: string, permits: number) =>
         raw.evalsha(script, 1, key, '', ...oneLimitArgs(layout, '1', code, LIMIT, WINDOW_MS, permits)) as Promise<(string | number)[]>;
       await Promise.all(
         keys.flatMap((key) => [
-          consume(decide, 'specs', key, LIMIT / 2),
+          consume(decide, 'runs', key, LIMIT / 2),
           ...(before === undefined ? [] : [consume(before, 'rows', `${key}:before`, LIMIT / 2)]),
         ]),
       );
@@ -96,7 +96,7 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
         const old = keys.map((key) => `${key}:before`);
         record(algorithm, 'consume, before blocks and grant ids', await measure(old.map((key) => () => consume(before, 'rows', key, 1))));
       }
-      const consumed = await measure(keys.map((key) => () => consume(decide, 'specs', key, 1)));
+      const consumed = await measure(keys.map((key) => () => consume(decide, 'runs', key, 1)));
       record(algorithm, 'consume', consumed);
       const grants = consumed.results.map((reply) => String(reply[5]));
       const refunded = await measure(keys.map((key, i) => () => raw.evalsha(refund, 1, key, '', ...limitArgs, 1, grants[i]!) as Promise<number[]>));

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
-import { oneLimitArgs } from './common/decide-args.js';
+import { layoutOf, oneLimitArgs, type DecideLayout } from './common/decide-args.js';
 import { scriptAt } from './common/script-at.js';
 import { spread, type Spread } from './common/stats.js';
 
@@ -35,7 +35,7 @@ export interface SlidingRow {
 
 export async function slidingWindowCost(opts: { host: string; port: number; runs: number; log: (line: string) => void }): Promise<SlidingRow[]> {
   const raw = new Redis({ host: opts.host, port: opts.port });
-  const contenders: { name: SlidingRow['contender']; sha: string; layout: 'specs' | 'rows' }[] = [];
+  const contenders: { name: SlidingRow['contender']; sha: string; layout: DecideLayout }[] = [];
   for (const [name, source] of [
     ['this commit', COMPILED_SCRIPTS['rate-limit/decide.lua'].source],
     ['0.1', scriptAt(OLD_COMMIT, 'rate-limit/decide.lua')],
@@ -45,7 +45,7 @@ export async function slidingWindowCost(opts: { host: string; port: number; runs
       continue;
     }
     await raw.script('LOAD', source);
-    contenders.push({ name, sha: createHash('sha1').update(source).digest('hex'), layout: name === '0.1' ? 'rows' : 'specs' });
+    contenders.push({ name, sha: createHash('sha1').update(source).digest('hex'), layout: layoutOf(source) });
   }
   let keyNo = 0;
   const layouts = new Map(contenders.map(({ sha, layout }) => [sha, layout]));

@@ -60,7 +60,7 @@ export async function windowBound(opts: { host: string; port: number; log: (line
       const grant = async (key: string, now: number) => {
         const replies = await raw
           .pipeline()
-          .evalsha(sha, 1, key, String(now), ...oneLimitArgs('specs', '1', code, BOUND_LIMIT, BOUND_WINDOW_MS, 1))
+          .evalsha(sha, 1, key, String(now), ...oneLimitArgs('runs', '1', code, BOUND_LIMIT, BOUND_WINDOW_MS, 1))
           .persist(key)
           .exec();
         const [error, reply] = replies![0]!;

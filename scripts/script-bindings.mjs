@@ -136,7 +136,8 @@ function renderScript({ file, header, numberOfKeys }, summary) {
     const fields = group.items.filter((item) => !('group' in item) && (item.optional ? fail(file, 'a row has no optional value') : true));
     const lines = [];
     const inner = [];
-    const values = [];
+    // a group in runs: each row goes after how many rows alike follow it (it included)
+    const values = group.runs ? ['j - i'] : [];
     for (const item of group.items) {
       if (!('group' in item)) values.push(value(row, item));
       else {
@@ -145,6 +146,23 @@ function renderScript({ file, header, numberOfKeys }, summary) {
       }
     }
     if (values.length > 0) inner.push(`${indent}  argv.push(${values.join(', ')});`);
+    if (group.runs) {
+      const next = `${list}[j]!`;
+      const alike = group.items
+        .map((item) => ('group' in item ? `sameValues(${next}.${item.group}, ${row}.${item.group})` : `${next}.${item.name} === ${row}.${item.name}`))
+        .join(' && ');
+      usesSameValues ||= group.items.some((item) => 'group' in item);
+      lines.push(
+        `${indent}for (let i = 0; i < ${list}.length; ) {`,
+        `${indent}  const ${row} = ${list}[i]!;`,
+        `${indent}  let j = i + 1;`,
+        `${indent}  while (j < ${list}.length && ${alike}) j += 1;`,
+        ...inner.filter((line) => !/argv\.push\(\);$/.test(line)),
+        `${indent}  i = j;`,
+        `${indent}}`,
+      );
+      return lines;
+    }
     if (inner.length === 1 && fields.length === group.items.length) lines.push(`${indent}for (const ${row} of ${list}) ${inner[0].trim()}`);
     else lines.push(`${indent}for (const ${row} of ${list}) {`, ...inner.filter((line) => !/argv\.push\(\);$/.test(line)), `${indent}}`);
     return lines;
@@ -341,8 +359,13 @@ function summaryOf(source) {
   return lines.join(' ');
 }
 
+/** Whether a binding compares lists (a group sent in runs whose rows hold one). */
+let usesSameValues = false;
+
 /** The generated module's lines after its banner. */
 export function renderBindings(scripts) {
+  usesSameValues = false;
+  const sections = scripts.flatMap((script) => renderScript(script, summaryOf(script.source)));
   return [
     "import { RedisScriptError } from '../errors.js';",
     "import type { Reply } from './scripts.js';",
@@ -363,7 +386,18 @@ export function renderBindings(scripts) {
     '  return reply;',
     '}',
     '',
-    ...scripts.flatMap((script) => renderScript(script, summaryOf(script.source))),
+    ...(usesSameValues
+      ? [
+          '/** Whether two lists hold the same values in the same order (rows sent in runs). */',
+          'function sameValues(a: readonly (string | number)[], b: readonly (string | number)[]): boolean {',
+          '  if (a.length !== b.length) return false;',
+          '  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;',
+          '  return true;',
+          '}',
+          '',
+        ]
+      : []),
+    ...sections,
     "/** Every script's call and reply, by its path below lua/. */",
     'export interface ScriptSignatures {',
     ...scripts.map(({ file }) => `  ${q(file)}: { call: ${pascal(file)}Call; reply: ${pascal(file)}Reply };`),

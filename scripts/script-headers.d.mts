@@ -17,6 +17,8 @@ export interface HeaderGroup {
   group: string;
   /** `name[#]`: sent after its row count. */
   counted: boolean;
+  /** `name[*]`: rows alike one after another are sent once, after how many they are. */
+  runs: boolean;
   doc: string;
   /** A list of single values... */
   type?: HeaderType;

@@ -25,7 +25,9 @@
 // value; `name?: type` may be left out (only at the end of its layout: it is then not sent);
 // `name: type = 'x'` may be left out and is then sent as 'x' (one more value of its type).
 // `name[]` is a group of rows, each row the bullets below it (`- ...`, nested by indentation);
-// `name[]: type` is a list of single values; `name[#]` is a group sent after its row count.
+// `name[]: type` is a list of single values; `name[#]` is a group sent after its row count;
+// `name[*]` is a group of ARGV rows sent in runs: rows alike one after another go once, after how
+// many they are (its rows hold values and lists of single values, which are compared).
 // `Returns` declares one value (the reply is that value), or a group, or, with prose only, a flat
 // array of the bullets below it. A reply group named as an ARGV group at the same place has as
 // many rows as it (decide.lua: five values per limit of each stack); any other runs to the end of
@@ -39,7 +41,7 @@ import { readFileSync } from 'node:fs';
 const ENTRY = /^-- (KEYS|ARGV)(\[(\d+)(\.\.)?\]|\[last\])?\s+(.*)$/;
 const RETURNS = /^-- Returns\s+(.*)$/;
 const BULLET = /^--( +)- (.*)$/;
-const DECLARATION = /^([a-z][A-Za-z0-9]*)(\[#?\])?(\?)?(?::\s*(.+?))?(?:\s*=\s*('[^']*'))?$/;
+const DECLARATION = /^([a-z][A-Za-z0-9]*)(\[[#*]?\])?(\?)?(?::\s*(.+?))?(?:\s*=\s*('[^']*'))?$/;
 const ATOMS = new Set(['int', 'ms', 'string', 'json', 'nil']);
 
 /** The header: the comment lines a script starts with, but its include lines. */
@@ -71,7 +73,7 @@ export function areaCodes(luaDir, file) {
 /**
  * The header of `file` (a path below lua/) as layouts: `keys` and `args` (undefined when the
  * header names none), `reply`. A layout is `{ items }`, an item a field `{ name, type, optional,
- * fallback }` or a group `{ name, counted, type | items | variants }`; a reply that is one value
+ * fallback }` or a group `{ name, counted, runs, type | items | variants }`; a reply that is one value
  * is `{ value }`. Throws, naming the file and the line, on anything outside the convention.
  */
 export function parseHeader(source, file, codes) {
@@ -129,15 +131,17 @@ export function parseHeader(source, file, codes) {
     if (part === 'keys' && (typeText || fallback || optional)) fail('a key is declared by its name alone', line);
     if (group) {
       if (optional || fallback) fail('a group cannot be left out', line);
-      if (group === '[#]' && part !== 'args') fail('only an ARGV group is sent after its count', line);
-      const base = { group: name, counted: group === '[#]', doc };
+      if (group !== '[]' && part !== 'args') fail(`only an ARGV group is sent ${group === '[#]' ? 'after its count' : 'in runs'}`, line);
+      const base = { group: name, counted: group === '[#]', runs: group === '[*]', doc };
       if (typeText) {
         if (bullets.length > 0) fail('a group of single values has no bullets', line);
         return { ...base, type: type(typeText, line, part) };
       }
       if (part === 'keys' && bullets.length === 0) return { ...base, type: [{ atom: 'string' }] };
       if (bullets.length === 0) fail('a group needs `: type` or bullets', line);
-      return { ...base, ...rows(items(bullets, part), line) };
+      const grouped = { ...base, ...rows(items(bullets, part), line) };
+      if (base.runs && !grouped.items?.every((item) => !('group' in item) || 'type' in item)) fail('a row sent in runs holds values and lists of values', line);
+      return grouped;
     }
     if (bullets.length > 0) fail('only a group has bullets', line);
     if (part !== 'keys' && !typeText) fail('an argument or reply value needs `: type`', line);

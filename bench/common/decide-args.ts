@@ -1,15 +1,29 @@
 /**
- * decide.lua's ARGV after `now` for a stack of one limit. `specs`: this commit's layout (the
- * limit's spec once, then the stack naming it by number). `rows`: the layout of every commit
- * before it (each stack carries its limits), for the benches that run an older script beside it.
+ * decide.lua's ARGV layouts over time, for the benches that run an older script beside this
+ * commit's: `runs` (this commit: each distinct limit once as a spec, then runs of stacks alike,
+ * each run after its length), `specs` (442d260 on: the specs, then each stack naming them by
+ * number) and `rows` (0.1: each stack carries its limits).
  */
+export type DecideLayout = 'runs' | 'specs' | 'rows';
+
+/** The layout a decide.lua source takes, from its header. */
+export function layoutOf(source: string): DecideLayout {
+  if (/ARGV\[3\.\.\]\s+stacks\[\*\]/.test(source)) return 'runs';
+  return /ARGV\[2\.\.\]\s+specs\[#\]/.test(source) ? 'specs' : 'rows';
+}
+
+/** decide.lua's ARGV after `now` for `count` stacks (one by default) of one limit each. */
 export function oneLimitArgs(
-  layout: 'specs' | 'rows',
+  layout: DecideLayout,
   consume: '1' | '0',
   algorithm: string,
   limit: number,
   windowMs: number,
   permits: number,
+  count = 1,
 ): (string | number)[] {
-  return layout === 'specs' ? [1, algorithm, limit, windowMs, permits, consume, 1, 1] : [consume, 1, algorithm, limit, windowMs, permits];
+  if (layout === 'rows') return Array.from({ length: count }, () => [consume, 1, algorithm, limit, windowMs, permits]).flat();
+  const spec = [1, algorithm, limit, windowMs, permits];
+  if (layout === 'specs') return [...spec, ...Array.from({ length: count }, () => [consume, 1, 1]).flat()];
+  return [...spec, count, consume, 1, 1];
 }

@@ -20,6 +20,13 @@ function list(reply: Reply, file: string): readonly Reply[] {
   return reply;
 }
 
+/** Whether two lists hold the same values in the same order (rows sent in runs). */
+function sameValues(a: readonly (string | number)[], b: readonly (string | number)[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 // concurrency/slots.lua
 /** concurrency/slots.lua: KEYS, by name. */ export interface ConcurrencySlotsKeys { /** one sorted set per operation (slot id -> lease end, ms), in ARGV order */ readonly slots: readonly string[]; }
 /** four per operation */ export interface ConcurrencySlotsOp { /** acquire, renew, release */ readonly op: 'a' | 'n' | 'r'; /** the slot's id */ readonly id: string; /** acquire: slots held at most (else ignored) */ readonly limit: number; /** acquire, renew: how long the slot lasts unless renewed (else ignored) */ readonly leaseMs: number; }
@@ -460,8 +467,8 @@ const RATE_LIMIT_BLOCK: ScriptBinding<RateLimitBlockCall, RateLimitBlockReply> =
 // rate-limit/decide.lua
 /** rate-limit/decide.lua: KEYS, by name. */ export interface RateLimitDecideKeys { /** one state key per limit, stacks in ARGV order; on a cluster all in one hash slot */ readonly states: readonly string[]; }
 /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ export interface RateLimitDecideSpec { readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
-/** per stack */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** its limits, each by its number in specs (from 1) */ readonly limits: readonly number[]; }
-/** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ readonly specs: readonly RateLimitDecideSpec[]; /** per stack */ readonly stacks: readonly RateLimitDecideStack[]; }
+/** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** its limits, each by its number in specs (from 1) */ readonly limits: readonly number[]; }
+/** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ readonly specs: readonly RateLimitDecideSpec[]; /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ readonly stacks: readonly RateLimitDecideStack[]; }
 /** as in ARGV, five per limit */ export interface RateLimitDecideLimitReply { /** BLOCKED: refused while a block is in force */ readonly verdict: 1 | 0 | 2; /** permits */ readonly remaining: number; /** 0 if allowed */ readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; /** the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm) */ readonly grant: string; }
 /** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV, five per limit */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text */ readonly error: string; };
 /** rate-limit/decide.lua: its reply, by name. */ export interface RateLimitDecideReply { /** per stack of ARGV, one of (codes: replies.lua) */ readonly stacks: readonly RateLimitDecideStackReply[]; }
@@ -473,9 +480,13 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
     const argv: Argv = [keys.states.length, ...keys.states, args.now ?? ''];
     argv.push(args.specs.length);
     for (const spec of args.specs) argv.push(spec.algorithm, spec.limit, spec.windowMs, spec.permits);
-    for (const stack of args.stacks) {
-      argv.push(stack.consume, stack.limits.length);
+    for (let i = 0; i < args.stacks.length; ) {
+      const stack = args.stacks[i]!;
+      let j = i + 1;
+      while (j < args.stacks.length && args.stacks[j]!.consume === stack.consume && sameValues(args.stacks[j]!.limits, stack.limits)) j += 1;
+      argv.push(j - i, stack.consume, stack.limits.length);
       argv.push(...stack.limits);
+      i = j;
     }
     return argv;
   },

@@ -10,7 +10,8 @@
 --               - limit: int  permits
 --               - windowMs: ms
 --               - permits: int  permits to charge
--- ARGV[3..]   stacks[]  per stack:
+-- ARGV[3..]   stacks[*]  per stack, in runs (a batch mostly repeats one shape: stacks alike one
+--             after another go once, after how many they are, and cost one value each, their key):
 --               - consume: '1' | '0'  '1' to consume, '0' to peek (inspect without charging)
 --               - limits[#]: int  its limits, each by its number in specs (from 1)
 -- Returns     stacks[]  per stack of ARGV, one of (codes: replies.lua):
@@ -89,29 +90,34 @@ end
 
 -- a lone stack's error is the call's error; in a batch each stack is protected from the others'
 local last = #ARGV
-local lone = a + 2 + tonumber(ARGV[a + 1]) > last
+local lone = ARGV[a] == '1' and a + 3 + tonumber(ARGV[a + 2]) > last
 local k = 1
 while a <= last do
-  -- (most stacks hold one limit: its count is read without tonumber, and decide_one called as is)
-  local consume, count = ARGV[a] == '1', ARGV[a + 1]
+  -- a run: `times` stacks alike. (Most stacks hold one limit: its count is read without
+  -- tonumber, its spec looked up once, and decide_one called as is.)
+  local times, consume, count = tonumber(ARGV[a]), ARGV[a + 1] == '1', ARGV[a + 2]
   local m = count == '1' and 1 or tonumber(count)
+  local spec = m == 1 and specs[ARGV[a + 3]]
   if lone then
-    if m == 1 then decide_one(consume, KEYS[k], specs[ARGV[a + 2]]) else decide_stack(consume, m, k, a + 2) end
+    if m == 1 then decide_one(consume, KEYS[k], spec) else decide_stack(consume, m, k, a + 3) end
   else
-    local mark = n
-    -- a failing call (e.g. WRONGTYPE on a key someone else wrote) fails its own stack only
-    local done, err
-    if m == 1 then
-      done, err = pcall(decide_one, consume, KEYS[k], specs[ARGV[a + 2]])
-    else
-      done, err = pcall(decide_stack, consume, m, k, a + 2)
-    end
-    if not done then
-      for i = mark + 1, n do reply[i] = nil end
-      reply[mark + 1], reply[mark + 2] = STACK_FAILED, type(err) == 'table' and (err.err or 'error') or tostring(err)
-      n = mark + 2
+    for _ = 1, times do
+      local mark = n
+      -- a failing call (e.g. WRONGTYPE on a key someone else wrote) fails its own stack only
+      local done, err
+      if m == 1 then
+        done, err = pcall(decide_one, consume, KEYS[k], spec)
+      else
+        done, err = pcall(decide_stack, consume, m, k, a + 3)
+      end
+      if not done then
+        for i = mark + 1, n do reply[i] = nil end
+        reply[mark + 1], reply[mark + 2] = STACK_FAILED, type(err) == 'table' and (err.err or 'error') or tostring(err)
+        n = mark + 2
+      end
+      k = k + m
     end
   end
-  a, k = a + 2 + m, k + m
+  a = a + 3 + m
 end
 return reply

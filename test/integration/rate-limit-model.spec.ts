@@ -337,7 +337,7 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
     const key = connection.keys.build(counterKind(spec), 'many-grants');
     const args = [spec.algorithm, LIMIT, WINDOW_MS];
     const decide = (now: number, permits: number) =>
-      connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args, permits, '1', 1, 1]) as Promise<(number | string)[]>;
+      connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args, permits, 1, '1', 1, 1]) as Promise<(number | string)[]>;
     const refund = (now: number, permits: number, grant: string) =>
       connection.scripts.run('rateLimitRefund', [key], [String(now), ...args, permits, grant]) as Promise<number[]>;
 

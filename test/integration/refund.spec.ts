@@ -22,14 +22,14 @@ describe('refund primitives', () => {
       key,
       /** decide.lua for one limit: [allowed, remaining, retryAfterMs, grant id]. */
       async charge(now: number, permits: number) {
-        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args(permits), '1', 1, 1])) as (number | string)[];
+        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args(permits), 1, '1', 1, 1])) as (number | string)[];
         return { allowed: reply[1] === 1, remaining: reply[2] as number, retryAfterMs: reply[3] as number, grant: reply[5] as string };
       },
       async refund(now: number, permits: number, grant: string) {
         return ((await connection.scripts.run('rateLimitRefund', [key], [String(now), ...args(permits), grant])) as number[])[0];
       },
       async remaining(now: number) {
-        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args(1), '0', 1, 1])) as number[];
+        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args(1), 1, '0', 1, 1])) as number[];
         return reply[2];
       },
     };

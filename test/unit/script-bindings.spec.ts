@@ -9,7 +9,7 @@ import { RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS, SCRIPT_BINDINGS } from '../../lib
 const queue = { scheduled: 's', inFlight: 'f', dead: 'd', data: 'm' };
 
 describe('generated script bindings', () => {
-  it("decide.lua: the key count first, then the specs after their number, each stack's limits after theirs; a failed stack is its own variant", () => {
+  it("decide.lua: the key count first, then the specs after their number, each run of stacks after its length and each stack's limits after theirs; a failed stack is its own variant", () => {
     const decide = SCRIPT_BINDINGS['rate-limit/decide.lua'];
     const limit = { algorithm: 'fw', limit: 10, windowMs: 1000, permits: 1 } as const;
     const call = {
@@ -22,7 +22,7 @@ describe('generated script bindings', () => {
         ],
       },
     } as const;
-    expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, '1', 2, 1, 2, '0', 1, 1]);
+    expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, 1, '1', 2, 1, 2, 1, '0', 1, 1]);
     const granted = [RateLimitReply.GRANTED, 9, 0, 1000, 'g1'];
     const reply = [RateLimitReply.STACK_FAILED, 'WRONGTYPE', RateLimitReply.GRANTED, ...granted];
     expect(granted).toHaveLength(RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS);
@@ -33,6 +33,53 @@ describe('generated script bindings', () => {
       ],
     });
     expect(() => decide.decode([7], { ...call, args: { ...call.args, stacks: [call.args.stacks[1]] } })).toThrow(RedisScriptError);
+  });
+
+  it('decide.lua: stacks alike one after another go as one run, and the reply is still read per stack', () => {
+    const decide = SCRIPT_BINDINGS['rate-limit/decide.lua'];
+    const limit = { algorithm: 'sw', limit: 5, windowMs: 100, permits: 1 } as const;
+    const one = { consume: '1', limits: [1] } as const;
+    const call = {
+      keys: { states: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'] },
+      args: {
+        now: 7,
+        specs: [limit, { ...limit, permits: 3 }],
+        // a run of three, a peek breaks it, two stacks of two limits alike, another spec, then
+        // the first shape again: a new run, as it does not follow its like
+        stacks: [
+          one,
+          one,
+          one,
+          { consume: '0', limits: [1] },
+          { consume: '1', limits: [1, 2] },
+          { consume: '1', limits: [1, 2] },
+          { consume: '1', limits: [2] },
+          one,
+        ],
+      },
+    } as const;
+    expect(decide.encode(call)).toEqual([
+      ...[8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 7, 2, 'sw', 5, 100, 1, 'sw', 5, 100, 3],
+      ...[3, '1', 1, 1],
+      ...[1, '0', 1, 1],
+      ...[2, '1', 2, 1, 2],
+      ...[1, '1', 1, 2],
+      ...[1, '1', 1, 1],
+    ]);
+    const limitReply = (remaining: number) => [RateLimitReply.GRANTED, remaining, 0, 100, `g${remaining}`];
+    const granted = (...remaining: number[]) => [RateLimitReply.GRANTED, ...remaining.flatMap(limitReply)];
+    const reply = [...granted(4), ...granted(3), ...granted(2), ...granted(2), ...granted(1, 1), ...granted(0, 0), ...granted(9), ...granted(8)];
+    const stacks = decide.decode(reply, call).stacks;
+    expect(stacks.map((stack) => ('limits' in stack ? stack.limits.map((l) => l.remaining) : stack.error))).toEqual([
+      [4],
+      [3],
+      [2],
+      [2],
+      [1, 1],
+      [0, 0],
+      [9],
+      [8],
+    ]);
   });
 
   it('claim.lua: a value left out with a default goes as it; one left out at the end does not go', () => {

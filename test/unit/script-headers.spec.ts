@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SCRIPT_FILES } from '../../lib/redis/scripts.js';
 import { compileScripts } from '../../scripts/generate-scripts.mjs';
-import { head, rowWidth, type HeaderGroup, type HeaderItem, type HeaderLayout } from '../../scripts/script-headers.mjs';
+import { head, parseHeader, rowWidth, type HeaderGroup, type HeaderItem, type HeaderLayout } from '../../scripts/script-headers.mjs';
 
 // A script's header is what its typed binding is generated from (scripts/script-bindings.mjs):
 // named KEYS and ARGV in, a named reply out. Nothing checks at run time that the script reads
@@ -24,12 +24,14 @@ const highest = (reads: number[]) => (reads.length === 0 ? 0 : Math.max(...reads
 /** Reads at an index the script computes: `#ARGV`, `ARGV[i]`, `ARGV[at + 1]`. */
 const computedReads = (body: string, table: 'KEYS' | 'ARGV') => new RegExp(`#${table}\\b|\\b${table}\\[(?!\\d+\\])`).test(body);
 
-/** Positions a group's row starts with before its width can vary (a nested group's count counts). */
+/** Positions a group's row starts with before its width can vary (a nested group's count counts,
+ * and so does a run's length). */
 function rowLead(group: HeaderGroup): number {
   if (group.type) return 1;
   const items = group.items ?? group.variants![0]!.items;
   const nested = items.findIndex(isGroup);
-  return nested === -1 ? items.length : nested + (isGroup(items[nested]!) && items[nested].counted ? 1 : 0);
+  const lead = nested === -1 ? items.length : nested + (isGroup(items[nested]!) && items[nested].counted ? 1 : 0);
+  return lead + (group.runs ? 1 : 0);
 }
 
 /** Where a header's ARGV and a script body disagree. */
@@ -155,5 +157,23 @@ describe('script headers agree with their scripts', () => {
 
   it.each(scripts.map((script) => [script.file, script] as const))('%s: the reply in the widths the script builds it', (file, { header }) => {
     expect(replyMismatches(file, header.reply, own(file))).toEqual([]);
+  });
+});
+
+describe('a group sent in runs (`name[*]`)', () => {
+  const header = (argv: string) =>
+    ['-- Test.', '-- KEYS[1..]   states[]  one per row', '-- ARGV[1]     now: ms', argv, '-- Returns     n: int  how many'].join('\n');
+  const rows = ['-- ARGV[2..]   rows[*]  in runs:', '--               - consume: int', '--               - limits[#]: int'].join('\n');
+
+  it('is an ARGV group whose rows hold values and lists of values', () => {
+    const group = parseHeader(header(rows), 'test/runs.lua', new Map()).args!.items[1] as HeaderGroup;
+    expect(group).toMatchObject({ group: 'rows', runs: true, counted: false });
+  });
+
+  it('is refused elsewhere, and for rows holding rows', () => {
+    const keys = header(rows).replace('states[]', 'states[*]');
+    expect(() => parseHeader(keys, 'test/runs.lua', new Map())).toThrow('lua/test/runs.lua: header: only an ARGV group is sent in runs');
+    const nested = header([rows, '--               - pairs[]  two a row:', '--                   - a: int', '--                   - b: int'].join('\n'));
+    expect(() => parseHeader(nested, 'test/runs.lua', new Map())).toThrow('a row sent in runs holds values and lists of values');
   });
 });
