@@ -81,13 +81,9 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
   }
 
   private async decideStack(limits: readonly CheckedLimit[], options: DecideOptions, span: DecisionSpan | undefined): Promise<StackDecision> {
-    const kinds = limits.map(({ spec }) => counterKind(spec));
-    const keys = limits.map(({ key, scope }, i) => this.redis.keys.build(kinds[i]!, key, scope));
+    const keys = limits.map((limit) => this.counter(limit));
     // peeks and the test clock ask Redis every time
-    const cached =
-      options.peek || options.now !== undefined
-        ? undefined
-        : this.refusals.lookup({ keys, specs: limits.map((c) => c.spec), permits: limits.map((c) => c.permits) });
+    const cached = options.peek || options.now !== undefined ? undefined : this.refusals.lookup(keys, limits);
     if (cached !== undefined && 'hit' in cached) {
       const result: StackDecision = { allowed: false, ...cached.hit, cached: true };
       const event = () => ({ ...decisionEvent(result, limits, options.route), cached: true as const });
@@ -100,7 +96,7 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
       // resetLimit finds a name's counters by the kinds they have used (names are finite: declared in code)
       for (let i = 0; i < limits.length; i++) {
         const scope = limits[i]!.scope;
-        if (scope !== undefined && this.overrides.declared.has(scope)) this.scopes.note(scope, kinds[i]!);
+        if (scope !== undefined && this.overrides.declared.has(scope)) this.scopes.note(scope, counterKind(limits[i]!.spec));
       }
       // the grants are signed when they come back; a process's first asks for the secret on the
       // way, ahead of the decision on the same connection (a failure is the decision's, below)
@@ -108,12 +104,13 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
       if (secret instanceof Promise) secret.catch(() => undefined);
     }
     const sign = (i: number, grant: string) => this.grants.sign(keys[i]!, grant);
-    const groups = this.redis.cluster ? bySlot(keys) : [limits.map((_, i) => i)];
+    const groups = this.redis.cluster ? bySlot(keys) : undefined;
     let result: StackDecision;
-    if (groups.length === 1) {
-      const reply = await this.send(groups[0]!, limits, keys, options);
+    if (groups === undefined || groups.length === 1) {
+      // one call for the whole stack, its limits in stack order
+      const reply = await this.batcher.decide(keys, options.peek ? '0' : '1', limits, options.now);
       if (secret instanceof Promise) await secret;
-      result = stackOf(limits, [parseGroup(reply, groups[0]!, limits)], sign);
+      result = stackOf(limits, [parseGroup(reply, everyIndex(limits.length), limits)], sign);
     } else {
       // slot by slot, charges are refunded when one refuses: nothing charged before the secret is here
       if (secret instanceof Promise) await secret;
@@ -293,3 +290,9 @@ export class DecisionEngine implements OnApplicationBootstrap, OnApplicationShut
 }
 
 const scopeOf = ({ scope }: CheckedTarget) => (scope === undefined ? {} : { scope });
+
+/** [0, 1, ..., n - 1], made once per length: a stack decided in one call, in stack order. */
+const EVERY_INDEX: (readonly number[])[] = [];
+function everyIndex(n: number): readonly number[] {
+  return (EVERY_INDEX[n] ??= Object.freeze(Array.from({ length: n }, (_, i) => i)));
+}

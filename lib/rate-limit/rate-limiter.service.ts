@@ -22,6 +22,11 @@ import { assertPositiveInteger, assertWellFormed } from '../validation.js';
 import { ConcurrencySlots, isRefusal } from './concurrency-slots.js';
 import { assertSlotOptions, type SlotOptions } from './slot-options.js';
 
+/** The options of a stack consume and funnel decide (shared: the engine only reads them). */
+const CONSUME: DecideOptions = Object.freeze({});
+/** ...and those of a stack peek decides. */
+const PEEK: DecideOptions = Object.freeze({ peek: true });
+
 /**
  * Rate limits from code: consume, peek, wait, refund, penalize, block and reset a key's counter,
  * and stacks of limits decided all or nothing. Refusals are results (`allowed: false`), never
@@ -161,9 +166,8 @@ export class RateLimiterService {
    * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
    * ```
    */
-  async consume(key: string, policy: RateLimitPolicy, permits = 1): Promise<RateLimitDecision> {
-    const { decisions } = await this.decide([{ key, policy, permits }]);
-    return decisions[0]!;
+  consume(key: string, policy: RateLimitPolicy, permits = 1): Promise<RateLimitDecision> {
+    return this.decideOne({ key, policy, permits }, CONSUME);
   }
 
   /**
@@ -173,9 +177,8 @@ export class RateLimiterService {
    * @throws RedisUnavailableError, RedisTimeoutError (no answer within `commandTimeoutMs`) or
    * RedisScriptError when Redis fails; all are RedisLimitErrors with a `code`.
    */
-  async peek(key: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
-    const { decisions } = await this.decide([{ key, policy }], { peek: true });
-    return decisions[0]!;
+  peek(key: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
+    return this.decideOne({ key, policy }, PEEK);
   }
 
   /**
@@ -383,9 +386,8 @@ export class RateLimiterService {
    * const { allowed } = await limiter.funnel('+15550100', { capacity: 1, leakingDurationMs: 1_800_000 });
    * ```
    */
-  async funnel(key: string, funnel: FunnelPolicy, quota = 1): Promise<RateLimitDecision> {
-    const { decisions } = await this.decide([{ key, funnel, permits: quota }]);
-    return decisions[0]!;
+  funnel(key: string, funnel: FunnelPolicy, quota = 1): Promise<RateLimitDecision> {
+    return this.decideOne({ key, funnel, permits: quota }, CONSUME);
   }
 
   /**
@@ -416,6 +418,14 @@ export class RateLimiterService {
     const peek = options.peek === true;
     const checked = limits.map((limit, i) => checkStackedLimit(limit, peek, limits.length > 1 ? `limits[${i}]` : ''));
     return this.engine.decide(checked, options);
+  }
+
+  /** consume, peek and funnel: a stack of one limit the method built itself (an object with
+   * nothing else, so only its values need checking), checked as `decide` would check it. A
+   * failed check rejects, as every method here does. */
+  private async decideOne(limit: StackedLimit, options: DecideOptions): Promise<RateLimitDecision> {
+    const { decisions } = await this.engine.decide([checkStackedLimit(limit, options.peek)], options);
+    return decisions[0]!;
   }
 }
 

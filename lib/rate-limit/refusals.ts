@@ -3,11 +3,10 @@ import type { LimitSpec, RateLimitDecision } from './policy.js';
 import { RefusalCache, type CachedLimit } from './refusal-cache.js';
 import { RefusalChannel } from './refusal-channel.js';
 
-/** A stack as the cache tells them apart: each limit's counter key, spec and permits. */
-export interface CacheableStack {
-  keys: readonly string[];
-  specs: readonly LimitSpec[];
-  permits: readonly number[];
+/** A stack's limit as the cache tells them apart (with its counter key): its spec and permits. */
+export interface CacheableLimit {
+  spec: LimitSpec;
+  permits: number;
 }
 
 /** What a refused stack needs to be remembered: the channel's epoch, the cache's invalidation
@@ -35,10 +34,14 @@ export class Refusals {
     this.channel = new RefusalChannel(redis, this.cache);
   }
 
-  /** A remembered refusal for this stack, or the note `remember` needs if Redis refuses it. */
-  lookup(stack: CacheableStack): { hit: { retryAfterMs: number; decisions: RateLimitDecision[] } } | { sent: SentStack } | undefined {
+  /** A remembered refusal for the stack of `stack`'s limits on `counters` (their keys), or the note
+   * `remember` needs if Redis refuses it. */
+  lookup(
+    counters: readonly string[],
+    stack: readonly CacheableLimit[],
+  ): { hit: { retryAfterMs: number; decisions: RateLimitDecision[] } } | { sent: SentStack } | undefined {
     if (this.cache === undefined) return undefined;
-    const limits = stack.keys.map((counter, i) => ({ counter, policy: policyOf(stack.specs[i]!), permits: stack.permits[i]! }));
+    const limits = counters.map((counter, i) => ({ counter, policy: policyOf(stack[i]!.spec), permits: stack[i]!.permits }));
     const hit = this.cache.lookup(limits);
     if (hit !== undefined) {
       this.redis.events.refusalCacheHit();

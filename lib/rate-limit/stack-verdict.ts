@@ -27,7 +27,7 @@ export function bySlot(keys: readonly string[]): number[][] {
   return [...groups.values()];
 }
 
-export function parseGroup(stack: DecidedStack, group: number[], checked: readonly CheckedLimit[]): ParsedGroup {
+export function parseGroup(stack: DecidedStack, group: readonly number[], checked: readonly CheckedLimit[]): ParsedGroup {
   const limits = group.map((index, i) => {
     const { verdict, remaining, retryAfterMs, resetMs, grant } = stack.limits[i]!;
     const decision: RateLimitDecision = {
@@ -51,15 +51,16 @@ export function stackOf(
 ): StackDecision {
   const decisions = new Array<RateLimitDecision>(checked.length);
   let lockedOut: number[] | undefined;
+  let retryAfterMs = 0;
   for (const group of groups) {
     for (const { index, decision, grant, lockedOut: blocked } of group.limits) {
       // a refused stack charged nothing (what a slot charged was given back): no grant to name
       if (allowed && grant !== '') decision.grantId = sign(index, grant);
       if (blocked) (lockedOut ??= []).push(index);
       decisions[index] = decision;
+      retryAfterMs = Math.max(retryAfterMs, decision.retryAfterMs);
     }
   }
-  const retryAfterMs = Math.max(0, ...decisions.map((d) => d.retryAfterMs));
   return lockedOut === undefined ? { allowed, retryAfterMs, decisions } : { allowed, retryAfterMs, decisions, lockedOut };
 }
 
