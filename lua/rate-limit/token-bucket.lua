@@ -78,20 +78,21 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local untilFull = math.ceil((full - left) / limit)
   local life, given = state[3], tonumber(state[5]) or 0
   local blocked = tonumber(state[4])
+  local units_left = int(left)
   if units < full and life then
-    redis.call('HSET', key, 'u', int(left), 't', int_of(now))
+    redis.call('HSET', key, 'u', units_left, 't', int_of(now))
   else
     -- a new life: the bucket was full. What the key still holds of the last one goes, except a
     -- block in force.
     life, given = life_id(), 0
     if state[2] or state[4] then redis.call('DEL', key) end
-    redis.call('HSET', key, 'u', int(left), 't', int_of(now), 'e', life)
+    redis.call('HSET', key, 'u', units_left, 't', int_of(now), 'e', life)
     if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
   end
   local ttl = untilFull
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
   redis.call('PEXPIRE', key, int_of(ttl))
-  return math.floor(left / windowMs), untilFull, life .. ':' .. int_of(permits) .. ':' .. int_of(now) .. ':' .. int(left) .. ':' .. int_of(given)
+  return math.floor(left / windowMs), untilFull, life .. ':' .. int_of(permits) .. ':' .. int_of(now) .. ':' .. units_left .. ':' .. int_of(given)
 end
 
 function token_bucket.refund(key, limit, windowMs, permits, now, grant)
