@@ -10,7 +10,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimiterService, RedisLimitModule, type RateLimitAlgorithm } from '../lib/index.js';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
-import { oneLimitArgs } from './common/decide-args.js';
+import { oneLimitArgs, oneLimitReply } from './common/decide-args.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { spread, type Spread } from './common/stats.js';
 
@@ -164,7 +164,9 @@ export async function contenders(host: string, port: number): Promise<{ list: Co
       pipelining,
       shapes: shapesOf('bare EVALSHA of our fixed-window script', pipelining),
       call: (key) =>
-        raw.evalsha(sha, 1, `${PREFIX}fw:{${key}}`, '', ...oneLimitArgs('runs', '1', 'fw', LIMIT, WINDOW_MS, 1)).then((r) => (r as number[])[0] === 1),
+        raw
+          .callBuffer('EVALSHA', [sha, 1, `${PREFIX}fw:{${key}}`, '', ...oneLimitArgs('runs', '1', 'fw', LIMIT, WINDOW_MS, 1)])
+          .then((r) => oneLimitReply(r).granted),
     });
 
     const rlfClient = client(pipelining);

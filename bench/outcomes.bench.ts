@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisNode } from '../test/harness/redis-server.js';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
-import { oneLimitArgs, type DecideLayout } from './common/decide-args.js';
+import { oneLimitArgs, oneLimitReply, type DecideLayout } from './common/decide-args.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { scriptAt } from './common/script-at.js';
 import { cell, spread, type Spread } from './common/stats.js';
@@ -84,7 +84,7 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
       const limitArgs = [code, LIMIT, WINDOW_MS];
       // each script on state of its own shape
       const consume = (script: string, layout: DecideLayout, key: string, permits: number) =>
-        raw.evalsha(script, 1, key, '', ...oneLimitArgs(layout, '1', code, LIMIT, WINDOW_MS, permits)) as Promise<(string | number)[]>;
+        raw.callBuffer('EVALSHA', [script, 1, key, '', ...oneLimitArgs(layout, '1', code, LIMIT, WINDOW_MS, permits)]).then(oneLimitReply);
       await Promise.all(
         keys.flatMap((key) => [
           consume(decide, 'runs', key, LIMIT / 2),
@@ -98,7 +98,7 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
       }
       const consumed = await measure(keys.map((key) => () => consume(decide, 'runs', key, 1)));
       record(algorithm, 'consume', consumed);
-      const grants = consumed.results.map((reply) => String(reply[5]));
+      const grants = consumed.results.map((reply) => reply.grant);
       const refunded = await measure(keys.map((key, i) => () => raw.evalsha(refund, 1, key, '', ...limitArgs, 1, grants[i]!) as Promise<number[]>));
       if (refunded.results.some(([back]) => back !== 1)) throw new Error(`${algorithm}: a refund gave back nothing`);
       record(algorithm, 'refund', refunded);

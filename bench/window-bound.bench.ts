@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
-import { oneLimitArgs } from './common/decide-args.js';
+import { oneLimitArgs, oneLimitReply } from './common/decide-args.js';
 
 export const BOUND_LIMIT = 100;
 export const BOUND_WINDOW_MS = 60_000;
@@ -60,12 +60,12 @@ export async function windowBound(opts: { host: string; port: number; log: (line
       const grant = async (key: string, now: number) => {
         const replies = await raw
           .pipeline()
-          .evalsha(sha, 1, key, String(now), ...oneLimitArgs('runs', '1', code, BOUND_LIMIT, BOUND_WINDOW_MS, 1))
+          .callBuffer('EVALSHA', [sha, 1, key, String(now), ...oneLimitArgs('runs', '1', code, BOUND_LIMIT, BOUND_WINDOW_MS, 1)])
           .persist(key)
           .exec();
         const [error, reply] = replies![0]!;
         if (error) throw error;
-        return (reply as number[])[0] === 1;
+        return oneLimitReply(reply).granted;
       };
 
       // the adversary

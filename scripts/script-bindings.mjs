@@ -79,7 +79,8 @@ function renderScript({ file, header, numberOfKeys }, summary) {
     }
     const row = `${name}${capital(singular(group.group, file))}${part === 'reply' ? 'Reply' : part === 'keys' ? 'Keys' : ''}`;
     const width = rowWidth(group);
-    if (width !== undefined) {
+    // (a packed reply's rows have no width in values: each value has its own size)
+    if (width !== undefined && !(part === 'reply' && header.reply.packed)) {
       const where = part === 'args' ? 'ARGV' : part === 'keys' ? 'KEYS' : 'reply';
       widths.push(`${inline(`${file}: values per ${singular(group.group, file)} in its ${where}.`)}export const ${widthOf(group, part)} = ${width};`);
     }
@@ -204,6 +205,14 @@ function renderScript({ file, header, numberOfKeys }, summary) {
     encode = [`${signature} {`, ...body.map((line) => `  ${line}`), '    return argv;', '  },'];
   }
 
+  // a variant row whose first value is a code no variant has: the reply is not what the header
+  // says, and the rows after it could not be found
+  const unknownCode = (indent, first) => [
+    `${indent}} else {`,
+    `${indent}  throw new RedisScriptError('lua/${file}', \`the code \${${first}}, which its header does not name\`);`,
+    `${indent}}`,
+  ];
+
   // --- decode: values at fixed places are read where the reply object is made; a row holding a
   // group reads its values first, as `at` moves past them
   let decode;
@@ -286,11 +295,7 @@ function renderScript({ file, header, numberOfKeys }, summary) {
         lines.push(`${inner}  ${target}.push({ ${[lead.name === first ? first : `${lead.name}: ${first}`, ...row.members].join(', ')} });`);
         lines.push(...advance(row, `${inner}  `));
       });
-      lines.push(
-        `${inner}} else {`,
-        `${inner}  throw new RedisScriptError('lua/${file}', \`the code \${${first}}, which its header does not name\`);`,
-        `${inner}}`,
-      );
+      lines.push(...unknownCode(inner, first));
     } else {
       const row = rowCode(group.items, inner, path, rowArgs);
       lines.push(...row.lines, `${inner}${target}.push({ ${row.members.join(', ')} });`, ...advance(row, inner));
@@ -298,7 +303,9 @@ function renderScript({ file, header, numberOfKeys }, summary) {
     lines.push(`${indent}}`);
     return { lines, target };
   };
-  if ('value' in reply) {
+  if (reply.packed) {
+    decode = packedDecode();
+  } else if ('value' in reply) {
     decode = [`  decode: (reply) => ${read(reply.value.type, 'reply', file)},`];
   } else if (reply.items.length === 1 && 'type' in reply.items[0] && !findGroup(header.args, [reply.items[0].group], true)) {
     // a list of single values, the whole reply
@@ -322,13 +329,91 @@ function renderScript({ file, header, numberOfKeys }, summary) {
     decode = lines.length === 0 ? [`${open} ${r} ${result} },`] : [open, `    ${r}`, ...lines, `    ${result}`, '  },'];
   }
 
+  // a packed reply (script-headers.mjs): read in order from the one Buffer, `at` moving past
+  // each value as its width says
+  function packedDecode() {
+    const lines = [];
+    // `lead`: a variant row's first value, left a number so the tests on it narrow it
+    const field = (item, indent, lead = false) => {
+      const value = local(item.name);
+      const codes = item.type.every((t) => 'code' in t);
+      const text = item.type.some((t) => STRING.has(t.atom) || 'literal' in t);
+      if (codes) {
+        if (item.type.some((t) => t.value < -128 || t.value > 127)) fail(file, `a packed code is an int8 (${item.name})`);
+        lines.push(`${indent}const ${value} = r.readInt8(at)${lead ? '' : ` as ${tsType(item.type)}`};`, `${indent}at += 1;`);
+      } else if (text) {
+        const length = local(`${item.name}Length`);
+        lines.push(
+          `${indent}const ${length} = r.readUInt16BE(at);`,
+          `${indent}const ${value} = r.toString('utf8', at + 2, at + 2 + ${length})${item.type.every((t) => 'literal' in t) ? ` as ${tsType(item.type)}` : ''};`,
+          `${indent}at += 2 + ${length};`,
+        );
+      } else {
+        lines.push(`${indent}const ${value} = r.readDoubleBE(at);`, `${indent}at += 8;`);
+      }
+      return value;
+    };
+    const member = (key, value) => (value === key ? value : `${key}: ${value}`);
+    const row = (items, indent, path, argsRow) =>
+      items.map((item) => ('group' in item ? member(item.group, group(item, indent, path, argsRow)) : member(item.name, field(item, indent))));
+    const group = (item, indent, argsPath, argsRow) => {
+      const path = [...argsPath, item.group];
+      const target = local(item.group);
+      const element = 'type' in item ? tsType(item.type) : `${name}${capital(singular(item.group, file))}Reply`;
+      lines.push(`${indent}const ${target}: ${element.includes(' ') ? `(${element})` : element}[] = [];`);
+      const counted = findGroup(header.args, path) !== undefined;
+      if (!counted && argsPath.length > 0) fail(file, `the nested reply group ${item.group}[] needs an ARGV group of that name to say how many rows it has`);
+      if (counted) usesArgs = true;
+      // a row's own ARGV row, when a group inside it needs its count
+      const nests = 'variants' in item || ('items' in item && item.items.some((inner) => 'group' in inner));
+      const rowArgs = nests ? local(`${singular(item.group, file)}Call`) : undefined;
+      if (!counted) lines.push(`${indent}while (at < r.length) {`);
+      else if (rowArgs) lines.push(`${indent}for (const ${rowArgs} of ${argsRow}.${item.group}) {`);
+      else {
+        const index = local('i');
+        lines.push(`${indent}for (let ${index} = 0; ${index} < ${argsRow}.${item.group}.length; ${index} += 1) {`);
+      }
+      const inner = `${indent}  `;
+      if ('type' in item) {
+        lines.push(`${inner}${target}.push(${field({ name: singular(item.group, file), type: item.type }, inner)});`);
+      } else if ('variants' in item) {
+        // the first value, read as any variant's codes: it tells which variant the row is
+        const lead = { name: item.variants[0].items[0].name, type: item.variants.flatMap((variant) => variant.items[0].type) };
+        const first = field(lead, inner, true);
+        item.variants.forEach((variant, i) => {
+          const [own, ...rest] = variant.items;
+          lines.push(`${inner}${i === 0 ? '' : '} else '}if (${own.type.map((t) => `${first} === ${t.value}`).join(' || ')}) {`);
+          const members = row(rest, `${inner}  `, path, rowArgs);
+          lines.push(`${inner}  ${target}.push({ ${[member(own.name, first), ...members].join(', ')} });`);
+        });
+        lines.push(...unknownCode(inner, first));
+      } else {
+        const members = row(item.items, inner, path, rowArgs);
+        lines.push(`${inner}${target}.push({ ${members.join(', ')} });`);
+      }
+      lines.push(`${indent}}`);
+      return target;
+    };
+    const members = row(reply.items, '    ', [], 'args');
+    return [
+      `  decode: (reply${usesArgs ? ', { args }' : ''}) => {`,
+      `    const r = packed(reply, ${q(file)});`,
+      '    let at = 0;',
+      ...lines,
+      `    return { ${members.join(', ')} };`,
+      '  },',
+    ];
+  }
+
   const binding = `const ${constant}: ScriptBinding<${name}Call, ${name}Reply> =`;
   const oneLine = encode.length === 1 && decode.length === 1;
   return [
     `// ${file}`,
     ...types,
     ...widths,
-    ...(oneLine ? [`${binding} { ${encode[0].trim()} ${decode[0].trim().replace(/,$/, '')} };`] : [`${binding} {`, ...encode, ...decode, '};']),
+    ...(oneLine
+      ? [`${binding} { ${encode[0].trim()} ${decode[0].trim().replace(/,$/, '')} };`]
+      : [`${binding} {`, ...(reply.packed ? ['  packed: true,'] : []), ...encode, ...decode, '};']),
     '',
   ];
 }
@@ -376,6 +461,8 @@ export function renderBindings(scripts) {
     '/** A script bound to TypeScript: named keys and arguments into its argv, its positional reply',
     ' * into named values (a reply group as long as an ARGV group takes its length from the call). */',
     'export interface ScriptBinding<Call, Result> {',
+    '  /** Its reply is one packed string (script-headers.mjs), asked for as a Buffer. */',
+    '  readonly packed?: true;',
     '  encode(call: Call): Argv;',
     '  decode(reply: Reply, call: Call): Result;',
     '}',
@@ -386,6 +473,16 @@ export function renderBindings(scripts) {
     '  return reply;',
     '}',
     '',
+    ...(scripts.some(({ header }) => header.reply.packed)
+      ? [
+          '/** A packed reply, as its header says: the one string, as the Buffer it was asked for as. */',
+          'function packed(reply: Reply, file: string): Buffer {',
+          '  if (!Buffer.isBuffer(reply)) throw new RedisScriptError(`lua/${file}`, `a reply of type ${typeof reply}, where its header says a packed string`);',
+          '  return reply;',
+          '}',
+          '',
+        ]
+      : []),
     ...(usesSameValues
       ? [
           '/** Whether two lists hold the same values in the same order (rows sent in runs). */',

@@ -39,8 +39,8 @@ export interface ScriptHeader {
   keys: HeaderLayout | undefined;
   /** Undefined when the header names no ARGV. */
   args: HeaderLayout | undefined;
-  /** One value, or a flat array. */
-  reply: { value: HeaderField } | (HeaderLayout & { doc?: string });
+  /** One value, or a flat array (`packed`: in one string). */
+  reply: { value: HeaderField } | (HeaderLayout & { doc?: string; packed?: boolean });
 }
 
 export function headerLines(source: string): string[];

@@ -27,3 +27,18 @@ export function oneLimitArgs(
   if (layout === 'specs') return [...spec, ...Array.from({ length: count }, () => [consume, 1, 1]).flat()];
   return [...spec, count, consume, 1, 1];
 }
+
+/**
+ * A one-limit stack's verdict and grant id from decide.lua's reply, asked for with
+ * `evalshaBuffer`: this commit's packed string (a Buffer: stack verdict, limit verdict,
+ * remaining, retryAfterMs, resetMs, grant; see its header) or an earlier commit's array.
+ */
+export function oneLimitReply(reply: unknown): { granted: boolean; grant: string } {
+  if (Buffer.isBuffer(reply)) {
+    const length = reply.readUInt16BE(26);
+    return { granted: reply.readInt8(0) === 1, grant: reply.toString('utf8', 28, 28 + length) };
+  }
+  const values = reply as unknown[];
+  const grant = values[5];
+  return { granted: values[0] === 1, grant: Buffer.isBuffer(grant) ? grant.toString('utf8') : typeof grant === 'string' ? grant : '' };
+}

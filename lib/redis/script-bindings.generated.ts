@@ -10,6 +10,8 @@ export type Argv = (string | number)[];
 /** A script bound to TypeScript: named keys and arguments into its argv, its positional reply
  * into named values (a reply group as long as an ARGV group takes its length from the call). */
 export interface ScriptBinding<Call, Result> {
+  /** Its reply is one packed string (script-headers.mjs), asked for as a Buffer. */
+  readonly packed?: true;
   encode(call: Call): Argv;
   decode(reply: Reply, call: Call): Result;
 }
@@ -17,6 +19,12 @@ export interface ScriptBinding<Call, Result> {
 /** A reply that is an array, as its header says. */
 function list(reply: Reply, file: string): readonly Reply[] {
   if (!Array.isArray(reply)) throw new RedisScriptError(`lua/${file}`, `a reply of type ${typeof reply}, where its header says an array`);
+  return reply;
+}
+
+/** A packed reply, as its header says: the one string, as the Buffer it was asked for as. */
+function packed(reply: Reply, file: string): Buffer {
+  if (!Buffer.isBuffer(reply)) throw new RedisScriptError(`lua/${file}`, `a reply of type ${typeof reply}, where its header says a packed string`);
   return reply;
 }
 
@@ -469,13 +477,13 @@ const RATE_LIMIT_BLOCK: ScriptBinding<RateLimitBlockCall, RateLimitBlockReply> =
 /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ export interface RateLimitDecideSpec { readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
 /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** its limits, each by its number in specs (from 1) */ readonly limits: readonly number[]; }
 /** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ readonly specs: readonly RateLimitDecideSpec[]; /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ readonly stacks: readonly RateLimitDecideStack[]; }
-/** as in ARGV, five per limit */ export interface RateLimitDecideLimitReply { /** BLOCKED: refused while a block is in force */ readonly verdict: 1 | 0 | 2; /** permits */ readonly remaining: number; /** 0 if allowed */ readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; /** the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm) */ readonly grant: string; }
-/** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV, five per limit */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text */ readonly error: string; };
+/** as in ARGV */ export interface RateLimitDecideLimitReply { /** BLOCKED: refused while a block is in force */ readonly verdict: 1 | 0 | 2; /** permits */ readonly remaining: number; /** 0 if allowed */ readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; /** the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm) */ readonly grant: string; }
+/** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text (its first 65,535 bytes) */ readonly error: string; };
 /** rate-limit/decide.lua: its reply, by name. */ export interface RateLimitDecideReply { /** per stack of ARGV, one of (codes: replies.lua) */ readonly stacks: readonly RateLimitDecideStackReply[]; }
 /** Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none is charged. One call carries one stack or a batch of independent stacks (calls made in the same turn of the event loop), so N decisions cost one round trip and one script start, not N. */ export interface RateLimitDecideCall { readonly keys: RateLimitDecideKeys; readonly args: RateLimitDecideArgs; }
 /** rate-limit/decide.lua: values per spec in its ARGV. */ export const RATE_LIMIT_DECIDE_ARGV_SPEC_FIELDS = 4;
-/** rate-limit/decide.lua: values per limit in its reply. */ export const RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS = 5;
 const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply> = {
+  packed: true,
   encode: ({ keys, args }) => {
     const argv: Argv = [keys.states.length, ...keys.states, args.now ?? ''];
     argv.push(args.specs.length);
@@ -491,19 +499,34 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
     return argv;
   },
   decode: (reply, { args }) => {
-    const r = list(reply, "rate-limit/decide.lua");
+    const r = packed(reply, "rate-limit/decide.lua");
     let at = 0;
     const stacks: RateLimitDecideStackReply[] = [];
     for (const stackCall of args.stacks) {
-      const verdict = Number(r[at]);
+      const verdict = r.readInt8(at);
       at += 1;
       if (verdict === 1 || verdict === 0) {
         const limits: RateLimitDecideLimitReply[] = [];
-        for (let i = 0; i < stackCall.limits.length; i += 1, at += RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS) limits.push({ verdict: Number(r[at]) as 1 | 0 | 2, remaining: Number(r[at + 1]), retryAfterMs: Number(r[at + 2]), resetMs: Number(r[at + 3]), grant: String(r[at + 4]) });
+        for (let i = 0; i < stackCall.limits.length; i += 1) {
+          const verdict2 = r.readInt8(at) as 1 | 0 | 2;
+          at += 1;
+          const remaining = r.readDoubleBE(at);
+          at += 8;
+          const retryAfterMs = r.readDoubleBE(at);
+          at += 8;
+          const resetMs = r.readDoubleBE(at);
+          at += 8;
+          const grantLength = r.readUInt16BE(at);
+          const grant = r.toString('utf8', at + 2, at + 2 + grantLength);
+          at += 2 + grantLength;
+          limits.push({ verdict: verdict2, remaining, retryAfterMs, resetMs, grant });
+        }
         stacks.push({ verdict, limits });
       } else if (verdict === -1) {
-        stacks.push({ verdict, error: String(r[at]) });
-        at += 1;
+        const errorLength = r.readUInt16BE(at);
+        const error = r.toString('utf8', at + 2, at + 2 + errorLength);
+        at += 2 + errorLength;
+        stacks.push({ verdict, error });
       } else {
         throw new RedisScriptError('lua/rate-limit/decide.lua', `the code ${verdict}, which its header does not name`);
       }

@@ -78,7 +78,8 @@ export function loadScripts(): LoadedScript[] {
   });
 }
 
-export type Reply = string | number | null | Reply[];
+/** A script's reply as ioredis gives it (a packed one as a Buffer). */
+export type Reply = string | number | null | Buffer | Reply[];
 
 // Error replies that mean "this server cannot serve now", not "the script is wrong".
 const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|OOM)\b/;
@@ -142,7 +143,11 @@ export class ScriptRunner {
     const argv = binding.encode(call);
     // EVAL takes the key count apart: the argv's own (a group of keys) or the header's
     const [count, rest] = numberOfKeys === undefined ? [argv[0]!, argv.slice(1)] : [numberOfKeys, argv];
-    const answers = servers.map((server) => (server.eval(source, count, ...rest) as Promise<Reply>).then((reply) => binding.decode(reply, call)));
+    const answers = servers.map((server) =>
+      ((binding.packed ? server.callBuffer('EVAL', [source, count, ...rest]) : server.eval(source, count, ...rest)) as Promise<Reply>).then((reply) =>
+        binding.decode(reply, call),
+      ),
+    );
     return this.bounded(Promise.all(answers), name);
   }
 
@@ -155,9 +160,12 @@ export class ScriptRunner {
     return this.bounded(this.command(name, argv), name);
   }
 
-  /** The registered command with its argv (the key count first when the call gives it). */
+  /** The registered command with its argv (the key count first when the call gives it); a
+   * script whose reply is packed is asked for a Buffer (ioredis' `…Buffer` method). */
   private command(name: ScriptName, argv: Argv): Promise<Reply> {
-    const call = (this.client as unknown as Record<string, (...a: Argv) => Promise<Reply>>)[this.script(name).command]!;
+    const { command } = this.script(name);
+    const method = SCRIPT_BINDINGS[SCRIPT_FILES[name]].packed ? `${command}Buffer` : command;
+    const call = (this.client as unknown as Record<string, (...a: Argv) => Promise<Reply>>)[method]!;
     return call.apply(this.client, argv);
   }
 

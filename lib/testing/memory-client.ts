@@ -98,11 +98,19 @@ export class MemoryClient extends EventEmitter {
     return this.command(name, flatten(args));
   }
 
+  /** `call` with Buffers for bulk strings. */
+  callBuffer(name: string, ...args: Given[]): Promise<unknown> {
+    return this.command(name, flatten(args), true);
+  }
+
   /** As ioredis' defineCommand: a method `name` that runs `lua` with `numberOfKeys` keys (or,
    * when undefined, the count its first argument gives). */
   defineCommand(name: string, { lua, numberOfKeys }: { lua: string; numberOfKeys?: number | undefined }): void {
-    (this as unknown as Record<string, unknown>)[name] = (...args: Arg[]) =>
-      numberOfKeys === undefined ? this.command('eval', [lua, ...args]) : this.command('eval', [lua, numberOfKeys, ...args]);
+    // and `name + 'Buffer'`, which replies with Buffers for bulk strings, as ioredis defines both
+    for (const buffers of [false, true]) {
+      (this as unknown as Record<string, unknown>)[buffers ? `${name}Buffer` : name] = (...args: Arg[]) =>
+        this.command('eval', numberOfKeys === undefined ? [lua, ...args] : [lua, numberOfKeys, ...args], buffers);
+    }
   }
 
   duplicate(): MemoryClient {

@@ -127,7 +127,7 @@ export class LuaEngine {
     });
   }
 
-  /** Lua 5.1's struct library, for the formats of big- and little-endian integers (I, i, H, B with a
+  /** Lua 5.1's struct library, for the formats of strings (c: packed only), big- and little-endian integers (I, i, H, B with a
    * size) and doubles (d): on doubles, as everything here, so an I4 may hold 2^32 - 1. */
   private installStruct(): void {
     const { lua } = this.f;
@@ -137,6 +137,13 @@ export class LuaEngine {
         const chunks: Buffer[] = [];
         let arg = 2;
         for (const { kind, size, little } of structFormat(format)) {
+          if (kind === 'c') {
+            // a string: all of it for c0, else its first `size` bytes
+            const text = Buffer.from(this.bytesAt(S, arg++), 'latin1');
+            if (text.length < size) return this.f.lauxlib.luaL_error(S, this.f.to_luastring('string too short'));
+            chunks.push(size === 0 ? text : text.subarray(0, size));
+            continue;
+          }
           const value = lua.lua_tonumber(S, arg++);
           const chunk = Buffer.alloc(size);
           if (kind === 'd') {
@@ -158,6 +165,7 @@ export class LuaEngine {
         let at = lua.lua_gettop(S) >= 3 ? lua.lua_tonumber(S, 3) - 1 : 0;
         let pushed = 0;
         for (const { kind, size, little } of structFormat(format)) {
+          if (kind === 'c') return this.f.lauxlib.luaL_error(S, this.f.to_luastring("struct.unpack of 'c' is not supported by the in-memory engine"));
           if (at + size > data.length) return this.f.lauxlib.luaL_error(S, this.f.to_luastring('data string too short'));
           let value: number;
           if (kind === 'd') value = little ? data.readDoubleLE(at) : data.readDoubleBE(at);
@@ -379,15 +387,19 @@ end
 
 /** A struct format's fields: '>' / '<' set the byte order (big by default here, as our formats say
  * it), I / i / H / h / B / b an unsigned or signed integer (with an optional size), d a double. */
-function structFormat(format: string): { kind: 'u' | 's' | 'd'; size: number; little: boolean }[] {
-  const fields: { kind: 'u' | 's' | 'd'; size: number; little: boolean }[] = [];
+function structFormat(format: string): { kind: 'u' | 's' | 'd' | 'c'; size: number; little: boolean }[] {
+  const fields: { kind: 'u' | 's' | 'd' | 'c'; size: number; little: boolean }[] = [];
   let little = false;
   for (let i = 0; i < format.length; i++) {
     const c = format[i]!;
     if (c === '>' || c === '!') little = false;
     else if (c === '<') little = true;
     else if (c === 'd') fields.push({ kind: 'd', size: 8, little });
-    else if ('IiHhBb'.includes(c)) {
+    else if (c === 'c') {
+      const digits = /^\d+/.exec(format.slice(i + 1))?.[0];
+      i += digits?.length ?? 0;
+      fields.push({ kind: 'c', size: digits ? Number(digits) : 1, little });
+    } else if ('IiHhBb'.includes(c)) {
       const digits = /^\d+/.exec(format.slice(i + 1))?.[0];
       i += digits?.length ?? 0;
       const size = digits ? Number(digits) : c === 'H' || c === 'h' ? 2 : c === 'B' || c === 'b' ? 1 : 4;

@@ -14,21 +14,23 @@
 --             after another go once, after how many they are, and cost one value each, their key):
 --               - consume: '1' | '0'  '1' to consume, '0' to peek (inspect without charging)
 --               - limits[#]: int  its limits, each by its number in specs (from 1)
--- Returns     stacks[]  per stack of ARGV, one of (codes: replies.lua):
---               - decided:
---                   - verdict: GRANTED | REFUSED
---                   - limits[]  as in ARGV, five per limit:
---                       - verdict: GRANTED | REFUSED | BLOCKED  BLOCKED: refused while a block is
---                           in force
---                       - remaining: int  permits
---                       - retryAfterMs: ms  0 if allowed
---                       - resetMs: ms  until the limit is full again
---                       - grant: string  the grant id refund.lua takes back ('' unless charged;
---                           opaque, see each algorithm)
---               - failed, when the stack's Redis call failed (other stacks of the batch are not
---                 affected):
---                   - verdict: STACK_FAILED
---                   - error: string  the error text
+-- Returns     packed  one string (see PACKED in scripts/script-headers.mjs: decoding an array of
+--             values cost the client more than anything else of a decision):
+--               - stacks[]  per stack of ARGV, one of (codes: replies.lua):
+--                   - decided:
+--                       - verdict: GRANTED | REFUSED
+--                       - limits[]  as in ARGV:
+--                           - verdict: GRANTED | REFUSED | BLOCKED  BLOCKED: refused while a
+--                               block is in force
+--                           - remaining: int  permits
+--                           - retryAfterMs: ms  0 if allowed
+--                           - resetMs: ms  until the limit is full again
+--                           - grant: string  the grant id refund.lua takes back ('' unless
+--                               charged; opaque, see each algorithm)
+--                   - failed, when the stack's Redis call failed (other stacks of the batch are
+--                     not affected):
+--                       - verdict: STACK_FAILED
+--                       - error: string  the error text (its first 65,535 bytes)
 -- Each algorithm is a table of functions returning plain values (see its include): a table or
 -- closure per decision would cost more here than the decision's own Redis calls.
 --- @include "replies.lua"
@@ -58,9 +60,8 @@ local function decide_one(consume, key, spec)
   local grant = ''
   if ok and consume then remaining, reset, grant = alg.commit(key, limit, windowMs, permits, now, state) end
   local granted = ok and GRANTED or REFUSED
-  reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5], reply[n + 6] =
-    granted, blocked_refusal and BLOCKED or granted, remaining, retry, reset, grant
-  n = n + 6
+  n = n + 1
+  reply[n] = struct.pack('>bbdddHc0', granted, blocked_refusal and BLOCKED or granted, remaining, retry, reset, #grant, grant)
 end
 
 -- A stack of m limits whose first key is KEYS[k] and whose first spec number is ARGV[at]: every
@@ -78,13 +79,12 @@ local function decide_stack(consume, m, k, at)
   end
   local commit = allowed and consume
   n = n + 1
-  reply[n] = allowed and GRANTED or REFUSED
+  reply[n] = struct.pack('>b', allowed and GRANTED or REFUSED)
   for i = 1, m do
     local s, grant = spec[i], ''
     if commit then remaining[i], reset[i], grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i]) end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
-      blocked[i] and BLOCKED or ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], grant
-    n = n + 5
+    n = n + 1
+    reply[n] = struct.pack('>bdddHc0', blocked[i] and BLOCKED or ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], #grant, grant)
   end
 end
 
@@ -112,12 +112,13 @@ while a <= last do
       end
       if not done then
         for i = mark + 1, n do reply[i] = nil end
-        reply[mark + 1], reply[mark + 2] = STACK_FAILED, type(err) == 'table' and (err.err or 'error') or tostring(err)
-        n = mark + 2
+        local text = string.sub(type(err) == 'table' and (err.err or 'error') or tostring(err), 1, 65535)
+        n = mark + 1
+        reply[n] = struct.pack('>bHc0', STACK_FAILED, #text, text)
       end
       k = k + m
     end
   end
   a = a + 3 + m
 end
-return reply
+return table.concat(reply, '', 1, n)

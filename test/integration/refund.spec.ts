@@ -1,5 +1,6 @@
 import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { RateLimitReply } from '../../lib/redis/replies.js';
 import type { RateLimitPolicy } from '../../lib/index.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
@@ -18,19 +19,26 @@ describe('refund primitives', () => {
     const spec = rateLimitSpec(policy);
     const key = connection.keys.build(counterKind(spec), `r-${++keyNo}`);
     const args = (permits: number) => [spec.algorithm, spec.limit, spec.windowMs, permits];
+    /** decide.lua for one limit: its verdict on the limit. */
+    const decide = async (now: number, permits: number, consume: '1' | '0') => {
+      const specs = [{ algorithm: spec.algorithm, limit: spec.limit, windowMs: spec.windowMs, permits }];
+      const [stack] = (await connection.scripts.call('rateLimitDecide', { keys: { states: [key] }, args: { now, specs, stacks: [{ consume, limits: [1] }] } }))
+        .stacks;
+      if (stack!.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack!.error);
+      return stack!.limits[0]!;
+    };
     return {
       key,
-      /** decide.lua for one limit: [allowed, remaining, retryAfterMs, grant id]. */
+      /** decide.lua for one limit: allowed, remaining, retryAfterMs, grant id. */
       async charge(now: number, permits: number) {
-        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args(permits), 1, '1', 1, 1])) as (number | string)[];
-        return { allowed: reply[1] === 1, remaining: reply[2] as number, retryAfterMs: reply[3] as number, grant: reply[5] as string };
+        const { verdict, remaining, retryAfterMs, grant } = await decide(now, permits, '1');
+        return { allowed: verdict === RateLimitReply.GRANTED, remaining, retryAfterMs, grant };
       },
       async refund(now: number, permits: number, grant: string) {
         return ((await connection.scripts.run('rateLimitRefund', [key], [String(now), ...args(permits), grant])) as number[])[0];
       },
       async remaining(now: number) {
-        const reply = (await connection.scripts.run('rateLimitDecide', [key], [String(now), 1, ...args(1), 1, '0', 1, 1])) as number[];
-        return reply[2];
+        return (await decide(now, 1, '0')).remaining;
       },
     };
   }

@@ -1,12 +1,30 @@
 import { RedisScriptError } from '../../lib/errors.js';
 import { RateLimitReply } from '../../lib/redis/replies.js';
-import { RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS, SCRIPT_BINDINGS } from '../../lib/redis/script-bindings.generated.js';
+import { SCRIPT_BINDINGS } from '../../lib/redis/script-bindings.generated.js';
 
 // The generated bindings put named calls into the positional argv the scripts read and read their
 // positional replies back (the scripts' own suites run them on Redis). These pin the layouts the
 // headers describe where they are least plain: groups, counts, values left out, variants.
 
 const queue = { scheduled: 's', inFlight: 'f', dead: 'd', data: 'm' };
+
+/** A packed reply as struct.pack writes one (script-headers.mjs): codes as int8, other numbers
+ * as big-endian doubles, strings after their uint16 length. */
+const code = (value: number) => Buffer.from([value & 0xff]);
+const double = (value: number) => {
+  const b = Buffer.alloc(8);
+  b.writeDoubleBE(value);
+  return b;
+};
+const text = (value: string) => {
+  const bytes = Buffer.from(value, 'utf8');
+  const length = Buffer.alloc(2);
+  length.writeUInt16BE(bytes.length);
+  return Buffer.concat([length, bytes]);
+};
+/** decide.lua's packed values for one limit. */
+const limitReply = (verdict: number, remaining: number, retryAfterMs: number, resetMs: number, grant: string) =>
+  Buffer.concat([code(verdict), double(remaining), double(retryAfterMs), double(resetMs), text(grant)]);
 
 describe('generated script bindings', () => {
   it("decide.lua: the key count first, then the specs after their number, each run of stacks after its length and each stack's limits after theirs; a failed stack is its own variant", () => {
@@ -23,16 +41,20 @@ describe('generated script bindings', () => {
       },
     } as const;
     expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, 1, '1', 2, 1, 2, 1, '0', 1, 1]);
-    const granted = [RateLimitReply.GRANTED, 9, 0, 1000, 'g1'];
-    const reply = [RateLimitReply.STACK_FAILED, 'WRONGTYPE', RateLimitReply.GRANTED, ...granted];
-    expect(granted).toHaveLength(RATE_LIMIT_DECIDE_REPLY_LIMIT_FIELDS);
+    const reply = Buffer.concat([
+      ...[code(RateLimitReply.STACK_FAILED), text('WRONGTYPE é')],
+      ...[code(RateLimitReply.GRANTED), limitReply(RateLimitReply.GRANTED, 9, 0, 1000, 'g1')],
+    ]);
     expect(decide.decode(reply, call)).toEqual({
       stacks: [
-        { verdict: RateLimitReply.STACK_FAILED, error: 'WRONGTYPE' },
+        { verdict: RateLimitReply.STACK_FAILED, error: 'WRONGTYPE é' },
         { verdict: RateLimitReply.GRANTED, limits: [{ verdict: RateLimitReply.GRANTED, remaining: 9, retryAfterMs: 0, resetMs: 1000, grant: 'g1' }] },
       ],
     });
-    expect(() => decide.decode([7], { ...call, args: { ...call.args, stacks: [call.args.stacks[1]] } })).toThrow(RedisScriptError);
+    const lone = { ...call, args: { ...call.args, stacks: [call.args.stacks[1]] } };
+    expect(() => decide.decode(code(7), lone)).toThrow(RedisScriptError);
+    // a reply that is not the packed string its header says
+    expect(() => decide.decode([1, 1, 9, 0, 1000, 'g1'], lone)).toThrow(RedisScriptError);
   });
 
   it('decide.lua: stacks alike one after another go as one run, and the reply is still read per stack', () => {
@@ -66,9 +88,9 @@ describe('generated script bindings', () => {
       ...[1, '1', 1, 2],
       ...[1, '1', 1, 1],
     ]);
-    const limitReply = (remaining: number) => [RateLimitReply.GRANTED, remaining, 0, 100, `g${remaining}`];
-    const granted = (...remaining: number[]) => [RateLimitReply.GRANTED, ...remaining.flatMap(limitReply)];
-    const reply = [...granted(4), ...granted(3), ...granted(2), ...granted(2), ...granted(1, 1), ...granted(0, 0), ...granted(9), ...granted(8)];
+    const granted = (...remaining: number[]) =>
+      Buffer.concat([code(RateLimitReply.GRANTED), ...remaining.map((left) => limitReply(RateLimitReply.GRANTED, left, 0, 100, `g${left}`))]);
+    const reply = Buffer.concat([granted(4), granted(3), granted(2), granted(2), granted(1, 1), granted(0, 0), granted(9), granted(8)]);
     const stacks = decide.decode(reply, call).stacks;
     expect(stacks.map((stack) => ('limits' in stack ? stack.limits.map((l) => l.remaining) : stack.error))).toEqual([
       [4],

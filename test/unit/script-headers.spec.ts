@@ -108,8 +108,37 @@ function appendRuns(body: string): Set<number> {
 }
 
 /** Where a header's reply and the script's reply tables disagree. */
+/** A packed reply's rows as struct.pack formats (codes 'b', numbers 'd', strings 'Hc0'): the
+ * values a row holds before any group in it, and each group's rows. */
+function packedRows(items: HeaderItem[]): string[] {
+  const rows: string[] = [];
+  let lead = '';
+  for (const item of items) {
+    if (isGroup(item)) {
+      if (item.items) rows.push(...packedRows(item.items));
+      for (const variant of item.variants ?? []) rows.push(...packedRows(variant.items));
+    } else lead += item.type.every((t) => 'code' in t) ? 'b' : item.type.some((t) => 'atom' in t && (t.atom === 'string' || t.atom === 'json')) ? 'Hc0' : 'd';
+  }
+  return lead === '' ? rows : [lead, ...rows];
+}
+
+/** Where a packed reply's rows and the script's struct.pack formats disagree: each format packs
+ * whole rows, one after another, and each row is packed somewhere. */
+function packedMismatches(file: string, items: HeaderItem[], body: string): string[] {
+  const rows = [...new Set(packedRows(items))];
+  const formats = [...body.matchAll(/struct\.pack\('>([^']*)'/g)].map((m) => m[1]!);
+  const packs = (format: string): boolean => format === '' || rows.some((row) => format.startsWith(row) && packs(format.slice(row.length)));
+  const problems = formats
+    .filter((format) => !packs(format))
+    .map((format) => `${file}: struct.pack('>${format}') packs no run of the header's rows (${rows.join(', ')})`);
+  for (const row of rows) if (!formats.some((format) => format.includes(row))) problems.push(`${file}: the header's row ${row} is packed nowhere`);
+  if (formats.length === 0) problems.push(`${file}: the header says packed, the script packs nothing`);
+  return problems;
+}
+
 function replyMismatches(file: string, reply: (typeof scripts)[number]['header']['reply'], body: string): string[] {
   const returned = tableWidths(body, /\breturn \{([^\n]*)\}/g);
+  if ('packed' in reply && reply.packed) return packedMismatches(file, reply.items, body);
   if ('value' in reply) return returned.length > 0 ? [`${file}: header declares one value, the script returns a table of ${returned.join(', ')}`] : [];
   const problems = [];
   const fixed = head(reply).length;
