@@ -2,8 +2,9 @@
 -- the Unix epoch. State: hash { w = window index, c = permits counted in it, e = life id (see
 -- life.lua), b = blocked until (ms), g = permits given back in this life, r<n> = permits already
 -- given back of grant n (the refund ledger: one field per refunded grant, gone with the window) }.
--- A grant's number n is c + g right after it: charges raise it, refunds move permits from c to g,
--- so no two grants of a life share one (and a decision writes only c). The key expires when the
+-- A grant's number n is c + g just before it: charges raise it, refunds move permits from c to g,
+-- so no two grants of a life share one (and a decision writes only c). Before, not after: with
+-- nothing given back it is c as read, text already, so a grant formats no number. The key expires when the
 -- window ends (or the block, if later), so the counter and its expiry are set in the same atomic
 -- step; a later window starts a new life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
@@ -16,6 +17,12 @@
 -- fixed_window.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
 -- (see decide.lua; plain values rather than a table per decision: this runs per request)
 local fixed_window = {}
+
+-- a grant's number n (see above) from the stored c and g: c as it is when nothing was given back
+local function grant_number(c, given)
+  if not given then return c end
+  return int(tonumber(c) + tonumber(given))
+end
 
 function fixed_window.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
@@ -35,7 +42,7 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local used = state[1] and tonumber(state[2]) or 0
   if state[1] and state[3] then
     local c = redis.call('HINCRBY', key, 'c', permits)
-    return limit - c, endsIn, state[3] .. ':' .. int(c + (tonumber(state[5]) or 0)) .. ':' .. int_of(permits)
+    return limit - c, endsIn, state[3] .. ':' .. grant_number(state[2], state[5]) .. ':' .. int_of(permits)
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
@@ -48,7 +55,7 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
     ttl = math.max(ttl, blocked - now)
   end
   redis.call('PEXPIRE', key, int_of(ttl))
-  return limit - used - permits, endsIn, life .. ':' .. int_of(used + permits) .. ':' .. int_of(permits)
+  return limit - used - permits, endsIn, life .. ':' .. int_of(used) .. ':' .. int_of(permits)
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)

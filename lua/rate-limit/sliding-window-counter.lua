@@ -65,8 +65,8 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, state
   local current, previous = swc_counts(state, window)
   local c, grant = current + permits, nil
   if tonumber(state[1]) == window and state[3] then
+    grant = state[3] .. ':' .. grant_number(state[2] or '0', state[5]) .. ':' .. int_of(permits)
     c = redis.call('HINCRBY', key, 'c', permits)
-    grant = state[3] .. ':' .. int(c + (tonumber(state[5]) or 0)) .. ':' .. int_of(permits)
   else
     -- a new life: this window's first grant, or the first since a reset; the previous window's
     -- count is carried over, and a block in force stays
@@ -79,7 +79,7 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, state
       ttl = math.max(ttl, blocked - now)
     end
     redis.call('PEXPIRE', key, int_of(ttl))
-    grant = life .. ':' .. int_of(c) .. ':' .. int_of(permits)
+    grant = life .. ':' .. int_of(current) .. ':' .. int_of(permits)
   end
   local fits, reset = swc_room(limit, windowMs, elapsed, c, previous)
   return fits, reset, grant
