@@ -127,8 +127,9 @@ export class LuaEngine {
     });
   }
 
-  /** Lua 5.1's struct library, for the formats of strings (c: packed only), big- and little-endian integers (I, i, H, B with a
-   * size) and doubles (d): on doubles, as everything here, so an I4 may hold 2^32 - 1. */
+  /** Lua 5.1's struct library, for the formats of big- and little-endian integers (I, i, H, B with a
+   * size), doubles (d) and, packed only, strings (c): on doubles, as everything here, so an I4 may
+   * hold 2^32 - 1. */
   private installStruct(): void {
     const { lua } = this.f;
     this.library('struct', {
@@ -386,7 +387,8 @@ end
 `;
 
 /** A struct format's fields: '>' / '<' set the byte order (big by default here, as our formats say
- * it), I / i / H / h / B / b an unsigned or signed integer (with an optional size), d a double. */
+ * it), I / i / H / h / B / b an unsigned or signed integer (with an optional size), d a double, c a
+ * string (c0: all of it; cN: its first N bytes). */
 function structFormat(format: string): { kind: 'u' | 's' | 'd' | 'c'; size: number; little: boolean }[] {
   const fields: { kind: 'u' | 's' | 'd' | 'c'; size: number; little: boolean }[] = [];
   let little = false;
