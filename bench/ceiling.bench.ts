@@ -30,7 +30,7 @@ export async function ceiling(opts: { host: string; port: number; requests: numb
       for (const pipeline of perSecond.keys()) {
         await admin.flushall();
         const args = ['-h', opts.host, '-p', String(opts.port), '-c', '50', '-P', String(pipeline), '-n', String(opts.requests), '-r', '10000', '--csv'];
-        const command = ['EVALSHA', sha, '1', 'rl:fw:{user-__rand_int__}', '', '1', 'fw', '1000', '60000', '1', '1', '1', '1'];
+        const command = ['EVALSHA', sha, '1', 'rl:fw:{user-__rand_int__}', '', '1', 'fw', '1000', '60000', '1', '1', '1', '1', '1'];
         const { stdout } = await run('redis-benchmark', [...args, ...command]);
         // --csv: a header line, then "test","rps",...
         const rps = Number(stdout.trim().split('\n').at(-1)!.split(',')[1]!.replaceAll('"', ''));

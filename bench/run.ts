@@ -243,7 +243,7 @@ async function main(): Promise<void> {
   if (ceilingRows.length) {
     md.push('## 1. Ceiling: redis-benchmark', '');
     md.push(
-      `\`redis-benchmark -c 50 -P <P> -n ${CEILING_REQUESTS} -r 10000 EVALSHA <decide.lua> 1 rl:fw:{user-__rand_int__} '' 1 fw 1000 60000 1 1 1 1\`: ` +
+      `\`redis-benchmark -c 50 -P <P> -n ${CEILING_REQUESTS} -r 10000 EVALSHA <decide.lua> 1 rl:fw:{user-__rand_int__} '' 1 fw 1000 60000 1 1 1 1 1\`: ` +
         'our fixed-window decision, one per call, from C. The most single decisions Redis itself can take here.',
       '',
       '| pipeline | calls/s |',
