@@ -4,9 +4,9 @@
 -- given back of grant n (the refund ledger: one field per refunded grant, gone with the window) }.
 -- A grant's number n is c + g just before it: charges raise it, refunds move permits from c to g,
 -- so no two grants of a life share one (and a decision writes only c). Before, not after: with
--- nothing given back it is c as read, text already, so a grant formats no number. The key expires when the
--- window ends (or the block, if later), so the counter and its expiry are set in the same atomic
--- step; a later window starts a new life.
+-- nothing given back it is c as read, text already, so a grant formats no number. The key
+-- expires when the window ends (or the block, if later), so the counter and its expiry are set in
+-- the same atomic step; a later window starts a new life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (state: the stored fields, `w` false unless the window is current; while blocked, refused
 --   with remaining 0 and retry the longer of the block and the counter's own wait)
