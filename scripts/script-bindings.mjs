@@ -152,7 +152,6 @@ function renderScript({ file, header, numberOfKeys }, summary) {
       const alike = group.items
         .map((item) => ('group' in item ? `sameValues(${next}.${item.group}, ${row}.${item.group})` : `${next}.${item.name} === ${row}.${item.name}`))
         .join(' && ');
-      usesSameValues ||= group.items.some((item) => 'group' in item);
       lines.push(
         `${indent}for (let i = 0; i < ${list}.length; ) {`,
         `${indent}  const ${row} = ${list}[i]!;`,
@@ -444,13 +443,11 @@ function summaryOf(source) {
   return lines.join(' ');
 }
 
-/** Whether a binding compares lists (a group sent in runs whose rows hold one). */
-let usesSameValues = false;
+/** Whether a script's ARGV has a group sent in runs whose rows hold a list (compared by sameValues). */
+const comparesLists = ({ header }) => (header.args?.items ?? []).some((group) => group.runs && group.items.some((item) => 'group' in item));
 
 /** The generated module's lines after its banner. */
 export function renderBindings(scripts) {
-  usesSameValues = false;
-  const sections = scripts.flatMap((script) => renderScript(script, summaryOf(script.source)));
   return [
     "import { RedisScriptError } from '../errors.js';",
     "import type { Reply } from './scripts.js';",
@@ -483,7 +480,7 @@ export function renderBindings(scripts) {
           '',
         ]
       : []),
-    ...(usesSameValues
+    ...(scripts.some(comparesLists)
       ? [
           '/** Whether two lists hold the same values in the same order (rows sent in runs). */',
           'function sameValues(a: readonly (string | number)[], b: readonly (string | number)[]): boolean {',
@@ -494,7 +491,7 @@ export function renderBindings(scripts) {
           '',
         ]
       : []),
-    ...sections,
+    ...scripts.flatMap((script) => renderScript(script, summaryOf(script.source))),
     "/** Every script's call and reply, by its path below lua/. */",
     'export interface ScriptSignatures {',
     ...scripts.map(({ file }) => `  ${q(file)}: { call: ${pascal(file)}Call; reply: ${pascal(file)}Reply };`),

@@ -251,7 +251,7 @@ export function parseHeader(source, file, codes) {
     const prose = [entry.text.trim().slice('packed'.length).trim(), ...proseOf(entry).map((l) => l.replace(/^--\s*/, ''))];
     reply = { items: items(bullets, 'reply'), doc: prose.join(' ').trim(), packed: true };
     checkTail(reply.items, 'Returns');
-    checkPacked(reply.items);
+    checkPacked(reply.items, (message) => fail(message, entry.line));
   } else if (declared) {
     const item = declare(entry.text, entry.line, 'reply', bullets, proseOf(entry));
     reply = 'group' in item ? { items: [item] } : { value: item };
@@ -265,11 +265,11 @@ export function parseHeader(source, file, codes) {
 }
 
 /** A packed reply's values: codes (int8), numbers (doubles) and strings (uint16 length, bytes). */
-function checkPacked(items) {
+function checkPacked(items, fail) {
   for (const item of items) {
-    if ('variants' in item) item.variants.forEach((variant) => checkPacked(variant.items));
-    else if ('items' in item) checkPacked(item.items);
-    else if (item.type.some((t) => t.atom === 'nil')) throw new Error(`a packed reply has no nil (${item.name ?? item.group})`);
+    if ('variants' in item) item.variants.forEach((variant) => checkPacked(variant.items, fail));
+    else if ('items' in item) checkPacked(item.items, fail);
+    else if (item.type.some((t) => t.atom === 'nil')) fail(`a packed reply has no nil (${item.name ?? item.group})`);
   }
 }
 

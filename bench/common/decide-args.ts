@@ -1,3 +1,6 @@
+import { RateLimitReply } from '../../lib/redis/replies.js';
+import { SCRIPT_BINDINGS } from '../../lib/redis/script-bindings.generated.js';
+
 /**
  * decide.lua's ARGV layouts over time, for the benches that run an older script beside this
  * commit's: `runs` (this commit: each distinct limit once as a spec, then runs of stacks alike,
@@ -30,13 +33,15 @@ export function oneLimitArgs(
 
 /**
  * A one-limit stack's verdict and grant id from decide.lua's reply, asked for with
- * `evalshaBuffer`: this commit's packed string (a Buffer: stack verdict, limit verdict,
- * remaining, retryAfterMs, resetMs, grant; see its header) or an earlier commit's array.
+ * `callBuffer('EVALSHA', …)`: this commit's packed string (a Buffer, read by its generated
+ * binding) or an earlier commit's array (verdict first, grant id sixth).
  */
 export function oneLimitReply(reply: unknown): { granted: boolean; grant: string } {
   if (Buffer.isBuffer(reply)) {
-    const length = reply.readUInt16BE(26);
-    return { granted: reply.readInt8(0) === 1, grant: reply.toString('utf8', 28, 28 + length) };
+    const call = { keys: { states: [] }, args: { specs: [], stacks: [{ consume: '1', limits: [1] }] } } as const;
+    const [stack] = SCRIPT_BINDINGS['rate-limit/decide.lua'].decode(reply, call).stacks;
+    if (stack!.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack!.error);
+    return { granted: stack!.verdict === RateLimitReply.GRANTED, grant: stack!.limits[0]!.grant };
   }
   const values = reply as unknown[];
   const grant = values[5];
