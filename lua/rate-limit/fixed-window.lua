@@ -1,75 +1,99 @@
 -- Include: fixed-window limiter, one counter per window aligned to multiples of windowMs since
--- the Unix epoch. State: hash { w = window index, c = permits counted in it, e = life id (see
--- life.lua), b = blocked until (ms), g = permits given back in this life, r<n> = permits already
--- given back of grant n (the refund ledger: one field per refunded grant, gone with the window) }.
--- A grant's number n is c + g just before it: charges raise it, refunds move permits from c to g,
--- so no two grants of a life share one (and a decision writes only c). Before, not after: with
--- nothing given back it is c as read, text already, so a grant formats no number. The key
--- expires when the window ends (or the block, if later), so the counter and its expiry are set in
--- the same atomic step; a later window starts a new life.
+-- the Unix epoch. State: hash { <w> = permits counted in window w (the field is named by the
+-- window's index, so a count of an earlier window is never read as this one's), e = life id (see
+-- life.lua), then '+<g>' once g permits were given back in this life, then '!' once a block may
+-- be in force (field b = blocked until, ms), r<n> = permits already given back of grant n (the
+-- refund ledger: one field per refunded grant, gone with the window) }. A decision reads two
+-- fields, its window's and e, and a third (b) only after a '!': as one HMGET of every field, the
+-- read cost more than the grant's own write.
+-- A grant's number n is c + g just before it: charges raise c, refunds move permits from c to g,
+-- so no two grants of a life share one (and a decision writes only c). Its id carries e's life
+-- and g, and c as read, so a grant formats no number. The key expires when the window ends (or
+-- the block, if later), so the counter and its expiry are set in the same atomic step; a later
+-- window starts a new life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
---   (state: the stored fields, `w` false unless the window is current; while blocked, refused
---   with remaining 0 and retry the longer of the block and the counter's own wait)
+--   (state: [1] the window's count as stored (nil: none), [2] e, [3] the block (ms) when e says
+--   one may be in force; while blocked, refused with remaining 0 and retry the longer of the block
+--   and the counter's own wait)
 -- fixed_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>:<n>:<permits>'); charges even past the limit (penalize)
+--   ('<life>[+<g>]:<c>:<permits>'); charges even past the limit (penalize)
 -- fixed_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back: only while
 --   the grant's window and life are the stored ones, never more than the grant has left
 -- fixed_window.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
 -- (see decide.lua; plain values rather than a table per decision: this runs per request)
 local fixed_window = {}
 
--- a grant's number n (see above) from the stored c and g: c as it is when nothing was given back
-local function grant_number(c, given)
-  if not given then return c end
-  return int(tonumber(c) + tonumber(given))
+-- the block e announces ('!' last), read from field b; nil when none may be in force
+local function fw_block(key, e)
+  if e and string.byte(e, -1) == 33 then return tonumber(redis.call('HGET', key, 'b')) end
+end
+
+-- e's life and given-back part ('<life>[+<g>]'), without the block mark
+local function fw_life(e)
+  if string.byte(e, -1) == 33 then return string.sub(e, 1, -2) end
+  return e
+end
+
+-- e marked for a block (see fw_block), creating it when the key has no life
+local function fw_mark(key)
+  local e = redis.call('HGET', key, 'e')
+  if not e or string.byte(e, -1) ~= 33 then redis.call('HSET', key, 'e', (e or '') .. '!') end
 end
 
 function fixed_window.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'b', 'g')
-  local used = 0
-  if tonumber(state[1]) == window then used = tonumber(state[2]) else state[1] = false end
+  local state = redis.call('HMGET', key, int_of(window), 'e')
+  local used = tonumber(state[1]) or 0
   local allowed = used + permits <= limit
   local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
-  if state[4] then allowed, remaining, retry, reset = with_block(tonumber(state[4]), now, allowed, remaining, retry, reset) end
+  local blocked = fw_block(key, state[2])
+  state[3] = blocked
+  if blocked then allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset) end
   return allowed, remaining, retry, reset, state
 end
 
 function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  local used = state[1] and tonumber(state[2]) or 0
-  if state[1] and state[3] then
-    local c = redis.call('HINCRBY', key, 'c', permits)
-    return limit - c, endsIn, state[3] .. ':' .. grant_number(state[2], state[5]) .. ':' .. int_of(permits)
+  local count, e = state[1], state[2]
+  if count and e then
+    local c = redis.call('HINCRBY', key, int_of(window), permits)
+    return limit - c, endsIn, (state[3] and fw_life(e) or e) .. ':' .. count .. ':' .. int_of(permits)
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
-  local life, blocked = life_id(), tonumber(state[4])
-  if state[2] or state[4] then redis.call('DEL', key) end
-  redis.call('HSET', key, 'w', int_of(window), 'c', int_of(used + permits), 'e', life)
+  local used, life, blocked = tonumber(count) or 0, life_id(), state[3]
+  if e or count then redis.call('DEL', key) end
   local ttl = endsIn
   if blocked and blocked > now then
-    redis.call('HSET', key, 'b', int(blocked))
+    redis.call('HSET', key, int_of(window), int_of(used + permits), 'e', life .. '!', 'b', int(blocked))
     ttl = math.max(ttl, blocked - now)
+  else
+    redis.call('HSET', key, int_of(window), int_of(used + permits), 'e', life)
   end
   redis.call('PEXPIRE', key, int_of(ttl))
   return limit - used - permits, endsIn, life .. ':' .. int_of(used) .. ':' .. int_of(permits)
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)
-  local life, n, held = string.match(grant, '^(%d+):(%d+):(%d+)$')
+  local life, given, c, held = string.match(grant, '^(%d+)%+?(%d*):(%d+):(%d+)$')
   if not life then return 0 end
-  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'r' .. n, 'g')
-  if state[3] ~= life or tonumber(state[1]) ~= math.floor(now / windowMs) then return 0 end
-  local given = tonumber(state[4]) or 0
-  local back = math.min(permits, tonumber(held) - given, tonumber(state[2]))
+  local n = int(tonumber(c) + (tonumber(given) or 0))
+  local window = int(math.floor(now / windowMs))
+  local state = redis.call('HMGET', key, window, 'e', 'r' .. n)
+  if not state[1] or not state[2] then return 0 end
+  local stored, g, mark = string.match(state[2], '^(%d+)%+?(%d*)(!?)$')
+  if stored ~= life then return 0 end
+  local taken = tonumber(state[3]) or 0
+  local back = math.min(permits, tonumber(held) - taken, tonumber(state[1]))
   if back <= 0 then return 0 end
-  redis.call('HSET', key, 'c', int(tonumber(state[2]) - back), 'r' .. n, int(given + back), 'g', int((tonumber(state[5]) or 0) + back))
+  local e = life .. '+' .. int((tonumber(g) or 0) + back) .. mark
+  redis.call('HSET', key, window, int(tonumber(state[1]) - back), 'r' .. n, int(taken + back), 'e', e)
   return back
 end
 
 function fixed_window.block(key, limit, windowMs, now, untilMs)
   hash_block(key, now, untilMs)
+  fw_mark(key)
 end

@@ -13,7 +13,8 @@
 --   sets `blocked_refusal` while a block is in force (decide.lua says so in its reply: such a
 --   refusal is the lockout's, and must never start or lengthen one)
 -- hash_block(key, now, untilMs) -> a hash counter (fixed windows, token bucket) refuses until
---   untilMs: field `b`, read by each check with the counter's own fields. A longer block stays.
+--   untilMs: field `b` (the token bucket's check reads it with its own fields; a fixed window's
+--   once its life field says a block may be in force). A longer block stays.
 local lives, call_id = 0, nil
 
 local function life_id()

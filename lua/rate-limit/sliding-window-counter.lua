@@ -4,28 +4,22 @@
 -- window holds more than `limit`, so no span of windowMs more than 2 × limit - 1 (a burst at the
 -- end of one window, then what the weight lets through just before the next ends); it may also
 -- refuse what the exact window would grant, when the previous window's grants came early in it.
--- State: the fixed window's hash (see fixed-window.lua: w, c, e, b, g, r<n>) plus
--- p = permits counted in window w - 1. The weighted count is kept in permit·ms, exact in a double
--- while limit × windowMs stays under 2^53 (checked at the edge, as for buckets).
--- A window's first grant starts a new life with p carried over, so grant ids and the refund
+-- State: the fixed window's hash (see fixed-window.lua: a field per window named by its index,
+-- e, b, r<n>), with the count of window w - 1 in its own field as well. The weighted count is kept
+-- in permit·ms, exact in a double while limit × windowMs stays under 2^53 (checked at the edge, as
+-- for buckets). A decision reads three fields: the two windows' and e.
+-- A window's first grant starts a new life (the previous window's count kept), so grant ids and the refund
 -- ledger are the fixed window's: a grant is given back only within its own window. The key
 -- expires when its newest window stops weighing, windowMs after that window ends (or when the
 -- block does, if later).
 -- sliding_window_counter.check(key, limit, windowMs, permits, now) -> allowed, remaining (< 0 past
---   the limit), retry, reset, state (the stored fields; while blocked, refused with remaining 0
---   and retry the longer of the block and the counter's own wait)
+--   the limit), retry, reset, state ([1] this window's count as stored, [2] the previous one's,
+--   [3] e, [4] the block as in fixed_window.check; while blocked, refused with remaining 0 and
+--   retry the longer of the block and the counter's own wait)
 -- sliding_window_counter.commit(key, limit, windowMs, permits, now, state) -> remaining, reset,
---   grant id ('<life>:<n>:<permits>'); charges even past the limit (penalize)
+--   grant id (as fixed_window.commit's); charges even past the limit (penalize)
 -- refund and block: fixed_window's (the same fields mean the same things)
 local sliding_window_counter = {}
-
--- the permits of the current and the previous window, from the stored fields, for `window`
-local function swc_counts(state, window)
-  local stored = tonumber(state[1])
-  if stored == window then return tonumber(state[2]) or 0, tonumber(state[6]) or 0 end
-  if stored == window - 1 then return 0, tonumber(state[2]) or 0 end
-  return 0, 0
-end
 
 -- the permits that fit now (< 0 past the limit), `elapsed` ms into the current window, and the
 -- ms until the key is back to its full limit (the newest window stops weighing)
@@ -50,36 +44,41 @@ end
 function sliding_window_counter.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
   local elapsed = now - window * windowMs
-  local state = redis.call('HMGET', key, 'w', 'c', 'e', 'b', 'g', 'p')
-  local current, previous = swc_counts(state, window)
+  local state = redis.call('HMGET', key, int_of(window), int_of(window - 1), 'e')
+  local current, previous = tonumber(state[1]) or 0, tonumber(state[2]) or 0
   local fits, reset = swc_room(limit, windowMs, elapsed, current, previous)
   local allowed = permits <= fits
   local retry = allowed and 0 or swc_wait(limit, windowMs, permits, elapsed, current, previous)
-  if state[4] then allowed, fits, retry, reset = with_block(tonumber(state[4]), now, allowed, fits, retry, reset) end
+  local blocked = fw_block(key, state[3])
+  state[4] = blocked
+  if blocked then allowed, fits, retry, reset = with_block(blocked, now, allowed, fits, retry, reset) end
   return allowed, fits, retry, reset, state
 end
 
 function sliding_window_counter.commit(key, limit, windowMs, permits, now, state)
   local window = math.floor(now / windowMs)
   local elapsed = now - window * windowMs
-  local current, previous = swc_counts(state, window)
+  local count, e = state[1], state[3]
+  local current, previous = tonumber(count) or 0, tonumber(state[2]) or 0
   local c, grant = current + permits, nil
-  if tonumber(state[1]) == window and state[3] then
-    grant = state[3] .. ':' .. grant_number(state[2] or '0', state[5]) .. ':' .. int_of(permits)
-    c = redis.call('HINCRBY', key, 'c', permits)
+  if count and e then
+    grant = (state[4] and fw_life(e) or e) .. ':' .. count .. ':' .. int_of(permits)
+    c = redis.call('HINCRBY', key, int_of(window), permits)
   else
     -- a new life: this window's first grant, or the first since a reset; the previous window's
-    -- count is carried over, and a block in force stays
-    local life, blocked = life_id(), tonumber(state[4])
-    if state[2] or state[4] then redis.call('DEL', key) end
-    redis.call('HSET', key, 'w', int_of(window), 'c', int_of(c), 'p', int_of(previous), 'e', life)
+    -- count stays, and a block in force
+    local life, blocked = life_id(), state[4]
+    if e or count or state[2] then redis.call('DEL', key) end
     local ttl = 2 * windowMs - elapsed
-    if blocked and blocked > now then
-      redis.call('HSET', key, 'b', int(blocked))
-      ttl = math.max(ttl, blocked - now)
+    if blocked and blocked > now then life, ttl = life .. '!', math.max(ttl, blocked - now) end
+    if previous > 0 then
+      redis.call('HSET', key, int_of(window), int_of(c), 'e', life, int_of(window - 1), int_of(previous))
+    else
+      redis.call('HSET', key, int_of(window), int_of(c), 'e', life)
     end
+    if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
     redis.call('PEXPIRE', key, int_of(ttl))
-    grant = life .. ':' .. int_of(current) .. ':' .. int_of(permits)
+    grant = fw_life(life) .. ':' .. int_of(current) .. ':' .. int_of(permits)
   end
   local fits, reset = swc_room(limit, windowMs, elapsed, c, previous)
   return fits, reset, grant

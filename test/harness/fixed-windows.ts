@@ -13,3 +13,15 @@ export async function awayFromWindowEnd(windowMs: number, marginMs = Math.min(wi
   const left = windowMs - (Date.now() % windowMs);
   if (left < marginMs) await sleep(left + 10);
 }
+
+/**
+ * What a fixed window's counter holds, as stored: its window's field (named by the window's
+ * index, see fixed-window.lua), or undefined when it has none. Read on the test servers' clock.
+ */
+export async function storedCount(
+  redis: { hget(key: string, field: string): Promise<string | null> },
+  key: string,
+  windowMs: number,
+): Promise<string | undefined> {
+  return (await redis.hget(key, String(Math.floor(Date.now() / windowMs)))) ?? undefined;
+}

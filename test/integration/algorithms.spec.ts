@@ -77,6 +77,36 @@ describe('rate-limit algorithms at explicit times', () => {
       // (minus what a slow machine spends between the script and the PTTL)
       expect(ttl).toBeGreaterThan(10_000);
     });
+
+    it('stores a count under its window, and marks the life once a refund or a block is in it', async () => {
+      const key = nextKey();
+      const { redisKey } = await stored(policy, key);
+      const window = String(T0 / 100_000);
+      const first = await limiter.decide([{ key, policy }], { now: T0 });
+      await at(key, policy, T0 + 1000);
+      const life = (await ctx.app.raw.hget(redisKey, 'e'))!;
+      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ [window]: '2', e: expect.stringMatching(/^\d+$/) });
+      expect(await limiter.refundLimit({ key, policy }, first.decisions[0]!.grantId!, 1, { now: T0 + 2000 })).toBe(1);
+      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ [window]: '1', e: `${life}+1`, r0: '1' });
+      await limiter.blockLimit({ key, policy }, 5000, { now: T0 + 3000 });
+      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ [window]: '1', e: `${life}+1!`, r0: '1', b: String(T0 + 8000) });
+      expect(await at(key, policy, T0 + 4000)).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 4000, resetMs: 96_000 });
+      // the block over, the marked life goes on: the next grant is numbered after both before
+      const next = await limiter.decide([{ key, policy }], { now: T0 + 9000 });
+      expect(next.decisions[0]).toMatchObject({ allowed: true, remaining: 1 });
+      expect(await limiter.refundLimit({ key, policy }, next.decisions[0]!.grantId!, 1, { now: T0 + 9000 })).toBe(1);
+      expect(await ctx.app.raw.hgetall(redisKey)).toMatchObject({ [window]: '1', e: `${life}+2!`, r0: '1', r2: '1' });
+    });
+
+    it("keeps 0.2's counter apart: a process of each version side by side counts on its own", async () => {
+      const key = nextKey();
+      const { redisKey } = await stored(policy, key);
+      // 0.2's key: kind 'fw', fields w, c, e; full
+      const old = redisKey.replace(':fw3.', ':fw.');
+      await ctx.app.raw.hset(old, 'w', String(T0 / 100_000), 'c', '3', 'e', '1700000000000123');
+      expect(await at(key, policy, T0 + 1000)).toMatchObject({ allowed: true, remaining: 2 });
+      expect(await ctx.app.raw.hgetall(old)).toEqual({ w: String(T0 / 100_000), c: '3', e: '1700000000000123' });
+    });
   });
 
   describe('sliding-window', () => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueService, RedisLimitEvents, RetryLater, type DelayedMessage } from '../../lib/index.js';
+import { storedCount } from '../harness/fixed-windows.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { until } from '../harness/until.js';
 
@@ -141,7 +142,7 @@ describe('DelayQueue concurrencyPerKey', () => {
     );
     await sleep(300);
     expect(h.started.map((m) => m.id)).toEqual(['t-1']);
-    expect(await ctx.app.raw.hget(key('dqr.fw.600000', q, 't'), 'c')).toBe('1');
+    expect(await storedCount(ctx.app.raw, key('dqr.fw3.600000', q, 't'), 600_000)).toBe('1');
     h.finish();
     await until(
       () => h.started.length === 2,
@@ -157,7 +158,7 @@ describe('DelayQueue concurrencyPerKey', () => {
     await sleep(300);
     await consumer.stop();
     expect(h.started.map((m) => m.id)).toEqual(['t-1', 't-2']);
-    expect(await ctx.app.raw.hget(key('dqr.fw.600000', q, 't'), 'c')).toBe('2');
+    expect(await storedCount(ctx.app.raw, key('dqr.fw3.600000', q, 't'), 600_000)).toBe('2');
     // t-3 waits for the rate limit, holding no slot
     expect(await queues().size(q)).toEqual({ scheduled: 1, inFlight: 0, dead: 0 });
     expect(await ctx.app.raw.exists(key('dqc', q, 't'))).toBe(0);

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { DelayQueueService, ExpiringHashService, RateLimit, RateLimiterService, RedisLimitModule } from '../../lib/index.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
+import { storedCount } from '../harness/fixed-windows.js';
 import { uniquePrefix } from '../harness/limiter-app.js';
 import { TestSentinel } from '../harness/redis-sentinel.js';
 
@@ -164,13 +165,13 @@ describe('Sentinel: a planned failover (SENTINEL FAILOVER)', () => {
     try {
       const limiter = moduleRef.get(RateLimiterService);
       const policy = { limit: 1_000_000, windowMs: 600_000, algorithm: 'fixed-window' as const };
-      const key = `${keyPrefix}fw.600000:{planned}`; // kind: algorithm and windowMs
+      const key = `${keyPrefix}fw3.600000:{planned}`; // kind: algorithm and windowMs
       const count = async (port: number) => {
         const node = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
         node.on('error', () => undefined);
         try {
           await node.connect();
-          return Number(await node.hget(key, 'c'));
+          return Number((await storedCount(node, key, 600_000)) ?? 0);
         } finally {
           node.disconnect();
         }
