@@ -23,23 +23,6 @@
 -- (see decide.lua; plain values rather than a table per decision: this runs per request)
 local fixed_window = {}
 
--- the block e announces ('!' last), read from field b; nil when none may be in force
-local function fw_block(key, e)
-  if e and string.byte(e, -1) == 33 then return tonumber(redis.call('HGET', key, 'b')) end
-end
-
--- e's life and given-back part ('<life>[+<g>]'), without the block mark
-local function fw_life(e)
-  if string.byte(e, -1) == 33 then return string.sub(e, 1, -2) end
-  return e
-end
-
--- e marked for a block (see fw_block), creating it when the key has no life
-local function fw_mark(key)
-  local e = redis.call('HGET', key, 'e')
-  if not e or string.byte(e, -1) ~= 33 then redis.call('HSET', key, 'e', (e or '') .. '!') end
-end
-
 function fixed_window.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
@@ -47,7 +30,7 @@ function fixed_window.check(key, limit, windowMs, permits, now)
   local used = tonumber(state[1]) or 0
   local allowed = used + permits <= limit
   local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
-  local blocked = fw_block(key, state[2])
+  local blocked = block_of(key, state[2])
   state[3] = blocked
   if blocked then allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset) end
   return allowed, remaining, retry, reset, state
@@ -59,7 +42,7 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local count, e = state[1], state[2]
   if count and e then
     local c = redis.call('HINCRBY', key, int_of(window), permits)
-    return limit - c, endsIn, (state[3] and fw_life(e) or e) .. ':' .. count .. ':' .. int_of(permits)
+    return limit - c, endsIn, unmarked(e) .. ':' .. count .. ':' .. int_of(permits)
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
@@ -95,5 +78,4 @@ end
 
 function fixed_window.block(key, limit, windowMs, now, untilMs)
   hash_block(key, now, untilMs)
-  fw_mark(key)
 end

@@ -13,8 +13,16 @@
 --   sets `blocked_refusal` while a block is in force (decide.lua says so in its reply: such a
 --   refusal is the lockout's, and must never start or lengthen one)
 -- hash_block(key, now, untilMs) -> a hash counter (fixed windows, token bucket) refuses until
---   untilMs: field `b` (the token bucket's check reads it with its own fields; a fixed window's
---   once its life field says a block may be in force). A longer block stays.
+--   untilMs: field `b`, announced by a '!' at the end of the life field `e` (created as '!' when
+--   the key has no life), so a check reads `b` only after one. A longer block stays.
+-- block_of(key, e) -> the block (ms) a hash counter's life field `e` announces, else nil
+-- unmarked(e) -> `e` without the block's mark
+-- expire_in_slices(key, needed, now, windowMs, last) -> the key lives at least until `needed` (ms,
+--   the script's clock): its expiry is set to the end of the slice of windowMs / 64 that `needed`
+--   falls in, so a write whose need falls in a slice already set leaves it (a key written in a
+--   burst or a steady stream takes one PEXPIRE per slice, not per write), and a key outlives what
+--   it needed by less than windowMs / 64. `last` is what the key's last write needed, which that
+--   write set this way (nil: not known, or the clock stepped back since: the expiry is set).
 local lives, call_id = 0, nil
 
 local function life_id()
@@ -41,8 +49,28 @@ end
 
 local function hash_block(key, now, untilMs)
   local existed = redis.call('PTTL', key)
-  local old = tonumber(redis.call('HGET', key, 'b'))
+  local state = redis.call('HMGET', key, 'b', 'e')
+  local old, e = tonumber(state[1]), state[2]
   if old and old >= untilMs then return end
-  redis.call('HSET', key, 'b', int(untilMs))
+  if e and string.byte(e, -1) == 33 then
+    redis.call('HSET', key, 'b', int(untilMs))
+  else
+    redis.call('HSET', key, 'b', int(untilMs), 'e', (e or '') .. '!')
+  end
   keep_until(key, untilMs - now, existed)
+end
+
+local function block_of(key, e)
+  if e and string.byte(e, -1) == 33 then return tonumber(redis.call('HGET', key, 'b')) end
+end
+
+local function unmarked(e)
+  if string.byte(e, -1) == 33 then return string.sub(e, 1, -2) end
+  return e
+end
+
+local function expire_in_slices(key, needed, now, windowMs, last)
+  local slice = math.max(1, math.floor(windowMs / 64))
+  if last and needed <= math.ceil(last / slice) * slice then return end
+  redis.call('PEXPIRE', key, int(math.ceil(needed / slice) * slice - now))
 end

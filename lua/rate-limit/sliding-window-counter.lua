@@ -49,7 +49,7 @@ function sliding_window_counter.check(key, limit, windowMs, permits, now)
   local fits, reset = swc_room(limit, windowMs, elapsed, current, previous)
   local allowed = permits <= fits
   local retry = allowed and 0 or swc_wait(limit, windowMs, permits, elapsed, current, previous)
-  local blocked = fw_block(key, state[3])
+  local blocked = block_of(key, state[3])
   state[4] = blocked
   if blocked then allowed, fits, retry, reset = with_block(blocked, now, allowed, fits, retry, reset) end
   return allowed, fits, retry, reset, state
@@ -62,7 +62,7 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, state
   local current, previous = tonumber(count) or 0, tonumber(state[2]) or 0
   local c, grant = current + permits, nil
   if count and e then
-    grant = (state[4] and fw_life(e) or e) .. ':' .. count .. ':' .. int_of(permits)
+    grant = unmarked(e) .. ':' .. count .. ':' .. int_of(permits)
     c = redis.call('HINCRBY', key, int_of(window), permits)
   else
     -- a new life: this window's first grant, or the first since a reset; the previous window's
@@ -78,7 +78,7 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, state
     end
     if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
     redis.call('PEXPIRE', key, int_of(ttl))
-    grant = fw_life(life) .. ':' .. int_of(current) .. ':' .. int_of(permits)
+    grant = unmarked(life) .. ':' .. int_of(current) .. ':' .. int_of(permits)
   end
   local fits, reset = swc_room(limit, windowMs, elapsed, c, previous)
   return fits, reset, grant

@@ -24,8 +24,8 @@
 -- a slice of windowMs / 64 (or when the block ends, if later); seqs start again with a new life
 -- when it is gone.
 -- A grant makes two calls (read; ZADD), a third when it moves the key's expiry to a later slice
--- of windowMs / 64 (sw_expire), and three more when grants aged out (find the oldest
--- live one; remove those before it; ZREM the counter, written again with the grant).
+-- of windowMs / 64 (expire_in_slices in life.lua), and three more when grants aged out (find the
+-- oldest live one; remove those before it; ZREM the counter, written again with the grant).
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
@@ -196,25 +196,13 @@ local function sw_store(key, c, windowMs, now, ...)
   redis.call('ZADD', key, '+inf', c.member, ...)
 end
 
--- The key lives at least until `needed` (ms, the script's clock): its expiry is set to the end of
--- the slice of windowMs / 64 that `needed` falls in, so a grant whose need falls in a slice
--- already set leaves it (a key with grants in a burst or a steady stream takes one PEXPIRE per
--- slice, not per grant), and a key outlives its last grant's window by less than windowMs / 64.
--- `last` is what the key's newest grant needed, which its write set this way (nil: not known:
--- the expiry is set).
-local function sw_expire(key, needed, now, windowMs, last)
-  local slice = math.max(1, math.floor(windowMs / 64))
-  if last and needed <= math.ceil(last / slice) * slice then return end
-  redis.call('PEXPIRE', key, int(math.ceil(needed / slice) * slice - now))
-end
-
 function sliding_window.commit(key, limit, windowMs, permits, now, c)
   if not c.life then c.life, c.dirty = life_id(), true end
   -- a clock that stepped back must not put this grant before the newest: totals would no
   -- longer grow with rank
   local at = math.max(now, c.at)
   -- the key lives windowMs after this grant; the newest grant's write set what it needed (see
-  -- sw_expire), unless the clock stepped back since or another build wrote the key
+  -- expire_in_slices in life.lua), unless the clock stepped back since or another build wrote the key
   local needed, last = at + windowMs, c.at > 0 and c.at <= now and not c.foreign and c.at + windowMs or nil
   if c.blocked and c.blocked > now then needed, last = math.max(needed, c.blocked), nil end
   local before = c.total
@@ -229,7 +217,7 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
     sw_forget(key)
     redis.call('ZADD', key, int_of(at), member)
   end
-  sw_expire(key, needed, now, windowMs, last)
+  expire_in_slices(key, needed, now, windowMs, last)
   return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. grant
 end
 

@@ -2,12 +2,16 @@
 -- Exact integer arithmetic: the state is kept in units of 1 / windowMs token, so a full bucket is
 -- limit * windowMs units, each ms adds `limit` units and a permit costs windowMs units (callers
 -- keep limit * windowMs <= 2^53). State: hash { u = units, t = ms of last update, e = life id
--- (see life.lua), b = blocked until (ms), g = units given back by refunds in this life,
--- r<grant> = permits already given back of that grant (the refund ledger; see tb_sweep), s = the
--- ledger size that triggers its next sweep }. A grant is named by
--- its time, the units left after it and g then: two grants of one ms leave different units, or
--- a refund between them changed g. A life ends when the bucket is full again: the key expires then, which
--- is the same as having no key, and a refund of an earlier life's grant gives nothing.
+-- (see life.lua), then '+<g>' once g units were given back by refunds in this life, then '!' once
+-- a block may be in force (b = blocked until, ms), r<grant> = permits already given back of that
+-- grant (the refund ledger; see tb_sweep), s = the ledger size that triggers its next sweep }. A
+-- decision reads three fields (u, t, e). A grant is named by e's life and g, its time and the
+-- units left after it: two grants of one ms leave different units, or a refund between them
+-- changed g. A life ends when the bucket is full again, which is the same as having no key: the
+-- key expires then, rounded up to a slice of windowMs / 64 (expire_in_slices in life.lua: one
+-- PEXPIRE per slice, not per grant), and a grant on a bucket full again starts a new life (the
+-- key rewritten in place while no refund or block is in it; else first deleted). A refund of an
+-- earlier life's grant gives nothing.
 -- A refund gives back no more than the bucket without that grant would hold over this one: a
 -- bucket that came near full since the grant lost refill that the one without it lost too (it
 -- was capped at full). The grant id carries the units left after it, its time and the units
@@ -15,11 +19,12 @@
 -- refunds only raise it); tokens come back only up to full minus that bound (all of them when
 -- nothing was charged since; none once the bucket may have been full).
 -- token_bucket.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
---   (state: the stored fields, [1] replaced by the units now; while blocked, refused with
---   remaining 0 and retry the longer of the block and the bucket's own wait)
+--   (state: [1], [2], [3] u, t, e as stored, [4] the block (ms) e announces, [5] the units now;
+--   while blocked, refused with remaining 0 and retry the longer of the block and the bucket's own
+--   wait)
 -- token_bucket.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>:<permits>:<ms>:<units left>:<units given back before>'); charges even past empty
---   (penalize: units go below 0)
+--   ('<life>[+<g>]:<permits>:<ms>:<units left>'); charges even past empty (penalize: units go
+--   below 0)
 -- token_bucket.refund(key, limit, windowMs, permits, now, grant) -> permits given back: whole
 --   tokens return to the bucket, which never holds more than `limit`, while the grant's life lasts
 -- token_bucket.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
@@ -58,58 +63,73 @@ local function tb_sweep(key, limit, full, now)
   redis.call('HSET', key, 's', int(math.max(32, 2 * (live + 6))))
 end
 
+-- the ms until a bucket of `units` is full (its key's need: see expire_in_slices)
+local function tb_until_full(full, limit, units)
+  return math.ceil((full - units) / limit)
+end
+
 function token_bucket.check(key, limit, windowMs, permits, now)
   local full = limit * windowMs
-  local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'g')
+  local state = redis.call('HMGET', key, 'u', 't', 'e')
   local units = tb_units(full, limit, state[1], state[2], now)
-  state[1] = units
+  state[5] = units
   local cost = permits * windowMs
   local allowed = units >= cost
-  local remaining, retry, reset = math.floor(units / windowMs), 0, math.ceil((full - units) / limit)
+  local remaining, retry, reset = math.floor(units / windowMs), 0, tb_until_full(full, limit, units)
   if not allowed then retry = math.ceil((cost - units) / limit) end
-  if state[4] then allowed, remaining, retry, reset = with_block(tonumber(state[4]), now, allowed, remaining, retry, reset) end
+  local blocked = block_of(key, state[3])
+  state[4] = blocked
+  if blocked then allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset) end
   return allowed, remaining, retry, reset, state
 end
 
 function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local full = limit * windowMs
-  local units = state[1]
+  local units, e, blocked = state[5], state[3], state[4]
   local left = units - permits * windowMs
-  local untilFull = math.ceil((full - left) / limit)
-  local life, given = state[3], tonumber(state[5]) or 0
-  local blocked = tonumber(state[4])
+  local untilFull = tb_until_full(full, limit, left)
   local units_left = int(left)
-  if units < full and life then
+  local life
+  if units < full and e then
+    life = unmarked(e)
     redis.call('HSET', key, 'u', units_left, 't', int_of(now))
   else
-    -- a new life: the bucket was full. What the key still holds of the last one goes, except a
-    -- block in force.
-    life, given = life_id(), 0
-    if state[2] or state[4] then redis.call('DEL', key) end
-    redis.call('HSET', key, 'u', units_left, 't', int_of(now), 'e', life)
-    if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
+    -- a new life: the bucket was full. A key with refunds or a block in it is deleted first (a
+    -- block in force stays); else its three fields are rewritten in place.
+    life = life_id()
+    if e and (string.byte(e, -1) == 33 or string.find(e, '+', 1, true)) then
+      redis.call('DEL', key)
+    end
+    if blocked and blocked > now then
+      redis.call('HSET', key, 'u', units_left, 't', int_of(now), 'e', life .. '!', 'b', int(blocked))
+    else
+      redis.call('HSET', key, 'u', units_left, 't', int_of(now), 'e', life)
+    end
   end
   local ttl = untilFull
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
-  redis.call('PEXPIRE', key, int_of(ttl))
-  return math.floor(left / windowMs), untilFull, life .. ':' .. int_of(permits) .. ':' .. int_of(now) .. ':' .. units_left .. ':' .. int_of(given)
+  redis.call('PEXPIRE', key, int(ttl))
+  return math.floor(left / windowMs), untilFull, life .. ':' .. int_of(permits) .. ':' .. int_of(now) .. ':' .. units_left
 end
 
 function token_bucket.refund(key, limit, windowMs, permits, now, grant)
-  local life, held, n, at, after, before = string.match(grant, '^(%d+):(%d+):((%d+):(%-?%d+):(%d+))$')
+  local life, before, held, at, after = string.match(grant, '^(%d+)%+?(%d*):(%d+):(%d+):(%-?%d+)$')
   if not life then return 0 end
-  local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'r' .. n, 'g')
+  before = tonumber(before) or 0
+  local n = at .. ':' .. after .. ':' .. int(before)
+  local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'r' .. n)
   local full = limit * windowMs
   local units = tb_units(full, limit, state[1], state[2], now)
-  if state[3] ~= life or units >= full then return 0 end
-  local given, ledger = tonumber(state[6]) or 0, tonumber(state[5]) or 0
+  local stored, g, mark = string.match(state[3] or '', '^(%d*)%+?(%d*)(!?)$')
+  if stored ~= life or units >= full then return 0 end
+  local given, ledger = tonumber(g) or 0, tonumber(state[5]) or 0
   local want = math.min(permits, tonumber(held) - ledger)
   if want <= 0 then return 0 end
   -- the highest the bucket can have been since the grant (>= units now; equal when nothing was
   -- charged since). Up to full: all asked for when that is the bucket now (the bucket without
   -- the grant is full too: it is as if the grant was never made); else whole tokens only, as a
   -- fraction given back would let a later request through that the bucket without it refuses.
-  local peak = tonumber(after) + math.max(0, now - tonumber(at)) * limit + given - tonumber(before)
+  local peak = tonumber(after) + math.max(0, now - tonumber(at)) * limit + given - before
   if peak >= full then return 0 end
   local whole, back = want, want * windowMs
   if back > full - peak then
@@ -121,20 +141,20 @@ function token_bucket.refund(key, limit, windowMs, permits, now, grant)
     end
   end
   if whole <= 0 then return 0 end
-  local blocked = tonumber(state[4])
+  local blocked = mark == '!' and tonumber(state[4]) or nil
   if units + back >= full then
     -- full again: this life ends, and with it the ledger (a block in force stays)
     redis.call('DEL', key)
     if blocked and blocked > now then
-      redis.call('HSET', key, 'b', int(blocked))
+      redis.call('HSET', key, 'b', int(blocked), 'e', '!')
       redis.call('PEXPIRE', key, int(blocked - now))
     end
     return whole
   end
-  local ttl = math.ceil((full - units - back) / limit)
-  if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
-  redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(ledger + whole), 'g', int(given + back))
-  redis.call('PEXPIRE', key, int(ttl))
+  local needed = now + tb_until_full(full, limit, units + back)
+  if blocked and blocked > now then needed = math.max(needed, blocked) end
+  redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(ledger + whole), 'e', life .. '+' .. int(given + back) .. mark)
+  expire_in_slices(key, needed, now, windowMs, nil)
   if ledger == 0 then tb_sweep(key, limit, full, now) end
   return whole
 end

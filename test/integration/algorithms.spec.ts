@@ -259,6 +259,24 @@ describe('rate-limit algorithms at explicit times', () => {
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(50_000);
     });
+
+    it('stores units, time and life, and marks the life once a refund or a block is in it', async () => {
+      const key = nextKey();
+      const { redisKey } = await stored(policy, key);
+      await at(key, policy, T0);
+      const second = await limiter.decide([{ key, policy }], { now: T0 });
+      const life = (await ctx.app.raw.hget(redisKey, 'e'))!;
+      // units of 1 / windowMs token: 4 tokens are 400_000
+      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ u: '200000', t: String(T0), e: expect.stringMatching(/^\d+$/) });
+      expect(await limiter.refundLimit({ key, policy }, second.decisions[0]!.grantId!, 1, { now: T0 })).toBe(1);
+      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ u: '300000', t: String(T0), e: `${life}+100000`, [`r${T0}:200000:0`]: '1' });
+      await limiter.blockLimit({ key, policy }, 5000, { now: T0 });
+      expect(await ctx.app.raw.hgetall(redisKey)).toMatchObject({ u: '300000', e: `${life}+100000!`, b: String(T0 + 5000) });
+      expect(await at(key, policy, T0 + 1000)).toEqual({ allowed: false, limit: 4, remaining: 0, retryAfterMs: 4000, resetMs: 24_000 });
+      // the block over, the marked life goes on
+      expect(await at(key, policy, T0 + 6000)).toMatchObject({ allowed: true, remaining: 2 });
+      expect(await ctx.app.raw.hget(redisKey, 'e')).toBe(`${life}+100000!`);
+    });
   });
 
   describe('funnel', () => {
