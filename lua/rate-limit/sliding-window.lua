@@ -24,8 +24,9 @@
 -- a slice of windowMs / 64 (or when the block ends, if later); seqs start again with a new life
 -- when it is gone.
 -- A grant makes two calls (read; ZADD), a third when it moves the key's expiry to a later slice
--- of windowMs / 64 (expire_in_slices in life.lua), and three more when grants aged out (find the
--- oldest live one; remove those before it; ZREM the counter, written again with the grant).
+-- of windowMs / 64 (expire_in_slices in life.lua), one more when grants aged out (find the oldest
+-- live one), and, at most once a slice while grants age out steadily, two more (remove those
+-- before it; ZREM the counter, written again with the grant: see sw_rewrite).
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
@@ -83,8 +84,9 @@ end
 
 -- The counter, as a table: member (as stored, nil when new), life, base, oldest (nil: no live
 -- grant), seq, total (the newest grant's when it has the later seq), at (the newest grant's
--- time; 0: none), blocked (ms, nil: none), first (the oldest grant's rank; nil: 0), dirty (the
--- counter must be written with the next grant).
+-- time; 0: none), blocked (ms, nil: none), first (the oldest grant's rank; nil: 0), dirty (true:
+-- the counter must be written with the next grant; 'aged': only its oldest changed, see
+-- sw_rewrite), stale (the stored oldest, when grants aged out since).
 local SW_PACKED = 41
 
 local function sw_counter(key)
@@ -120,7 +122,7 @@ end
 
 -- `c` counts from the grant `first` (ZRANGE ... WITHSCORES: member, time; the counter: none)
 local function sw_oldest(c, first)
-  c.dirty = true
+  if not c.dirty then c.dirty = 'aged' end
   if first[1] and string.byte(first[1]) ~= 35 then
     local permits, total = sw_grant(first[1])
     c.base, c.oldest = total - permits, tonumber(first[2])
@@ -130,12 +132,26 @@ local function sw_oldest(c, first)
 end
 
 -- what the grants that aged out held: `c` then counts only live ones (their members stay, for
--- the next write to remove); true when there were any
+-- the next write to remove); true when there were any. `c.stale` keeps the stored oldest.
 local function sw_age(key, c, windowMs, now)
   local cutoff = now - windowMs
   if not c.oldest or c.oldest > cutoff then return false end
+  c.stale = c.oldest
   sw_oldest(c, redis.call('ZRANGE', key, '(' .. int(cutoff), '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES'))
   return true
+end
+
+-- Whether a grant must write the counter: when anything but ageing changed it; when grants aged
+-- out, only once its stored oldest is a slice of windowMs / 64 behind the oldest live grant. Until
+-- then the stored counter's oldest stays behind, and each decision finds the oldest live grant
+-- again (one read, where writing the counter costs three: remove what aged out, ZREM the counter,
+-- a bigger ZADD). A key granted steadily, whose every grant ages one out, writes its counter
+-- once a slice, not once a grant; one granted less often than a slice writes it as before; what
+-- aged out and stays is at most a slice's grants.
+local function sw_rewrite(c, windowMs)
+  if c.dirty == true then return true end
+  if c.dirty ~= 'aged' then return false end
+  return not c.oldest or c.oldest - c.stale >= math.max(1, math.floor(windowMs / 64))
 end
 
 function sliding_window.check(key, limit, windowMs, permits, now)
@@ -211,7 +227,7 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
   local seq = int(c.seq)
   local grant = string.char(96 + #seq) .. seq
   local member = grant .. ':' .. int_of(permits) .. ':' .. int(c.total)
-  if c.dirty then
+  if sw_rewrite(c, windowMs) then
     sw_store(key, c, windowMs, now, int_of(at), member)
   else
     sw_forget(key)

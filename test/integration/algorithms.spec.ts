@@ -223,7 +223,14 @@ describe('rate-limit algorithms at explicit times', () => {
       // 201 permits need the 201 oldest grants gone: the one at T0 + 200 leaves at T0 + 60_200
       expect(await at(key, many, T0 + 300, 201)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 59_900 });
       expect(await at(key, many, T0 + 60_199, 200)).toMatchObject({ allowed: true, remaining: 0 });
-      expect(await grants((await stored(many, key)).redisKey)).toHaveLength(51);
+      // what aged out is counted out at once, and stays until the stored counter's oldest grant
+      // is a slice (windowMs / 64) behind the oldest live one: the next grant after that removes it
+      expect(await grants((await stored(many, key)).redisKey)).toHaveLength(251);
+      // (the grants from T0 + 211 on are live: 39 of them and the 200)
+      expect(await at(key, many, T0 + 60_210)).toMatchObject({ allowed: true, remaining: 10 });
+      expect(await grants((await stored(many, key)).redisKey)).toHaveLength(252);
+      expect(await at(key, many, T0 + 61_200)).toMatchObject({ allowed: true, remaining: 48 });
+      expect(await grants((await stored(many, key)).redisKey)).toHaveLength(3);
     });
   });
 

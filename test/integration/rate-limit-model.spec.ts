@@ -283,8 +283,10 @@ describe('rate limits agree with reference models', () => {
             expectGrantMembers(members);
             const cutoff = now - limits[i]!.windowMs;
             const live = members.filter((_, k) => Number(flat[2 * k + 1]) > cutoff);
-            // a grant removes what aged out: one per live grant is left
-            if (allowed && !peek) expect(live).toEqual(members);
+            // a grant removes what aged out, but for at most a slice (windowMs / 64) of it: the
+            // counter is rewritten once its oldest is a slice behind (sw_rewrite)
+            const slice = Math.max(1, Math.floor(limits[i]!.windowMs / 64));
+            if (allowed && !peek) expect(members.filter((_, k) => Number(flat[2 * k + 1]) <= cutoff - slice)).toEqual([]);
             const permits = live.map((member) => Number(member.split(':')[1]));
             expect(permits.sort((a, b) => a - b)).toEqual(model.stored());
           }
