@@ -8,10 +8,10 @@
 -- e, b, r<n>), with the count of window w - 1 in its own field as well. The weighted count is kept
 -- in permit·ms, exact in a double while limit × windowMs stays under 2^53 (checked at the edge, as
 -- for buckets). A decision reads three fields: the two windows' and e.
--- A window's first grant starts a new life (the previous window's count kept), so grant ids and the refund
--- ledger are the fixed window's: a grant is given back only within its own window. The key
--- expires when its newest window stops weighing, windowMs after that window ends (or when the
--- block does, if later).
+-- A window's first grant starts a new life (the previous window's count kept), so grant ids and
+-- the refund ledger are the fixed window's: a grant is given back only within its own window.
+-- The key expires when its newest window stops weighing, windowMs after that window ends (or
+-- when the block does, if later).
 -- sliding_window_counter.check(key, limit, windowMs, permits, now) -> allowed, remaining (< 0 past
 --   the limit), retry, reset, state ([1] this window's count as stored, [2] the previous one's,
 --   [3] e, [4] the block as in fixed_window.check; while blocked, refused with remaining 0 and

@@ -218,7 +218,8 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
   -- longer grow with rank
   local at = math.max(now, c.at)
   -- the key lives windowMs after this grant; the newest grant's write set what it needed (see
-  -- expire_in_slices in life.lua), unless the clock stepped back since or another build wrote the key
+  -- expire_in_slices in life.lua), unless the clock stepped back since or another build wrote
+  -- the key
   local needed, last = at + windowMs, c.at > 0 and c.at <= now and not c.foreign and c.at + windowMs or nil
   if c.blocked and c.blocked > now then needed, last = math.max(needed, c.blocked), nil end
   local before = c.total

@@ -7,11 +7,13 @@
 -- grant (the refund ledger; see tb_sweep), s = the ledger size that triggers its next sweep }. A
 -- decision reads three fields (u, t, e). A grant is named by e's life and g, its time and the
 -- units left after it: two grants of one ms leave different units, or a refund between them
--- changed g. A life ends when the bucket is full again, which is the same as having no key: the
--- key expires then, rounded up to a slice of windowMs / 64 (expire_in_slices in life.lua: one
--- PEXPIRE per slice, not per grant), and a grant on a bucket full again starts a new life (the
--- key rewritten in place while no refund or block is in it; else first deleted). A refund of an
--- earlier life's grant gives nothing.
+-- changed g. A life ends when the bucket is full again: the key expires then, which is the same
+-- as having no key, and a refund of an earlier life's grant gives nothing. (Its expiry is not
+-- rounded up to slices as the sliding window's is: on many keys a bucket is mostly full again
+-- between its grants, and a key that outlived its life would make each read convert three values
+-- where a gone key converts none.) A grant on a bucket full again that still has its key (a
+-- clock's step) starts a new life in place, unless a refund or block is in it: then the key goes
+-- first.
 -- A refund gives back no more than the bucket without that grant would hold over this one: a
 -- bucket that came near full since the grant lost refill that the one without it lost too (it
 -- was capped at full). The grant id carries the units left after it, its time and the units
