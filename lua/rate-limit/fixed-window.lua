@@ -65,14 +65,13 @@ function fixed_window.refund(key, limit, windowMs, permits, now, grant)
   local n = int(tonumber(c) + (tonumber(given) or 0))
   local window = int(math.floor(now / windowMs))
   local state = redis.call('HMGET', key, window, 'e', 'r' .. n)
-  if not state[1] or not state[2] then return 0 end
-  local stored, g, mark = string.match(state[2], '^(%d+)%+?(%d*)(!?)$')
+  if not state[1] then return 0 end
+  local stored, g, mark = life_parts(state[2])
   if stored ~= life then return 0 end
   local taken = tonumber(state[3]) or 0
   local back = math.min(permits, tonumber(held) - taken, tonumber(state[1]))
   if back <= 0 then return 0 end
-  local e = life .. '+' .. int((tonumber(g) or 0) + back) .. mark
-  redis.call('HSET', key, window, int(tonumber(state[1]) - back), 'r' .. n, int(taken + back), 'e', e)
+  redis.call('HSET', key, window, int(tonumber(state[1]) - back), 'r' .. n, int(taken + back), 'e', with_given(life, g + back, mark))
   return back
 end
 

@@ -17,6 +17,9 @@
 --   the key has no life), so a check reads `b` only after one. A longer block stays.
 -- block_of(key, e) -> the block (ms) a hash counter's life field `e` announces, else nil
 -- unmarked(e) -> `e` without the block's mark
+-- life_parts(e) -> a hash counter's life field in parts: its life id ('' when it has none), what
+--   refunds gave back in that life (0: nothing) and the block's mark ('!' or '')
+-- with_given(life, given, mark) -> the life field for `life` once `given` was given back
 -- expire_in_slices(key, needed, now, windowMs, last) -> the key lives at least until `needed` (ms,
 --   the script's clock): its expiry is set to the end of the slice of windowMs / 64 that `needed`
 --   falls in, so a write whose need falls in a slice already set leaves it (a key written in a
@@ -67,6 +70,15 @@ end
 local function unmarked(e)
   if string.byte(e, -1) == 33 then return string.sub(e, 1, -2) end
   return e
+end
+
+local function life_parts(e)
+  local life, given, mark = string.match(e or '', '^(%d*)%+?(%d*)(!?)$')
+  return life, tonumber(given) or 0, mark
+end
+
+local function with_given(life, given, mark)
+  return life .. '+' .. int(given) .. mark
 end
 
 local function expire_in_slices(key, needed, now, windowMs, last)

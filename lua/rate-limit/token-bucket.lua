@@ -122,9 +122,9 @@ function token_bucket.refund(key, limit, windowMs, permits, now, grant)
   local state = redis.call('HMGET', key, 'u', 't', 'e', 'b', 'r' .. n)
   local full = limit * windowMs
   local units = tb_units(full, limit, state[1], state[2], now)
-  local stored, g, mark = string.match(state[3] or '', '^(%d*)%+?(%d*)(!?)$')
+  local stored, given, mark = life_parts(state[3])
   if stored ~= life or units >= full then return 0 end
-  local given, ledger = tonumber(g) or 0, tonumber(state[5]) or 0
+  local ledger = tonumber(state[5]) or 0
   local want = math.min(permits, tonumber(held) - ledger)
   if want <= 0 then return 0 end
   -- the highest the bucket can have been since the grant (>= units now; equal when nothing was
@@ -155,7 +155,7 @@ function token_bucket.refund(key, limit, windowMs, permits, now, grant)
   end
   local needed = now + tb_until_full(full, limit, units + back)
   if blocked and blocked > now then needed = math.max(needed, blocked) end
-  redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(ledger + whole), 'e', life .. '+' .. int(given + back) .. mark)
+  redis.call('HSET', key, 'u', int(units + back), 't', int(now), 'r' .. n, int(ledger + whole), 'e', with_given(life, given + back, mark))
   expire_in_slices(key, needed, now, windowMs, nil)
   if ledger == 0 then tb_sweep(key, limit, full, now) end
   return whole
