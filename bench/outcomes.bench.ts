@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisNode } from '../test/harness/redis-server.js';
 import { COMPILED_SCRIPTS } from '../lib/redis/scripts.generated.js';
+import type { RateLimitDecideSpec } from '../lib/redis/script-bindings.generated.js';
 import { oneLimitArgs, oneLimitReply, type DecideLayout } from './common/decide-args.js';
 import { redisCpuSeconds } from './common/redis-cpu.js';
 import { scriptAt } from './common/script-at.js';
@@ -78,13 +79,15 @@ export async function outcomeCost(opts: { host: string; port: number; runs: numb
 
   let round = 0;
   for (let run = 0; run < opts.runs; run++) {
-    for (const [algorithm, code] of Object.entries(ALGORITHMS) as [OutcomeRow['algorithm'], string][]) {
+    for (const [algorithm, code] of Object.entries(ALGORITHMS) as [OutcomeRow['algorithm'], RateLimitDecideSpec['algorithm']][]) {
       round += 1;
       const keys = Array.from({ length: KEYS_PER_ROUND }, (_, i) => `bench:outcomes:${code}:{${round}:${i}}`);
       const limitArgs = [code, LIMIT, WINDOW_MS];
       // each script on state of its own shape
       const consume = (script: string, layout: DecideLayout, key: string, permits: number) =>
-        raw.callBuffer('EVALSHA', [script, 1, key, '', ...oneLimitArgs(layout, '1', code, LIMIT, WINDOW_MS, permits)]).then(oneLimitReply);
+        raw
+          .callBuffer('EVALSHA', [script, 1, key, '', ...oneLimitArgs(layout, '1', code, LIMIT, WINDOW_MS, permits)])
+          .then((reply) => oneLimitReply(reply, code, permits));
       await Promise.all(
         keys.flatMap((key) => [
           consume(decide, 'runs', key, LIMIT / 2),

@@ -364,7 +364,8 @@ function renderScript({ file, header, numberOfKeys }, summary) {
       if (!counted && argsPath.length > 0) fail(file, `the nested reply group ${item.group}[] needs an ARGV group of that name to say how many rows it has`);
       if (counted) usesArgs = true;
       // a row's own ARGV row, when a group inside it needs its count
-      const nests = 'variants' in item || ('items' in item && item.items.some((inner) => 'group' in inner));
+      const hasGroup = (items) => items.some((inner) => 'group' in inner);
+      const nests = 'variants' in item ? item.variants.some((variant) => hasGroup(variant.items)) : 'items' in item && hasGroup(item.items);
       const rowArgs = nests ? local(`${singular(item.group, file)}Call`) : undefined;
       if (!counted) lines.push(`${indent}while (at < r.length) {`);
       else if (rowArgs) lines.push(`${indent}for (const ${rowArgs} of ${argsRow}.${item.group}) {`);

@@ -1,5 +1,6 @@
 import { RateLimitReply } from '../../lib/redis/replies.js';
-import { SCRIPT_BINDINGS } from '../../lib/redis/script-bindings.generated.js';
+import { grantText } from '../../lib/rate-limit/grant-text.js';
+import { SCRIPT_BINDINGS, type RateLimitDecideSpec } from '../../lib/redis/script-bindings.generated.js';
 
 /**
  * decide.lua's ARGV layouts over time, for the benches that run an older script beside this
@@ -34,14 +35,18 @@ export function oneLimitArgs(
 /**
  * A one-limit stack's verdict and grant id from decide.lua's reply, asked for with
  * `callBuffer('EVALSHA', …)`: this commit's packed string (a Buffer, read by its generated
- * binding) or an earlier commit's array (verdict first, grant id sixth).
+ * binding; `algorithm` and `permits` write its grant id out) or an earlier commit's array (verdict
+ * first, grant id sixth).
  */
-export function oneLimitReply(reply: unknown): { granted: boolean; grant: string } {
+export function oneLimitReply(reply: unknown, algorithm: RateLimitDecideSpec['algorithm'] = 'fw', permits = 1): { granted: boolean; grant: string } {
   if (Buffer.isBuffer(reply)) {
     const call = { keys: { states: [] }, args: { specs: [], stacks: [{ consume: '1', limits: [1] }] } } as const;
-    const [stack] = SCRIPT_BINDINGS['rate-limit/decide.lua'].decode(reply, call).stacks;
-    if (stack!.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack!.error);
-    return { granted: stack!.verdict === RateLimitReply.GRANTED, grant: stack!.limits[0]!.grant };
+    const { now, stacks } = SCRIPT_BINDINGS['rate-limit/decide.lua'].decode(reply, call);
+    const stack = stacks[0]!;
+    if (stack.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack.error);
+    const limit = stack.limits[0]!;
+    const grant = limit.verdict === RateLimitReply.GRANTED ? grantText({ algorithm, limit: 0, windowMs: 0, permits }, limit, now) : '';
+    return { granted: stack.verdict === RateLimitReply.GRANTED, grant };
   }
   const values = reply as unknown[];
   const grant = values[5];

@@ -6,8 +6,9 @@ import { TurnBatcher } from '../redis/turn-batch.js';
 /** Stacks per script call: bounds how long one batch holds Redis (about 5 µs per limit here). */
 const MAX_STACKS = 128;
 
-/** A stack decide.lua decided (one whose Redis call failed rejects instead). */
-export type DecidedStack = Exclude<RateLimitDecideStackReply, { verdict: typeof RateLimitReply.STACK_FAILED }>;
+/** A stack decide.lua decided (one whose Redis call failed rejects instead), and the call's clock
+ * (grant ids of token buckets carry it). */
+export type DecidedStack = Exclude<RateLimitDecideStackReply, { verdict: typeof RateLimitReply.STACK_FAILED }> & { now: number };
 
 /** A stack waiting for its call: its keys, whether it consumes, and decide.lua's spec per limit. */
 interface Pending {
@@ -78,13 +79,13 @@ export class DecisionBatcher {
     };
     const stacks = batch.map(({ consume, limits }): RateLimitDecideStack => ({ consume, limits: limits.map(numberOf) }));
     this.scripts.call('rateLimitDecide', { keys: { states }, args: { now, specs, stacks } }).then(
-      ({ stacks }) => stacks.forEach((stack, i) => resolveStack(stack, batch[i]!)),
+      ({ now, stacks }) => stacks.forEach((stack, i) => resolveStack(stack, batch[i]!, now)),
       (error: unknown) => batch.forEach((pending) => pending.reject(error)),
     );
   }
 }
 
-function resolveStack(stack: RateLimitDecideStackReply, pending: Pending): void {
+function resolveStack(stack: RateLimitDecideStackReply, pending: Pending, now: number): void {
   if (stack.verdict === RateLimitReply.STACK_FAILED) pending.reject(replyFailure('rateLimitDecide', new Error(stack.error)));
-  else pending.resolve(stack);
+  else pending.resolve({ verdict: stack.verdict, limits: stack.limits, now });
 }

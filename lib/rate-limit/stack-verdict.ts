@@ -4,6 +4,7 @@ import { clusterSlot } from '../redis/slot.js';
 import type { CheckedLimit } from './checked-limit.js';
 import type { DecidedStack } from './decision-batch.js';
 import type { DecideOptions, StackDecision } from './decision.types.js';
+import { grantText } from './grant-text.js';
 import { KIND_NAMES, type RateLimitDecision } from './policy.js';
 
 // From decide.lua's replies to a stack's verdict, and how that verdict is reported: pure
@@ -29,15 +30,17 @@ export function bySlot(keys: readonly string[]): number[][] {
 
 export function parseGroup(stack: DecidedStack, group: readonly number[], checked: readonly CheckedLimit[]): ParsedGroup {
   const limits = group.map((index, i) => {
-    const { verdict, remaining, retryAfterMs, resetMs, grant } = stack.limits[i]!;
+    const reply = stack.limits[i]!;
+    const limit = checked[index]!;
     const decision: RateLimitDecision = {
-      allowed: verdict === RateLimitReply.GRANTED,
-      limit: checked[index]!.spec.limit,
-      remaining: Math.max(0, remaining),
-      retryAfterMs: verdict === RateLimitReply.GRANTED ? 0 : retryAfterMs,
-      resetMs,
+      allowed: reply.verdict === RateLimitReply.GRANTED,
+      limit: limit.spec.limit,
+      remaining: Math.max(0, reply.remaining),
+      retryAfterMs: reply.verdict === RateLimitReply.GRANTED ? 0 : reply.retryAfterMs,
+      resetMs: reply.resetMs,
     };
-    return { index, decision, grant, lockedOut: verdict === RateLimitReply.BLOCKED };
+    const grant = reply.verdict === RateLimitReply.GRANTED ? grantText(limit, reply, stack.now) : '';
+    return { index, decision, grant, lockedOut: reply.verdict === RateLimitReply.BLOCKED };
   });
   return { allowed: stack.verdict === RateLimitReply.GRANTED, limits };
 }

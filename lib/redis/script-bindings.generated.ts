@@ -477,9 +477,9 @@ const RATE_LIMIT_BLOCK: ScriptBinding<RateLimitBlockCall, RateLimitBlockReply> =
 /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ export interface RateLimitDecideSpec { readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
 /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** its limits, each by its number in specs (from 1) */ readonly limits: readonly number[]; }
 /** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ readonly specs: readonly RateLimitDecideSpec[]; /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ readonly stacks: readonly RateLimitDecideStack[]; }
-/** as in ARGV */ export interface RateLimitDecideLimitReply { /** BLOCKED: refused while a block is in force */ readonly verdict: 1 | 0 | 2; /** permits */ readonly remaining: number; /** 0 if allowed */ readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; /** the grant id refund.lua takes back ('' unless charged; opaque, see each algorithm) */ readonly grant: string; }
-/** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text (its first 65,535 bytes) */ readonly error: string; };
-/** rate-limit/decide.lua: its reply, by name. */ export interface RateLimitDecideReply { /** per stack of ARGV, one of (codes: replies.lua) */ readonly stacks: readonly RateLimitDecideStackReply[]; }
+/** as in ARGV, one of */ export type RateLimitDecideLimitReply = { readonly verdict: 1; /** permits */ readonly remaining: number; /** until the limit is full again */ readonly resetMs: number; /** the grant's life as its counter stores it ('' when nothing was charged) */ readonly life: string; /** with life, the call's clock and the permits, names the grant: the client writes out the id refund.lua takes back (lib/rate-limit/grant-text.ts; see each algorithm's commit) */ readonly grant: number; } | { /** BLOCKED: refused while a block is in force */ readonly verdict: 0 | 2; /** permits */ readonly remaining: number; readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; };
+/** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV, one of */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text (its first 65,535 bytes) */ readonly error: string; };
+/** rate-limit/decide.lua: its reply, by name. */ export interface RateLimitDecideReply { /** the call's clock (a token bucket's grant ids carry it) */ readonly now: number; /** per stack of ARGV, one of (codes: replies.lua) */ readonly stacks: readonly RateLimitDecideStackReply[]; }
 /** Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none is charged. One call carries one stack or a batch of independent stacks (calls made in the same turn of the event loop), so N decisions cost one round trip and one script start, not N. */ export interface RateLimitDecideCall { readonly keys: RateLimitDecideKeys; readonly args: RateLimitDecideArgs; }
 /** rate-limit/decide.lua: values per spec in its ARGV. */ export const RATE_LIMIT_DECIDE_ARGV_SPEC_FIELDS = 4;
 const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply> = {
@@ -501,6 +501,8 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
   decode: (reply, { args }) => {
     const r = packed(reply, "rate-limit/decide.lua");
     let at = 0;
+    const now = r.readDoubleBE(at);
+    at += 8;
     const stacks: RateLimitDecideStackReply[] = [];
     for (const stackCall of args.stacks) {
       const verdict = r.readInt8(at);
@@ -508,18 +510,30 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
       if (verdict === 1 || verdict === 0) {
         const limits: RateLimitDecideLimitReply[] = [];
         for (let i = 0; i < stackCall.limits.length; i += 1) {
-          const verdict2 = r.readInt8(at) as 1 | 0 | 2;
+          const verdict2 = r.readInt8(at);
           at += 1;
-          const remaining = r.readDoubleBE(at);
-          at += 8;
-          const retryAfterMs = r.readDoubleBE(at);
-          at += 8;
-          const resetMs = r.readDoubleBE(at);
-          at += 8;
-          const grantLength = r.readUInt16BE(at);
-          const grant = r.toString('utf8', at + 2, at + 2 + grantLength);
-          at += 2 + grantLength;
-          limits.push({ verdict: verdict2, remaining, retryAfterMs, resetMs, grant });
+          if (verdict2 === 1) {
+            const remaining = r.readDoubleBE(at);
+            at += 8;
+            const resetMs = r.readDoubleBE(at);
+            at += 8;
+            const lifeLength = r.readUInt16BE(at);
+            const life = r.toString('utf8', at + 2, at + 2 + lifeLength);
+            at += 2 + lifeLength;
+            const grant = r.readDoubleBE(at);
+            at += 8;
+            limits.push({ verdict: verdict2, remaining, resetMs, life, grant });
+          } else if (verdict2 === 0 || verdict2 === 2) {
+            const remaining2 = r.readDoubleBE(at);
+            at += 8;
+            const retryAfterMs = r.readDoubleBE(at);
+            at += 8;
+            const resetMs2 = r.readDoubleBE(at);
+            at += 8;
+            limits.push({ verdict: verdict2, remaining: remaining2, retryAfterMs, resetMs: resetMs2 });
+          } else {
+            throw new RedisScriptError('lua/rate-limit/decide.lua', `the code ${verdict2}, which its header does not name`);
+          }
         }
         stacks.push({ verdict, limits });
       } else if (verdict === -1) {
@@ -531,7 +545,7 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
         throw new RedisScriptError('lua/rate-limit/decide.lua', `the code ${verdict}, which its header does not name`);
       }
     }
-    return { stacks };
+    return { now, stacks };
   },
 };
 

@@ -15,18 +15,28 @@
 --               - consume: '1' | '0'  '1' to consume, '0' to peek (inspect without charging)
 --               - limits[#]: int  its limits, each by its number in specs (from 1)
 -- Returns     packed  one string (see PACKED in scripts/script-headers.mjs: decoding an array of
---             values cost the client more than anything else of a decision):
+--             values cost the client more than anything else of a decision; and each byte of it
+--             costs the script, so a value the client knows or can make is not in it):
+--               - now: ms  the call's clock (a token bucket's grant ids carry it)
 --               - stacks[]  per stack of ARGV, one of (codes: replies.lua):
 --                   - decided:
 --                       - verdict: GRANTED | REFUSED
---                       - limits[]  as in ARGV:
---                           - verdict: GRANTED | REFUSED | BLOCKED  BLOCKED: refused while a
---                               block is in force
---                           - remaining: int  permits
---                           - retryAfterMs: ms  0 if allowed
---                           - resetMs: ms  until the limit is full again
---                           - grant: string  the grant id refund.lua takes back ('' unless
---                               charged; opaque, see each algorithm)
+--                       - limits[]  as in ARGV, one of:
+--                           - granted (charged unless the stack was refused or peeked):
+--                               - verdict: GRANTED
+--                               - remaining: int  permits
+--                               - resetMs: ms  until the limit is full again
+--                               - life: string  the grant's life as its counter stores it ('' when
+--                                   nothing was charged)
+--                               - grant: int  with life, the call's clock and the permits, names
+--                                   the grant: the client writes out the id refund.lua takes back
+--                                   (lib/rate-limit/grant-text.ts; see each algorithm's commit)
+--                           - refused:
+--                               - verdict: REFUSED | BLOCKED  BLOCKED: refused while a block is in
+--                                   force
+--                               - remaining: int  permits
+--                               - retryAfterMs: ms
+--                               - resetMs: ms  until the limit is full again
 --                   - failed, when the stack's Redis call failed (other stacks of the batch are
 --                     not affected):
 --                       - verdict: STACK_FAILED
@@ -43,7 +53,7 @@
 
 local algorithms = { fw = fixed_window, sw = sliding_window, sc = sliding_window_counter, tb = token_bucket }
 local now = now_ms(ARGV[1])
-local reply, n = {}, 0
+local reply, n = { struct.pack('>d', now) }, 1
 
 -- the specs, by their number as sent: { algorithm, limit, windowMs, permits }, read once per call
 local specs, a = {}, 3
@@ -57,11 +67,14 @@ local function decide_one(consume, key, spec)
   local alg, limit, windowMs, permits = spec[1], spec[2], spec[3], spec[4]
   blocked_refusal = false
   local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
-  local grant = ''
-  if ok and consume then remaining, reset, grant = alg.commit(key, limit, windowMs, permits, now, state) end
-  local granted = ok and GRANTED or REFUSED
   n = n + 1
-  reply[n] = struct.pack('>bbdddHc0', granted, blocked_refusal and BLOCKED or granted, remaining, retry, reset, #grant, grant)
+  if not ok then
+    reply[n] = struct.pack('>bbddd', REFUSED, blocked_refusal and BLOCKED or REFUSED, remaining, retry, reset)
+    return
+  end
+  local life, grant = '', 0
+  if consume then remaining, reset, life, grant = alg.commit(key, limit, windowMs, permits, now, state) end
+  reply[n] = struct.pack('>bbddHc0d', GRANTED, GRANTED, remaining, reset, #life, life, grant)
 end
 
 -- A stack of m limits whose first key is KEYS[k] and whose first spec number is ARGV[at]: every
@@ -81,10 +94,14 @@ local function decide_stack(consume, m, k, at)
   n = n + 1
   reply[n] = struct.pack('>b', allowed and GRANTED or REFUSED)
   for i = 1, m do
-    local s, grant = spec[i], ''
-    if commit then remaining[i], reset[i], grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i]) end
     n = n + 1
-    reply[n] = struct.pack('>bdddHc0', blocked[i] and BLOCKED or ok[i] and GRANTED or REFUSED, remaining[i], retry[i], reset[i], #grant, grant)
+    if ok[i] then
+      local s, life, grant = spec[i], '', 0
+      if commit then remaining[i], reset[i], life, grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i]) end
+      reply[n] = struct.pack('>bddHc0d', GRANTED, remaining[i], reset[i], #life, life, grant)
+    else
+      reply[n] = struct.pack('>bddd', blocked[i] and BLOCKED or REFUSED, remaining[i], retry[i], reset[i])
+    end
   end
 end
 

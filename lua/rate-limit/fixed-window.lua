@@ -8,15 +8,16 @@
 -- read cost more than the grant's own write.
 -- A grant's number n is c + g just before it: charges raise c, refunds move permits from c to g,
 -- so no two grants of a life share one (and a decision writes only c). Its id carries e's life
--- and g, and c as read, so a grant formats no number. The key expires when the window ends (or
+-- and g, and c as read: decide.lua replies those as they are and the client writes the id out. The key expires when the window ends (or
 -- the block, if later), so the counter and its expiry are set in the same atomic step; a later
 -- window starts a new life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (state: [1] the window's count as stored (nil: none), [2] e, [3] the block (ms) when e says
 --   one may be in force; while blocked, refused with remaining 0 and retry the longer of the block
 --   and the counter's own wait)
--- fixed_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>[+<g>]:<c>:<permits>'); charges even past the limit (penalize)
+-- fixed_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
+--   grant id '<life>[+<g>]:<c>:<permits>' in parts (decide.lua): e as stored (a '!' ending it is
+--   no part of the id) and c; charges even past the limit (penalize)
 -- fixed_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back: only while
 --   the grant's window and life are the stored ones, never more than the grant has left
 -- fixed_window.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
@@ -41,8 +42,11 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
   local endsIn = (window + 1) * windowMs - now
   local count, e = state[1], state[2]
   if count and e then
-    local c = redis.call('HINCRBY', key, int_of(window), permits)
-    return limit - c, endsIn, unmarked(e) .. ':' .. count .. ':' .. int_of(permits)
+    -- the count as read is still the stored one (a script runs alone): written, not
+    -- incremented, which costs Redis less
+    local used = tonumber(count)
+    redis.call('HSET', key, int_of(window), int(used + permits))
+    return limit - used - permits, endsIn, e, used
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
@@ -56,7 +60,7 @@ function fixed_window.commit(key, limit, windowMs, permits, now, state)
     redis.call('HSET', key, int_of(window), int_of(used + permits), 'e', life)
   end
   redis.call('PEXPIRE', key, int_of(ttl))
-  return limit - used - permits, endsIn, life .. ':' .. int_of(used) .. ':' .. int_of(permits)
+  return limit - used - permits, endsIn, life, used
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)

@@ -16,7 +16,6 @@
 --   untilMs: field `b`, announced by a '!' at the end of the life field `e` (created as '!' when
 --   the key has no life), so a check reads `b` only after one. A longer block stays.
 -- block_of(key, e) -> the block (ms) a hash counter's life field `e` announces, else nil
--- unmarked(e) -> `e` without the block's mark
 -- life_parts(e) -> a hash counter's life field in parts: its life id ('' when it has none), what
 --   refunds gave back in that life (0: nothing) and the block's mark ('!' or '')
 -- with_given(life, given, mark) -> the life field for `life` once `given` was given back
@@ -65,11 +64,6 @@ end
 
 local function block_of(key, e)
   if e and string.byte(e, -1) == 33 then return tonumber(redis.call('HGET', key, 'b')) end
-end
-
-local function unmarked(e)
-  if string.byte(e, -1) == 33 then return string.sub(e, 1, -2) end
-  return e
 end
 
 local function life_parts(e)

@@ -17,7 +17,7 @@
 --   [3] e, [4] the block as in fixed_window.check; while blocked, refused with remaining 0 and
 --   retry the longer of the block and the counter's own wait)
 -- sliding_window_counter.commit(key, limit, windowMs, permits, now, state) -> remaining, reset,
---   grant id (as fixed_window.commit's); charges even past the limit (penalize)
+--   grant id in parts (as fixed_window.commit's); charges even past the limit (penalize)
 -- refund and block: fixed_window's (the same fields mean the same things)
 local sliding_window_counter = {}
 
@@ -60,28 +60,28 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, state
   local elapsed = now - window * windowMs
   local count, e = state[1], state[3]
   local current, previous = tonumber(count) or 0, tonumber(state[2]) or 0
-  local c, grant = current + permits, nil
+  local c, life = current + permits, e
   if count and e then
-    grant = unmarked(e) .. ':' .. count .. ':' .. int_of(permits)
-    c = redis.call('HINCRBY', key, int_of(window), permits)
+    -- written, not incremented (see fixed_window.commit)
+    redis.call('HSET', key, int_of(window), int(c))
   else
     -- a new life: this window's first grant, or the first since a reset; the previous window's
     -- count stays, and a block in force
-    local life, blocked = life_id(), state[4]
+    local blocked = state[4]
+    life = life_id()
     if e or count or state[2] then redis.call('DEL', key) end
-    local ttl = 2 * windowMs - elapsed
-    if blocked and blocked > now then life, ttl = life .. '!', math.max(ttl, blocked - now) end
+    local ttl, stored = 2 * windowMs - elapsed, life
+    if blocked and blocked > now then stored, ttl = life .. '!', math.max(ttl, blocked - now) end
     if previous > 0 then
-      redis.call('HSET', key, int_of(window), int_of(c), 'e', life, int_of(window - 1), int_of(previous))
+      redis.call('HSET', key, int_of(window), int_of(c), 'e', stored, int_of(window - 1), int_of(previous))
     else
-      redis.call('HSET', key, int_of(window), int_of(c), 'e', life)
+      redis.call('HSET', key, int_of(window), int_of(c), 'e', stored)
     end
     if blocked and blocked > now then redis.call('HSET', key, 'b', int(blocked)) end
     redis.call('PEXPIRE', key, int_of(ttl))
-    grant = unmarked(life) .. ':' .. int_of(current) .. ':' .. int_of(permits)
   end
   local fits, reset = swc_room(limit, windowMs, elapsed, c, previous)
-  return fits, reset, grant
+  return fits, reset, life, current
 end
 
 sliding_window_counter.refund = fixed_window.refund

@@ -29,8 +29,9 @@
 -- before it; ZREM the counter, written again with the grant: see sw_rewrite).
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
--- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>:<seq>'); charges even past the limit (penalize)
+-- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
+--   grant id '<life>:<seq>' in parts (decide.lua): life and the seq's number; charges even past
+--   the limit (penalize)
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -235,7 +236,7 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
     redis.call('ZADD', key, int_of(at), member)
   end
   expire_in_slices(key, needed, now, windowMs, last)
-  return limit - (before - c.base) - permits, at + windowMs - now, c.life .. ':' .. grant
+  return limit - (before - c.base) - permits, at + windowMs - now, c.life, c.seq
 end
 
 -- add `delta` to the totals of the grants at ranks from..to

@@ -24,9 +24,10 @@
 --   (state: [1], [2], [3] u, t, e as stored, [4] the block (ms) e announces, [5] the units now;
 --   while blocked, refused with remaining 0 and retry the longer of the block and the bucket's own
 --   wait)
--- token_bucket.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, grant id
---   ('<life>[+<g>]:<permits>:<ms>:<units left>'); charges even past empty (penalize: units go
---   below 0)
+-- token_bucket.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
+--   grant id '<life>[+<g>]:<permits>:<ms>:<units left>' in parts (decide.lua): e as stored (a '!'
+--   ending it is no part of the id) and the units left (ms: the call's now); charges even past
+--   empty (penalize: units go below 0)
 -- token_bucket.refund(key, limit, windowMs, permits, now, grant) -> permits given back: whole
 --   tokens return to the bucket, which never holds more than `limit`, while the grant's life lasts
 -- token_bucket.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
@@ -91,9 +92,8 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local left = units - permits * windowMs
   local untilFull = tb_until_full(full, limit, left)
   local units_left = int(left)
-  local life
+  local life = e
   if units < full and e then
-    life = unmarked(e)
     redis.call('HSET', key, 'u', units_left, 't', int_of(now))
   else
     -- a new life: the bucket was full. A key with refunds or a block in it is deleted first (a
@@ -111,7 +111,7 @@ function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local ttl = untilFull
   if blocked and blocked > now then ttl = math.max(ttl, blocked - now) end
   redis.call('PEXPIRE', key, int(ttl))
-  return math.floor(left / windowMs), untilFull, life .. ':' .. int_of(permits) .. ':' .. int_of(now) .. ':' .. units_left
+  return math.floor(left / windowMs), untilFull, life, left
 end
 
 function token_bucket.refund(key, limit, windowMs, permits, now, grant)

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { RateLimitPolicy, StackedLimit } from '../../lib/index.js';
 import { counterKind, funnelSpec, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
-import { RateLimitReply } from '../../lib/redis/replies.js';
+import { decideOne } from '../harness/decide-one.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 import { modelOf, SlidingWindowModel, type Kind, type LimitConfig, type ModelGrant, type Verdict } from '../harness/rate-limit-models.js';
 
@@ -341,15 +341,8 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
     const args = [spec.algorithm, LIMIT, WINDOW_MS];
     // decide.lua's values for a stack of one limit, in its reply's order
     const decide = async (now: number, permits: number): Promise<(number | string)[]> => {
-      const specs = [{ algorithm: spec.algorithm, limit: LIMIT, windowMs: WINDOW_MS, permits }];
-      const { stacks } = await connection.scripts.call('rateLimitDecide', {
-        keys: { states: [key] },
-        args: { now, specs, stacks: [{ consume: '1', limits: [1] }] },
-      });
-      const [stack] = stacks;
-      if (stack!.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack!.error);
-      const [limit] = stack!.limits;
-      return [stack!.verdict, limit!.verdict, limit!.remaining, limit!.retryAfterMs, limit!.resetMs, limit!.grant];
+      const one = await decideOne(connection, key, spec, now, permits);
+      return [one.stack, one.verdict, one.remaining, one.retryAfterMs, one.resetMs, one.grant];
     };
     const refund = (now: number, permits: number, grant: string) =>
       connection.scripts.run('rateLimitRefund', [key], [String(now), ...args, permits, grant]) as Promise<number[]>;

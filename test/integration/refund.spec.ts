@@ -2,6 +2,7 @@ import { counterKind, rateLimitSpec } from '../../lib/rate-limit/policy.js';
 import { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { RateLimitReply } from '../../lib/redis/replies.js';
 import type { RateLimitPolicy } from '../../lib/index.js';
+import { decideOne } from '../harness/decide-one.js';
 import { withLimiterApp } from '../harness/limiter-app.js';
 
 // Each algorithm's refund primitive (refund.lua), which RateLimiterService.refund and cross-slot
@@ -19,26 +20,18 @@ describe('refund primitives', () => {
     const spec = rateLimitSpec(policy);
     const key = connection.keys.build(counterKind(spec), `r-${++keyNo}`);
     const args = (permits: number) => [spec.algorithm, spec.limit, spec.windowMs, permits];
-    /** decide.lua for one limit: its verdict on the limit. */
-    const decide = async (now: number, permits: number, consume: '1' | '0') => {
-      const specs = [{ algorithm: spec.algorithm, limit: spec.limit, windowMs: spec.windowMs, permits }];
-      const [stack] = (await connection.scripts.call('rateLimitDecide', { keys: { states: [key] }, args: { now, specs, stacks: [{ consume, limits: [1] }] } }))
-        .stacks;
-      if (stack!.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack!.error);
-      return stack!.limits[0]!;
-    };
     return {
       key,
       /** decide.lua for one limit: allowed, remaining, retryAfterMs, grant id. */
       async charge(now: number, permits: number) {
-        const { verdict, remaining, retryAfterMs, grant } = await decide(now, permits, '1');
+        const { verdict, remaining, retryAfterMs, grant } = await decideOne(connection, key, spec, now, permits);
         return { allowed: verdict === RateLimitReply.GRANTED, remaining, retryAfterMs, grant };
       },
       async refund(now: number, permits: number, grant: string) {
         return ((await connection.scripts.run('rateLimitRefund', [key], [String(now), ...args(permits), grant])) as number[])[0];
       },
       async remaining(now: number) {
-        return (await decide(now, 1, '0')).remaining;
+        return (await decideOne(connection, key, spec, now, 1, '0')).remaining;
       },
     };
   }

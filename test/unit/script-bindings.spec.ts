@@ -22,9 +22,12 @@ const text = (value: string) => {
   length.writeUInt16BE(bytes.length);
   return Buffer.concat([length, bytes]);
 };
-/** decide.lua's packed values for one limit. */
-const limitReply = (verdict: number, remaining: number, retryAfterMs: number, resetMs: number, grant: string) =>
-  Buffer.concat([code(verdict), double(remaining), double(retryAfterMs), double(resetMs), text(grant)]);
+/** decide.lua's packed values for one limit it granted: no wait; the grant's life and number. */
+const grantedReply = (remaining: number, resetMs: number, life: string, grant: number) =>
+  Buffer.concat([code(RateLimitReply.GRANTED), double(remaining), double(resetMs), text(life), double(grant)]);
+/** ...and for one it refused: no grant. */
+const refusedReply = (verdict: number, remaining: number, retryAfterMs: number, resetMs: number) =>
+  Buffer.concat([code(verdict), double(remaining), double(retryAfterMs), double(resetMs)]);
 
 describe('generated script bindings', () => {
   it("decide.lua: the key count first, then the specs after their number, each run of stacks after its length and each stack's limits after theirs; a failed stack is its own variant", () => {
@@ -42,17 +45,27 @@ describe('generated script bindings', () => {
     } as const;
     expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, 1, '1', 2, 1, 2, 1, '0', 1, 1]);
     const reply = Buffer.concat([
+      double(1_700_000_000_123),
+      ...[code(RateLimitReply.REFUSED), grantedReply(9, 1000, '', 0), refusedReply(RateLimitReply.BLOCKED, 0, 250, 1000)],
       ...[code(RateLimitReply.STACK_FAILED), text('WRONGTYPE é')],
-      ...[code(RateLimitReply.GRANTED), limitReply(RateLimitReply.GRANTED, 9, 0, 1000, 'g1')],
     ]);
     expect(decide.decode(reply, call)).toEqual({
+      now: 1_700_000_000_123,
       stacks: [
+        {
+          verdict: RateLimitReply.REFUSED,
+          limits: [
+            { verdict: RateLimitReply.GRANTED, remaining: 9, resetMs: 1000, life: '', grant: 0 },
+            { verdict: RateLimitReply.BLOCKED, remaining: 0, retryAfterMs: 250, resetMs: 1000 },
+          ],
+        },
         { verdict: RateLimitReply.STACK_FAILED, error: 'WRONGTYPE é' },
-        { verdict: RateLimitReply.GRANTED, limits: [{ verdict: RateLimitReply.GRANTED, remaining: 9, retryAfterMs: 0, resetMs: 1000, grant: 'g1' }] },
       ],
     });
     const lone = { ...call, args: { ...call.args, stacks: [call.args.stacks[1]] } };
-    expect(() => decide.decode(code(7), lone)).toThrow(RedisScriptError);
+    expect(() => decide.decode(Buffer.concat([double(1), code(7)]), lone)).toThrow(RedisScriptError);
+    // a limit's verdict no variant starts with
+    expect(() => decide.decode(Buffer.concat([double(1), code(RateLimitReply.GRANTED), code(7)]), lone)).toThrow(RedisScriptError);
     // a reply that is not the packed string its header says
     expect(() => decide.decode([1, 1, 9, 0, 1000, 'g1'], lone)).toThrow(RedisScriptError);
   });
@@ -88,9 +101,8 @@ describe('generated script bindings', () => {
       ...[1, '1', 1, 2],
       ...[1, '1', 1, 1],
     ]);
-    const granted = (...remaining: number[]) =>
-      Buffer.concat([code(RateLimitReply.GRANTED), ...remaining.map((left) => limitReply(RateLimitReply.GRANTED, left, 0, 100, `g${left}`))]);
-    const reply = Buffer.concat([granted(4), granted(3), granted(2), granted(2), granted(1, 1), granted(0, 0), granted(9), granted(8)]);
+    const granted = (...remaining: number[]) => Buffer.concat([code(RateLimitReply.GRANTED), ...remaining.map((left) => grantedReply(left, 100, '17', left))]);
+    const reply = Buffer.concat([double(7), granted(4), granted(3), granted(2), granted(2), granted(1, 1), granted(0, 0), granted(9), granted(8)]);
     const stacks = decide.decode(reply, call).stacks;
     expect(stacks.map((stack) => ('limits' in stack ? stack.limits.map((l) => l.remaining) : stack.error))).toEqual([
       [4],
