@@ -1,14 +1,16 @@
 -- Include: exact sliding-window limiter. A grant of p permits at t counts against every request
 -- before t + windowMs, so no span of windowMs ever holds more than `limit` permits.
 -- State: one sorted set per counter, whose cost grows with grants, never with permits:
---   grants   member '<seq>:<permits>:<total>', scored by grant time (ms >= 0). <seq> numbers the
---            key's grants, written as a letter for its digit count then the digits ('a7', 'b12'),
---            so grants with one score sort by seq; a grant's time is never before the newest
---            grant's, so rank order is grant order. <total> is the permits the key's grants hold
---            up to this one, so the live permits from grant i to grant j are total(j) -
+--   grants   member struct.pack('>dddd', seq, permits, total, at), scored by its time `at` (ms
+--            >= 0). seq numbers the key's grants: big-endian doubles of whole numbers sort as the
+--            numbers do, so grants with one score sort by seq; a grant's time is never before the
+--            newest grant's, so rank order is grant order. total is the permits the key's grants
+--            hold up to this one, so the live permits from grant i to grant j are total(j) -
 --            total(i) + permits(i), and the grants a refused request waits for are found by
 --            binary search, not by walking them. A grant refunded in part holds what it has
---            left: the member is its own refund ledger, and a whole refund removes it
+--            left: the member is its own refund ledger, and a whole refund removes it. Packed,
+--            with its time, a member is read with one struct.unpack and no score: parsing text
+--            members, writing them and reading scores cost a decision more than its two calls
 --   counter  member '#' .. struct.pack('>ddddd', base, oldest, seq, total, blocked) .. life
 --            (life: see life.lua), scored +inf (always the last rank): the total before the
 --            oldest live grant and that grant's time (-1 when none is live); the newest grant's
@@ -30,8 +32,8 @@
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
---   grant id '<life>:<seq>' in parts (decide.lua): life and the seq's number; charges even past
---   the limit (penalize)
+--   grant id '<life>:<seq>' in parts (decide.lua): life and the seq's number (the id writes it as a
+--   letter for its digit count, then the digits); charges even past the limit (penalize)
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -50,20 +52,29 @@ local function sw_forget(key)
   sw_tails[key], sw_waits[key] = nil, nil
 end
 
--- a grant member's permits and total
+-- a grant member's bytes
+local SW_GRANT = 32
+
+-- the grant member for these
+local function sw_grant_member(seq, permits, total, at)
+  return struct.pack('>dddd', seq, permits, total, at)
+end
+
+-- a grant member's seq, permits, total and time (nil when it is no grant of this shape)
 local function sw_grant(member)
-  local permits, total = string.match(member, ':(%d+):(%d+)$')
-  return tonumber(permits), tonumber(total)
+  if #member ~= SW_GRANT then return nil end
+  local seq, permits, total, at = struct.unpack('>dddd', member)
+  return seq, permits, total, at
 end
 
 -- the total of the grant at `rank`
 local function sw_total(key, rank)
-  return select(2, sw_grant(redis.call('ZRANGE', key, rank, rank)[1]))
+  return select(3, sw_grant(redis.call('ZRANGE', key, rank, rank)[1]))
 end
 
--- A key in no shape of ours (counters of 0.2 '#<seq>.<life>' or of an earlier 0.3 build, scored
--- below 0; grants someone else wrote) is read from its grants: seqs go on from the newest, in a
--- new life. Counters of other shapes are removed by the next write; a block they held stays.
+-- A key whose counter is in no shape of ours (0.2's '#<seq>.<life>', scored below 0; none) is
+-- read from its grants: seqs go on from the newest, in a new life. Counters of other shapes are
+-- removed by the next write; a block they held stays.
 local function sw_rebuild(key)
   local c = { seq = 0, total = 0, base = 0, at = 0, first = 0, dirty = true, foreign = {} }
   local lowest = redis.call('ZRANGE', key, 0, 0)[1]
@@ -72,13 +83,12 @@ local function sw_rebuild(key)
   end
   local highest = redis.call('ZRANGE', key, -1, -1)[1]
   if highest and string.byte(highest) == 35 and highest ~= lowest then c.foreign[#c.foreign + 1] = highest end
-  local oldest = redis.call('ZRANGE', key, 0, '(+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
-  if oldest[1] and string.byte(oldest[1]) ~= 35 then
-    local newest = redis.call('ZRANGE', key, '(+inf', 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
-    local permits, total = sw_grant(oldest[1])
-    c.seq = tonumber(string.match(newest[1], '^%l(%d+)'))
-    c.total, c.at = select(2, sw_grant(newest[1])), tonumber(newest[2])
-    c.base, c.oldest = total - permits, tonumber(oldest[2])
+  local oldest = redis.call('ZRANGE', key, 0, '(+inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
+  if oldest and string.byte(oldest) ~= 35 then
+    local newest = redis.call('ZRANGE', key, '(+inf', 0, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
+    local _, permits, total, at = sw_grant(oldest)
+    c.seq, _, c.total, c.at = sw_grant(newest)
+    c.base, c.oldest = total - permits, at
   end
   return c
 end
@@ -93,21 +103,20 @@ local SW_PACKED = 41
 local function sw_counter(key)
   local tail = sw_tails[key]
   if not tail then
-    tail = redis.call('ZRANGE', key, -2, -1, 'WITHSCORES')
+    tail = redis.call('ZRANGE', key, -2, -1)
     sw_tails[key] = tail
   end
   local n = #tail
   if n == 0 then return { seq = 0, total = 0, base = 0, at = 0 } end
-  local member = tail[n - 1]
-  if tail[n] ~= 'inf' or #member <= SW_PACKED or string.byte(member) ~= 35 then return sw_rebuild(key) end
+  -- the last member is the counter when it is one of ours (only ours is scored +inf)
+  local member = tail[n]
+  if #member <= SW_PACKED or string.byte(member) ~= 35 then return sw_rebuild(key) end
   local base, oldest, seq, total, blocked = struct.unpack('>ddddd', member, 2)
   local at = 0
-  if n == 4 then
-    local newest, newest_total = string.match(tail[1], '^%l(%d+):%d+:(%d+)$')
-    if newest then
-      at, newest = tonumber(tail[2]), tonumber(newest)
-      if newest >= seq then seq, total = newest, tonumber(newest_total) end
-    end
+  if n == 2 and #tail[1] == SW_GRANT then
+    local newest, _, newest_total, newest_at = struct.unpack('>dddd', tail[1])
+    at = newest_at
+    if newest >= seq then seq, total = newest, newest_total end
   end
   return {
     member = member, life = string.sub(member, SW_PACKED + 1), base = base, oldest = oldest >= 0 and oldest or nil,
@@ -121,12 +130,13 @@ local function sw_member(c, now)
   return '#' .. struct.pack('>ddddd', c.base, c.oldest or -1, c.seq, c.total, blocked) .. c.life
 end
 
--- `c` counts from the grant `first` (ZRANGE ... WITHSCORES: member, time; the counter: none)
+-- `c` counts from the grant `first` (a member; the counter or nil: none)
 local function sw_oldest(c, first)
   if not c.dirty then c.dirty = 'aged' end
-  if first[1] and string.byte(first[1]) ~= 35 then
-    local permits, total = sw_grant(first[1])
-    c.base, c.oldest = total - permits, tonumber(first[2])
+  local _, permits, total, at
+  if first then _, permits, total, at = sw_grant(first) end
+  if permits then
+    c.base, c.oldest = total - permits, at
   else
     c.base, c.oldest = c.total, nil
   end
@@ -138,7 +148,7 @@ local function sw_age(key, c, windowMs, now)
   local cutoff = now - windowMs
   if not c.oldest or c.oldest > cutoff then return false end
   c.stale = c.oldest
-  sw_oldest(c, redis.call('ZRANGE', key, '(' .. int(cutoff), '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES'))
+  sw_oldest(c, redis.call('ZRANGE', key, '(' .. int(cutoff), '+inf', 'BYSCORE', 'LIMIT', 0, 1)[1])
   return true
 end
 
@@ -187,8 +197,10 @@ function sliding_window.check(key, limit, windowMs, permits, now)
         local mid = math.floor((lo + hi) / 2)
         if sw_total(key, mid) < target then lo = mid + 1 else hi = mid end
       end
-      local found = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-      at = found[1] and string.byte(found[1]) ~= 35 and select(2, sw_grant(found[1])) >= target and tonumber(found[2])
+      local found = redis.call('ZRANGE', key, lo, lo)[1]
+      local _, total, when
+      if found then _, _, total, when = sw_grant(found) end
+      at = total and total >= target and when or false
       seen[target] = at
     end
     retry = at and at + windowMs - now or windowMs
@@ -226,9 +238,7 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
   local before = c.total
   c.seq, c.total, c.at = c.seq + 1, c.total + permits, at
   if not c.oldest then c.oldest, c.dirty = at, true end
-  local seq = int(c.seq)
-  local grant = string.char(96 + #seq) .. seq
-  local member = grant .. ':' .. int_of(permits) .. ':' .. int(c.total)
+  local member = sw_grant_member(c.seq, permits, c.total, at)
   if sw_rewrite(c, windowMs) then
     sw_store(key, c, windowMs, now, int_of(at), member)
   else
@@ -245,10 +255,10 @@ local function sw_shift(key, from, to, delta)
     local members = redis.call('ZRANGE', key, first, math.min(to, first + SW_CHUNK - 1), 'WITHSCORES')
     local old, new = {}, {}
     for i = 1, #members, 2 do
-      local id, permits, total = string.match(members[i], '^(%l%d+):(%d+):(%d+)$')
+      local seq, permits, total, at = sw_grant(members[i])
       old[#old + 1] = members[i]
       new[#new + 1] = members[i + 1]
-      new[#new + 1] = id .. ':' .. permits .. ':' .. int(total + delta)
+      new[#new + 1] = sw_grant_member(seq, permits, total + delta, at)
     end
     if #old > 0 then
       redis.call('ZREM', key, unpack(old))
@@ -258,8 +268,9 @@ local function sw_shift(key, from, to, delta)
 end
 
 function sliding_window.refund(key, limit, windowMs, permits, now, grant)
-  local life, id = string.match(grant, '^(%d+):(%l%d+)$')
+  local life, id = string.match(grant, '^(%d+):%l(%d+)$')
   if not life then return 0 end
+  id = tonumber(id)
   local c = sw_counter(key)
   if c.life ~= life then return 0 end
   if sw_age(key, c, windowMs, now) then
@@ -271,18 +282,18 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
   local n = redis.call('ZCARD', key) - 2
   local lo, hi = n, n
   local found = n >= 0 and redis.call('ZRANGE', key, n, n)[1]
-  if not found or string.match(found, '^%l%d+') ~= id then
+  if not found or sw_grant(found) ~= id then
     lo = 0
     while lo < hi do
       local mid = math.floor((lo + hi) / 2)
-      if string.match(redis.call('ZRANGE', key, mid, mid)[1], '^%l%d+') < id then lo = mid + 1 else hi = mid end
+      if sw_grant(redis.call('ZRANGE', key, mid, mid)[1]) < id then lo = mid + 1 else hi = mid end
     end
     found = lo >= 0 and redis.call('ZRANGE', key, lo, lo)[1]
   end
   local back = 0
-  if found and string.match(found, '^%l%d+') == id then
-    local rank, at = lo, redis.call('ZSCORE', key, found)
-    local held, total = sw_grant(found)
+  if found and sw_grant(found) == id then
+    local rank = lo
+    local _, held, total, at = sw_grant(found)
     back = math.min(held, permits)
     -- The live permits between two grants are a difference of totals: taking `back` from this
     -- grant lowers the totals from it on (the counter's too), or equally raises those before it.
@@ -294,10 +305,10 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
     else
       sw_shift(key, 0, rank - 1, back)
     end
-    if back < held then redis.call('ZADD', key, at, id .. ':' .. int(held - back) .. ':' .. int(total)) end
+    if back < held then redis.call('ZADD', key, int(at), sw_grant_member(id, held - back, total, at)) end
   end
   -- the oldest grant may have gone or been renumbered: the counter reads it again
-  sw_oldest(c, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES'))
+  sw_oldest(c, redis.call('ZRANGE', key, 0, 0)[1])
   sw_store(key, c, windowMs, now)
   return back
 end

@@ -15,27 +15,32 @@ import { modelOf, SlidingWindowModel, type Kind, type LimitConfig, type ModelGra
 // no window ever holds more granted permits than the limit allows (net of refunds), and no grant
 // is given back more than it took.
 
+/** A sliding window's grant member: four big-endian doubles (sliding-window.lua). */
+function grantOf(member: Buffer): { seq: number; permits: number; total: number; at: number } {
+  if (member.length !== 32) throw new Error(`a grant member of ${member.length} bytes`);
+  return { seq: member.readDoubleBE(0), permits: member.readDoubleBE(8), total: member.readDoubleBE(16), at: member.readDoubleBE(24) };
+}
+
 /**
- * A sliding window's grant members in rank order ('<seq>:<permits>:<total>', seq written as a
- * letter for its digit count then the digits): seqs increase, and each total is the one before
- * it plus the grant's permits, which the binary search for retryAfterMs relies on. No member
- * holds 0: a grant given back whole is removed.
+ * A sliding window's grant members in rank order, with their scores (ZRANGE ... WITHSCORES):
+ * seqs increase, each total is the one before it plus the grant's permits, which the binary
+ * search for retryAfterMs relies on, and each grant's time is its score. No member holds 0: a
+ * grant given back whole is removed. The grants, decoded.
  */
-function expectGrantMembers(members: string[]): void {
-  expect(members.filter((member) => member.split(':')[1] === '0')).toEqual([]);
+function expectGrantMembers(flat: Buffer[]): ReturnType<typeof grantOf>[] {
+  const grants = flat.filter((_, k) => k % 2 === 0).map(grantOf);
+  expect(grants.filter((grant) => grant.permits === 0)).toEqual([]);
   let seq = 0;
   let total: number | undefined;
   // (one expect for the lot: a key can hold 20,000 members)
-  const wrong = members.filter((member) => {
-    const match = /^([a-p])(\d+):(\d+):(\d+)$/.exec(member);
-    if (!match) return true;
-    const [, width, digits, permits, after] = match;
-    const bad = digits!.length !== width!.charCodeAt(0) - 96 || Number(digits) <= seq || (total !== undefined && Number(after) !== total + Number(permits));
-    seq = Number(digits);
-    total = Number(after);
+  const wrong = grants.filter((grant, k) => {
+    const bad = grant.seq <= seq || (total !== undefined && grant.total !== total + grant.permits) || grant.at !== Number(flat[2 * k + 1]!.toString());
+    seq = grant.seq;
+    total = grant.total;
     return bad;
   });
   expect(wrong).toEqual([]);
+  return grants;
 }
 
 function stacked({ kind, limit, windowMs, scope }: LimitConfig, key: string, permits: number): StackedLimit {
@@ -258,7 +263,7 @@ describe('rate limits agree with reference models', () => {
         // a sliding window's entries (members scored by a time, oldest first): one per grant,
         // not per permit; those aged out stay until the next write
         const entries = chosen.map((i) =>
-          models[i] instanceof SlidingWindowModel ? client.zrangebyscore(stateKeys[i]!, 0, '(+inf', 'WITHSCORES') : Promise.resolve(null),
+          models[i] instanceof SlidingWindowModel ? client.zrangebyscoreBuffer(stateKeys[i]!, 0, '(+inf', 'WITHSCORES') : Promise.resolve(null),
         );
         const [reply, ttls, stored] = await Promise.all([decided, Promise.all(kept), Promise.all(entries)]);
 
@@ -278,16 +283,14 @@ describe('rate limits agree with reference models', () => {
         chosen.forEach((i, j) => {
           const model = models[i]!;
           if (model instanceof SlidingWindowModel) {
-            const flat = stored[j]!;
-            const members = flat.filter((_, k) => k % 2 === 0);
-            expectGrantMembers(members);
+            const members = expectGrantMembers(stored[j]!);
             const cutoff = now - limits[i]!.windowMs;
-            const live = members.filter((_, k) => Number(flat[2 * k + 1]) > cutoff);
+            const live = members.filter((grant) => grant.at > cutoff);
             // a grant removes what aged out, but for at most a slice (windowMs / 64) of it: the
             // counter is rewritten once its oldest is a slice behind (sw_rewrite)
             const slice = Math.max(1, Math.floor(limits[i]!.windowMs / 64));
-            if (allowed && !peek) expect(members.filter((_, k) => Number(flat[2 * k + 1]) <= cutoff - slice)).toEqual([]);
-            const permits = live.map((member) => Number(member.split(':')[1]));
+            if (allowed && !peek) expect(members.filter((grant) => grant.at <= cutoff - slice)).toEqual([]);
+            const permits = live.map((grant) => grant.permits);
             expect(permits.sort((a, b) => a - b)).toEqual(model.stored());
           }
         });
@@ -386,7 +389,7 @@ describe('sliding window: exact retryAfterMs over many grants, refunds and agein
       const got = await Promise.all(asks.map((p) => decide(now, p).then((r) => ({ p, allowed: r[0], remaining: r[2], retry: r[3] }))));
       expect(got).toEqual(asks.map((p) => ({ p, allowed: 0, remaining: left, retry: expectedRetry(p) })));
       // a refusal writes nothing: grants that aged out stay until the next grant or refund
-      expectGrantMembers(await ctx.app.raw.zrangebyscore(key, 0, '(+inf'));
+      expectGrantMembers(await ctx.app.raw.zrangebyscoreBuffer(key, 0, '(+inf', 'WITHSCORES'));
       const live = await ctx.app.raw.zrangebyscore(key, `(${now - WINDOW_MS}`, '(+inf');
       expect(live).toHaveLength(grants.length);
     };
