@@ -32,8 +32,11 @@ function fixed_window.check(key, limit, windowMs, permits, now)
   local allowed = used + permits <= limit
   local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
   local blocked = block_of(key, state[2])
-  state[3] = blocked
-  if blocked then allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset) end
+  -- (written only when there is one: a nil written to a new index still grows the table)
+  if blocked then
+    state[3] = blocked
+    allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset)
+  end
   return allowed, remaining, retry, reset, state
 end
 

@@ -50,8 +50,10 @@ function sliding_window_counter.check(key, limit, windowMs, permits, now)
   local allowed = permits <= fits
   local retry = allowed and 0 or swc_wait(limit, windowMs, permits, elapsed, current, previous)
   local blocked = block_of(key, state[3])
-  state[4] = blocked
-  if blocked then allowed, fits, retry, reset = with_block(blocked, now, allowed, fits, retry, reset) end
+  if blocked then
+    state[4] = blocked
+    allowed, fits, retry, reset = with_block(blocked, now, allowed, fits, retry, reset)
+  end
   return allowed, fits, retry, reset, state
 end
 

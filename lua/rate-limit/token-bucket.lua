@@ -21,7 +21,7 @@
 -- refunds only raise it); tokens come back only up to full minus that bound (all of them when
 -- nothing was charged since; none once the bucket may have been full).
 -- token_bucket.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
---   (state: [1], [2], [3] u, t, e as stored, [4] the block (ms) e announces, [5] the units now;
+--   (state: [1], [2], [3] u, t, e as stored, [4] the block (ms) e announces;
 --   while blocked, refused with remaining 0 and retry the longer of the block and the bucket's own
 --   wait)
 -- token_bucket.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
@@ -75,20 +75,22 @@ function token_bucket.check(key, limit, windowMs, permits, now)
   local full = limit * windowMs
   local state = redis.call('HMGET', key, 'u', 't', 'e')
   local units = tb_units(full, limit, state[1], state[2], now)
-  state[5] = units
   local cost = permits * windowMs
   local allowed = units >= cost
   local remaining, retry, reset = math.floor(units / windowMs), 0, tb_until_full(full, limit, units)
   if not allowed then retry = math.ceil((cost - units) / limit) end
   local blocked = block_of(key, state[3])
-  state[4] = blocked
-  if blocked then allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset) end
+  -- (written only when there is one: a nil written to a new index still grows the table)
+  if blocked then
+    state[4] = blocked
+    allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset)
+  end
   return allowed, remaining, retry, reset, state
 end
 
 function token_bucket.commit(key, limit, windowMs, permits, now, state)
   local full = limit * windowMs
-  local units, e, blocked = state[5], state[3], state[4]
+  local units, e, blocked = tb_units(full, limit, state[1], state[2], now), state[3], state[4]
   local left = units - permits * windowMs
   local untilFull = tb_until_full(full, limit, left)
   local units_left = int(left)
