@@ -8,9 +8,9 @@
 -- read cost more than the grant's own write.
 -- A grant's number n is c + g just before it: charges raise c, refunds move permits from c to g,
 -- so no two grants of a life share one (and a decision writes only c). Its id carries e's life
--- and g, and c as read: decide.lua replies those as they are and the client writes the id out. The key expires when the window ends (or
--- the block, if later), so the counter and its expiry are set in the same atomic step; a later
--- window starts a new life.
+-- and g, and c as read: decide.lua replies those as they are and the client writes the id out.
+-- The key expires when the window ends (or the block, if later), so the counter and its expiry
+-- are set in the same atomic step; a later window starts a new life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (state: [1] the window's count as stored (nil: none), [2] e, [3] the block (ms) when e says
 --   one may be in force; while blocked, refused with remaining 0 and retry the longer of the block
