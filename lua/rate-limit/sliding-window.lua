@@ -113,8 +113,9 @@ local function sw_counter(key)
   if #member <= SW_PACKED or string.byte(member) ~= 35 then return sw_rebuild(key) end
   local base, oldest, seq, total, blocked = struct.unpack('>ddddd', member, 2)
   local at = 0
-  if n == 2 and #tail[1] == SW_GRANT then
-    local newest, _, newest_total, newest_at = struct.unpack('>dddd', tail[1])
+  local newest, _, newest_total, newest_at
+  if n == 2 then newest, _, newest_total, newest_at = sw_grant(tail[1]) end
+  if newest then
     at = newest_at
     if newest >= seq then seq, total = newest, newest_total end
   end
