@@ -1,5 +1,5 @@
 import { RateLimitReply } from '../../lib/redis/replies.js';
-import { grantText } from '../../lib/rate-limit/grant-text.js';
+import { grantText, isGranted } from '../../lib/rate-limit/grant-text.js';
 import { SCRIPT_BINDINGS, type RateLimitDecideSpec } from '../../lib/redis/script-bindings.generated.js';
 
 /**
@@ -45,7 +45,7 @@ export function oneLimitReply(reply: unknown, algorithm: RateLimitDecideSpec['al
     const stack = stacks[0]!;
     if (stack.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack.error);
     const limit = stack.limits[0]!;
-    const grant = limit.verdict === RateLimitReply.GRANTED ? grantText({ algorithm, limit: 0, windowMs: 0, permits }, limit, now) : '';
+    const grant = isGranted(limit) ? grantText({ algorithm, limit: 0, windowMs: 0, permits }, limit, now) : '';
     return { granted: stack.verdict === RateLimitReply.GRANTED, grant };
   }
   const values = reply as unknown[];

@@ -4,7 +4,7 @@ import { clusterSlot } from '../redis/slot.js';
 import type { CheckedLimit } from './checked-limit.js';
 import type { DecidedStack } from './decision-batch.js';
 import type { DecideOptions, StackDecision } from './decision.types.js';
-import { grantText } from './grant-text.js';
+import { grantText, isGranted } from './grant-text.js';
 import { KIND_NAMES, type RateLimitDecision } from './policy.js';
 
 // From decide.lua's replies to a stack's verdict, and how that verdict is reported: pure
@@ -32,14 +32,15 @@ export function parseGroup(stack: DecidedStack, group: readonly number[], checke
   const limits = group.map((index, i) => {
     const reply = stack.limits[i]!;
     const limit = checked[index]!;
+    const granted = isGranted(reply);
     const decision: RateLimitDecision = {
-      allowed: reply.verdict === RateLimitReply.GRANTED,
+      allowed: granted,
       limit: limit.spec.limit,
       remaining: Math.max(0, reply.remaining),
-      retryAfterMs: reply.verdict === RateLimitReply.GRANTED ? 0 : reply.retryAfterMs,
+      retryAfterMs: granted ? 0 : reply.retryAfterMs,
       resetMs: reply.resetMs,
     };
-    const grant = reply.verdict === RateLimitReply.GRANTED ? grantText(limit, reply, stack.now) : '';
+    const grant = granted ? grantText(limit, reply, stack.now) : '';
     return { index, decision, grant, lockedOut: reply.verdict === RateLimitReply.BLOCKED };
   });
   return { allowed: stack.verdict === RateLimitReply.GRANTED, limits };

@@ -31,6 +31,15 @@
 --                               - grant: int  with life, the call's clock and the permits, names
 --                                   the grant: the client writes out the id refund.lua takes back
 --                                   (lib/rate-limit/grant-text.ts; see each algorithm's commit)
+--                           - granted by a token bucket that charged (its life is numbers: see
+--                             token-bucket.lua):
+--                               - verdict: BUCKET_GRANTED
+--                               - remaining: int  permits
+--                               - resetMs: ms  until the limit is full again
+--                               - lifeAt: int  the life's µs
+--                               - lifeNumber: int  the life's number
+--                               - given: int  units given back in this life
+--                               - grant: int  the units left after it
 --                           - refused:
 --                               - verdict: REFUSED | BLOCKED  BLOCKED: refused while a block is in
 --                                   force
@@ -62,6 +71,17 @@ for i = 1, tonumber(ARGV[2]) do
   a = a + 4
 end
 
+-- a charged limit's reply row (after the stack's verdict when `stack` is one): its grant's parts
+-- as commit gave them, a token bucket's life as numbers
+local function granted_row(stack, remaining, reset, life, grant, number, given)
+  if number then
+    if stack then return struct.pack('>bbdddddd', stack, BUCKET_GRANTED, remaining, reset, life, number, given, grant) end
+    return struct.pack('>bdddddd', BUCKET_GRANTED, remaining, reset, life, number, given, grant)
+  end
+  if stack then return struct.pack('>bbddHc0d', stack, GRANTED, remaining, reset, #life, life, grant) end
+  return struct.pack('>bddHc0d', GRANTED, remaining, reset, #life, life, grant)
+end
+
 -- A stack of one limit (most are): its verdict goes straight into `reply`, no scratch tables.
 local function decide_one(consume, key, spec)
   local alg, limit, windowMs, permits = spec[1], spec[2], spec[3], spec[4]
@@ -72,9 +92,13 @@ local function decide_one(consume, key, spec)
     reply[n] = struct.pack('>bbddd', REFUSED, blocked_refusal and BLOCKED or REFUSED, remaining, retry, reset)
     return
   end
-  local life, grant = '', 0
-  if consume then remaining, reset, life, grant = alg.commit(key, limit, windowMs, permits, now, state) end
-  reply[n] = struct.pack('>bbddHc0d', GRANTED, GRANTED, remaining, reset, #life, life, grant)
+  if consume then
+    local life, grant, number, given
+    remaining, reset, life, grant, number, given = alg.commit(key, limit, windowMs, permits, now, state)
+    reply[n] = granted_row(GRANTED, remaining, reset, life, grant, number, given)
+  else
+    reply[n] = struct.pack('>bbddHc0d', GRANTED, GRANTED, remaining, reset, 0, '', 0)
+  end
 end
 
 -- A stack of m limits whose first key is KEYS[k] and whose first spec number is ARGV[at]: every
@@ -96,9 +120,13 @@ local function decide_stack(consume, m, k, at)
   for i = 1, m do
     n = n + 1
     if ok[i] then
-      local s, life, grant = spec[i], '', 0
-      if commit then remaining[i], reset[i], life, grant = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i]) end
-      reply[n] = struct.pack('>bddHc0d', GRANTED, remaining[i], reset[i], #life, life, grant)
+      if commit then
+        local s = spec[i]
+        local r, reset_ms, life, grant, number, given = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i])
+        reply[n] = granted_row(nil, r, reset_ms, life, grant, number, given)
+      else
+        reply[n] = struct.pack('>bddHc0d', GRANTED, remaining[i], reset[i], 0, '', 0)
+      end
     else
       reply[n] = struct.pack('>bddd', blocked[i] and BLOCKED or REFUSED, remaining[i], retry[i], reset[i])
     end

@@ -6,6 +6,10 @@
 --   then the number of lives the call has started. No two calls on one server share a µs, so two
 --   lives of one key never share an id (with the test hook's explicit times too: this is the real
 --   clock), and a batch asks TIME once however many lives it starts.
+-- life_at() -> the same id as two numbers, the µs and the number, for a counter that stores its
+--   life as numbers (token-bucket.lua): a string made per life cost more than its Redis write.
+--   Its text is the two written one after the other (life_text).
+-- life_text(at, number) -> the text of a life life_at made
 -- keep_until(key, ms, existed) -> the key lives at least `ms` more; `existed` is its PTTL before
 --   the write that may have created it (-2: it did not exist; -1: no expiry, which is kept)
 -- with_block(untilMs, now, allowed, remaining, retry, reset) -> the verdict with a block until
@@ -25,7 +29,7 @@
 --   burst or a steady stream takes one PEXPIRE per slice, not per write), and a key outlives what
 --   it needed by less than windowMs / 64. `last` is what the key's last write needed, which that
 --   write set this way (nil: not known, or the clock stepped back since: the expiry is set).
-local lives, call_id = 0, nil
+local lives, call_id, call_us = 0, nil, nil
 
 local function life_id()
   if not call_id then
@@ -34,6 +38,19 @@ local function life_id()
   end
   lives = lives + 1
   return call_id .. lives
+end
+
+local function life_at()
+  if not call_us then
+    local t = server_time()
+    call_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  lives = lives + 1
+  return call_us, lives
+end
+
+local function life_text(at, number)
+  return int(at) .. int(number)
 end
 
 local blocked_refusal = false

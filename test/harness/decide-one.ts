@@ -1,4 +1,4 @@
-import { grantText } from '../../lib/rate-limit/grant-text.js';
+import { grantText, isGranted } from '../../lib/rate-limit/grant-text.js';
 import type { LimitSpec } from '../../lib/rate-limit/policy.js';
 import type { RedisConnection } from '../../lib/redis/redis-connection.js';
 import { RateLimitReply } from '../../lib/redis/replies.js';
@@ -31,10 +31,10 @@ export async function decideOne(
   const [stack] = reply.stacks;
   if (stack!.verdict === RateLimitReply.STACK_FAILED) throw new Error(stack!.error);
   const one = stack!.limits[0]!;
-  if (one.verdict === RateLimitReply.GRANTED) {
+  if (isGranted(one)) {
     return {
       stack: stack!.verdict,
-      verdict: one.verdict,
+      verdict: RateLimitReply.GRANTED,
       remaining: one.remaining,
       retryAfterMs: 0,
       resetMs: one.resetMs,

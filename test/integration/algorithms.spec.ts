@@ -27,6 +27,14 @@ describe('rate-limit algorithms at explicit times', () => {
     const redisKey = `${ctx.app.prefix}${counterKind(rateLimitSpec(policy))}:{${key}}`;
     return { redisKey, ttl: await ctx.app.raw.pttl(redisKey) };
   };
+  /** A token bucket's state as token-bucket.lua packs it: six doubles, then four per ledger entry. */
+  const bucketOf = async (redisKey: string) => {
+    const value = (await ctx.app.raw.getBuffer(redisKey))!;
+    const double = (i: number) => value.readDoubleBE(i * 8);
+    const ledger: number[][] = [];
+    for (let i = 6; i < value.length / 8; i += 4) ledger.push([double(i), double(i + 1), double(i + 2), double(i + 3)]);
+    return { units: double(0), at: double(1), life: `${double(2)}${double(3)}`, given: double(4), blockedUntil: double(5), ledger };
+  };
   const peekAt = (key: string, policy: RateLimitPolicy, now: number) => limiter.decide([{ key, policy }], { now, peek: true }).then((r) => r.decisions[0]!);
 
   beforeAll(() => {
@@ -273,22 +281,25 @@ describe('rate-limit algorithms at explicit times', () => {
       expect(ttl).toBeLessThanOrEqual(50_000);
     });
 
-    it('stores units, time and life, and marks the life once a refund or a block is in it', async () => {
+    it('stores units, time, life, refunds and block as one packed string', async () => {
       const key = nextKey();
       const { redisKey } = await stored(policy, key);
       await at(key, policy, T0);
       const second = await limiter.decide([{ key, policy }], { now: T0 });
-      const life = (await ctx.app.raw.hget(redisKey, 'e'))!;
+      const { life } = await bucketOf(redisKey);
+      // the id names the stored life: '<life>:<permits>:<ms>:<units left>', then its MAC
+      expect(second.decisions[0]!.grantId).toMatch(new RegExp(`^${life}:1:${T0}:200000\\.`));
       // units of 1 / windowMs token: 4 tokens are 400_000
-      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ u: '200000', t: String(T0), e: expect.stringMatching(/^\d+$/) });
+      expect(await bucketOf(redisKey)).toEqual({ units: 200_000, at: T0, life, given: 0, blockedUntil: 0, ledger: [] });
       expect(await limiter.refundLimit({ key, policy }, second.decisions[0]!.grantId!, 1, { now: T0 })).toBe(1);
-      expect(await ctx.app.raw.hgetall(redisKey)).toEqual({ u: '300000', t: String(T0), e: `${life}+100000`, [`r${T0}:200000:0`]: '1' });
+      // the ledger: the grant's time, the units left after it, g before it, permits given back
+      expect(await bucketOf(redisKey)).toEqual({ units: 300_000, at: T0, life, given: 100_000, blockedUntil: 0, ledger: [[T0, 200_000, 0, 1]] });
       await limiter.blockLimit({ key, policy }, 5000, { now: T0 });
-      expect(await ctx.app.raw.hgetall(redisKey)).toMatchObject({ u: '300000', e: `${life}+100000!`, b: String(T0 + 5000) });
+      expect(await bucketOf(redisKey)).toEqual({ units: 300_000, at: T0, life, given: 100_000, blockedUntil: T0 + 5000, ledger: [[T0, 200_000, 0, 1]] });
       expect(await at(key, policy, T0 + 1000)).toEqual({ allowed: false, limit: 4, remaining: 0, retryAfterMs: 4000, resetMs: 24_000 });
-      // the block over, the marked life goes on
+      // the block over, the life goes on, with what was given back in it
       expect(await at(key, policy, T0 + 6000)).toMatchObject({ allowed: true, remaining: 2 });
-      expect(await ctx.app.raw.hget(redisKey, 'e')).toBe(`${life}+100000!`);
+      expect(await bucketOf(redisKey)).toMatchObject({ life, given: 100_000, blockedUntil: 0 });
     });
   });
 

@@ -142,7 +142,7 @@ describe('refund, penalize and block: each case', () => {
     const policy = { limit: 3, windowMs: 1000, algorithm: 'token-bucket' as const };
     await limiter.consume(key, policy);
     await limiter.block(key, policy, 60_000);
-    const ttl = await raw.pttl(`${prefix}tb.1000:{${key}}`);
+    const ttl = await raw.pttl(`${prefix}tb2.1000:{${key}}`);
     // generous: the block's 60 s, not the bucket's refill time (under 1 s)
     expect(ttl).toBeGreaterThan(30_000);
     expect(await limiter.consume(key, policy)).toMatchObject({ allowed: false });

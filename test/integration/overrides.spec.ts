@@ -446,7 +446,7 @@ describe('runtime limit overrides', () => {
   it.each([
     ['fixed-window', 'wide', 'fw3'],
     ['sliding-window', 'slide', 'sw4'],
-    ['token-bucket', 'refill', 'tb'],
+    ['token-bucket', 'refill', 'tb2'],
   ])('%s: a changed windowMs counts on a fresh counter, leaving the old one as it was (issue 26 #14)', async (_algorithm, name, kind) => {
     // On the server clock: the old counter must stay as the refusal left it, and a fixed window's
     // key expires when its window ends. Windows of a day and a half-day (which end together), none

@@ -12,8 +12,20 @@ describe('grantText', () => {
     expect(grantText(spec('sc', 1), granted('17644700001234561+2!', 0), 99)).toBe('17644700001234561+2:0:1');
   });
 
-  it('writes a token bucket grant with the call clock and the units left (which may be below 0)', () => {
-    expect(grantText(spec('tb', 2), granted('17644700001234562!', -500), 1_764_470_000_123)).toBe('17644700001234562:2:1764470000123:-500');
+  it('writes a token bucket grant from its numbers: life, g once given back, the call clock and the units left (which may be below 0)', () => {
+    const bucket = (lifeNumber: number, given: number, grant: number): GrantedReply => ({
+      verdict: RateLimitReply.BUCKET_GRANTED,
+      remaining: 0,
+      resetMs: 0,
+      lifeAt: 1_764_470_000_123_456,
+      lifeNumber,
+      given,
+      grant,
+    });
+    expect(grantText(spec('tb', 2), bucket(2, 0, -500), 1_764_470_000_123)).toBe('17644700001234562:2:1764470000123:-500');
+    expect(grantText(spec('tb', 1), bucket(12, 3000, 0), 99)).toBe('176447000012345612+3000:1:99:0');
+    // a peek charged nothing: no id
+    expect(grantText(spec('tb', 1), granted('', 0), 99)).toBe('');
   });
 
   it('writes a sliding window seq as a letter for its digit count, then its digits', () => {
