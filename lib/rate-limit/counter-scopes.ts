@@ -4,7 +4,7 @@ import type { ClientAccess, ScriptAccess } from '../redis/redis-connection.js';
 const MAX_SCOPES = 10_000;
 
 /**
- * Which counter kinds (algorithm and window, e.g. `sw4.60000`) each limit name has used, kept in Redis
+ * Which counter kinds (algorithm and window, e.g. `sw5.60000`) each limit name has used, kept in Redis
  * so `resetLimit(name, key)` finds every counter of a name for a key without scanning: a tier's
  * window is known per request only, an override's window may be another's, and another instance
  * (or an admin process that declares nothing) may be the one asking.

@@ -31,15 +31,17 @@
 --                               - grant: int  with life, the call's clock and the permits, names
 --                                   the grant: the client writes out the id refund.lua takes back
 --                                   (lib/rate-limit/grant-text.ts; see each algorithm's commit)
---                           - granted by a token bucket that charged (its life is numbers: see
---                             token-bucket.lua):
---                               - verdict: BUCKET_GRANTED
+--                           - granted and charged by a counter whose life is numbers (token
+--                             bucket, sliding window: see life_at in life.lua):
+--                               - verdict: GRANTED_AS_NUMBERS
 --                               - remaining: int  permits
 --                               - resetMs: ms  until the limit is full again
 --                               - lifeAt: int  the life's µs
 --                               - lifeNumber: int  the life's number
---                               - given: int  units given back in this life
---                               - grant: int  the units left after it
+--                               - given: int  what refunds gave back in this life (a token
+--                                   bucket's units; 0: nothing)
+--                               - grant: int  with the life, the call's clock and the permits,
+--                                   names the grant (as above)
 --                           - refused:
 --                               - verdict: REFUSED | BLOCKED  BLOCKED: refused while a block is in
 --                                   force
@@ -72,11 +74,11 @@ for i = 1, tonumber(ARGV[2]) do
 end
 
 -- a charged limit's reply row (after the stack's verdict when `stack` is one): its grant's parts
--- as commit gave them, a token bucket's life as numbers
+-- as commit gave them (a life as numbers comes with its number)
 local function granted_row(stack, remaining, reset, life, grant, number, given)
   if number then
-    if stack then return struct.pack('>bbdddddd', stack, BUCKET_GRANTED, remaining, reset, life, number, given, grant) end
-    return struct.pack('>bdddddd', BUCKET_GRANTED, remaining, reset, life, number, given, grant)
+    if stack then return struct.pack('>bbdddddd', stack, GRANTED_AS_NUMBERS, remaining, reset, life, number, given, grant) end
+    return struct.pack('>bdddddd', GRANTED_AS_NUMBERS, remaining, reset, life, number, given, grant)
   end
   if stack then return struct.pack('>bbddHc0d', stack, GRANTED, remaining, reset, #life, life, grant) end
   return struct.pack('>bddHc0d', GRANTED, remaining, reset, #life, life, grant)

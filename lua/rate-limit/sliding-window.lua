@@ -11,12 +11,13 @@
 --            left: the member is its own refund ledger, and a whole refund removes it. Packed,
 --            with its time, a member is read with one struct.unpack and no score: parsing text
 --            members, writing them and reading scores cost a decision more than its two calls
---   counter  member '#' .. struct.pack('>ddddd', base, oldest, seq, total, blocked) .. life
---            (life: see life.lua), scored +inf (always the last rank): the total before the
---            oldest live grant and that grant's time (-1 when none is live); the newest grant's
---            seq and the total after it when the counter was written; until when a block lasts
---            (0: none). Packed, it is read with one struct.unpack: as text, parsing it cost more
---            than the decision's own Redis calls. A grant with a later seq supersedes the
+--   counter  member '#' .. struct.pack('>ddddddd', base, oldest, seq, total, blocked, life's µs,
+--            life's number) (life: see life_at in life.lua), scored +inf (always the last rank):
+--            the total before the oldest live grant and that grant's time (-1 when none is live);
+--            the newest grant's seq and the total after it when the counter was written; until
+--            when a block lasts (0: none). Packed, it is read with one struct.unpack: as text,
+--            parsing it cost more than the decision's own Redis calls, and a life read as text
+--            made a string per decision. A grant with a later seq supersedes the
 --            counter's seq and total, so a grant leaves the counter as it is: one read (ZRANGE
 --            -2 -1: the newest grant and the counter) and one ZADD decide a key whose oldest
 --            grant is still live. The counter is rewritten only when its own fields change: a
@@ -32,8 +33,9 @@
 -- sliding_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
 --   (while blocked, refused with remaining 0 and retry the longer of the block and its own wait)
 -- sliding_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
---   grant id '<life>:<seq>' in parts (decide.lua): life and the seq's number (the id writes it as a
---   letter for its digit count, then the digits); charges even past the limit (penalize)
+--   grant id '<life>:<seq>' in parts (decide.lua): the life's µs, the seq's number (the id writes
+--   it as a letter for its digit count, then the digits), the life's number and 0 (nothing is
+--   given back of a life: a grant is its own ledger); charges even past the limit (penalize)
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -98,7 +100,7 @@ end
 -- time; 0: none), blocked (ms, nil: none), first (the oldest grant's rank; nil: 0), dirty (true:
 -- the counter must be written with the next grant; 'aged': only its oldest changed, see
 -- sw_rewrite), stale (the stored oldest, when grants aged out since).
-local SW_PACKED = 41
+local SW_COUNTER = 57
 
 local function sw_counter(key)
   local tail = sw_tails[key]
@@ -110,8 +112,8 @@ local function sw_counter(key)
   if n == 0 then return { seq = 0, total = 0, base = 0, at = 0 } end
   -- the last member is the counter when it is one of ours (only ours is scored +inf)
   local member = tail[n]
-  if #member <= SW_PACKED or string.byte(member) ~= 35 then return sw_rebuild(key) end
-  local base, oldest, seq, total, blocked = struct.unpack('>ddddd', member, 2)
+  if #member ~= SW_COUNTER or string.byte(member) ~= 35 then return sw_rebuild(key) end
+  local base, oldest, seq, total, blocked, life, number = struct.unpack('>ddddddd', member, 2)
   local at = 0
   local newest, _, newest_total, newest_at
   if n == 2 then newest, _, newest_total, newest_at = sw_grant(tail[1]) end
@@ -120,7 +122,7 @@ local function sw_counter(key)
     if newest >= seq then seq, total = newest, newest_total end
   end
   return {
-    member = member, life = string.sub(member, SW_PACKED + 1), base = base, oldest = oldest >= 0 and oldest or nil,
+    member = member, life = life, number = number, base = base, oldest = oldest >= 0 and oldest or nil,
     seq = seq, total = total, at = at, blocked = blocked > 0 and blocked or nil,
   }
 end
@@ -128,7 +130,7 @@ end
 -- the counter member for `c`
 local function sw_member(c, now)
   local blocked = c.blocked and c.blocked > now and c.blocked or 0
-  return '#' .. struct.pack('>ddddd', c.base, c.oldest or -1, c.seq, c.total, blocked) .. c.life
+  return '#' .. struct.pack('>ddddddd', c.base, c.oldest or -1, c.seq, c.total, blocked, c.life, c.number)
 end
 
 -- `c` counts from the grant `first` (a member; the counter or nil: none)
@@ -227,7 +229,10 @@ local function sw_store(key, c, windowMs, now, ...)
 end
 
 function sliding_window.commit(key, limit, windowMs, permits, now, c)
-  if not c.life then c.life, c.dirty = life_id(), true end
+  if not c.life then
+    c.life, c.number = life_at()
+    c.dirty = true
+  end
   -- a clock that stepped back must not put this grant before the newest: totals would no
   -- longer grow with rank
   local at = math.max(now, c.at)
@@ -247,7 +252,7 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
     redis.call('ZADD', key, int_of(at), member)
   end
   expire_in_slices(key, needed, now, windowMs, last)
-  return limit - (before - c.base) - permits, at + windowMs - now, c.life, c.seq
+  return limit - (before - c.base) - permits, at + windowMs - now, c.life, c.seq, c.number, 0
 end
 
 -- add `delta` to the totals of the grants at ranks from..to
@@ -273,7 +278,7 @@ function sliding_window.refund(key, limit, windowMs, permits, now, grant)
   if not life then return 0 end
   id = tonumber(id)
   local c = sw_counter(key)
-  if c.life ~= life then return 0 end
+  if not c.life or life_text(c.life, c.number) ~= life then return 0 end
   if sw_age(key, c, windowMs, now) then
     redis.call('ZREMRANGEBYSCORE', key, 0, now - windowMs)
   end
@@ -318,7 +323,8 @@ function sliding_window.block(key, limit, windowMs, now, untilMs)
   local existed = redis.call('PTTL', key)
   local c = sw_counter(key)
   if c.blocked and c.blocked >= untilMs then return end
-  c.life, c.blocked = c.life or life_id(), untilMs
+  if not c.life then c.life, c.number = life_at() end
+  c.blocked = untilMs
   sw_store(key, c, windowMs, now)
   keep_until(key, untilMs - now, existed)
 end

@@ -183,7 +183,7 @@ describe('rate-limit algorithms at explicit times', () => {
       const key = nextKey();
       const { redisKey } = await stored(policy, key);
       // 0.2's key: kind 'sw', counter '#<seq>.<life>' scored -1 - (permits held); full
-      const old = redisKey.replace(':sw4.', ':sw.');
+      const old = redisKey.replace(':sw5.', ':sw.');
       const state = ['-4', '#3.1700000000000123', String(T0), 'a1:1:1', String(T0 + 10_000), 'a2:2:3'];
       await ctx.app.raw.zadd(old, ...state);
       expect(await at(key, policy, T0 + 20_000)).toMatchObject({ allowed: true, remaining: 2 });

@@ -76,7 +76,7 @@ describe('DelayQueue rateLimit and globalConcurrency', () => {
     // the server refuses every admission of this queue (its counter key holds a string, where the
     // sliding window keeps a sorted set: WRONGTYPE), and nothing else: claims, acks and renewals
     // of the queue go on
-    const counter = `${ctx.app.prefix}dqr.sw4.60000:{${q}}`;
+    const counter = `${ctx.app.prefix}dqr.sw5.60000:{${q}}`;
     await ctx.app.raw.set(counter, 'not a sorted set');
     const started: DelayedMessage[] = [];
     const consumer = queues().consume(q, (m) => void started.push(m), { maxAttempts: 2, visibilityTimeoutMs: 200, rateLimit: { limit: 5, windowMs: 60_000 } });

@@ -445,7 +445,7 @@ describe('runtime limit overrides', () => {
 
   it.each([
     ['fixed-window', 'wide', 'fw3'],
-    ['sliding-window', 'slide', 'sw4'],
+    ['sliding-window', 'slide', 'sw5'],
     ['token-bucket', 'refill', 'tb2'],
   ])('%s: a changed windowMs counts on a fresh counter, leaving the old one as it was (issue 26 #14)', async (_algorithm, name, kind) => {
     // On the server clock: the old counter must stay as the refusal left it, and a fixed window's

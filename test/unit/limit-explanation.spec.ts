@@ -27,7 +27,7 @@ describe('countersOf', () => {
   ];
 
   it('joins the kinds used with those declared, each with its declared limit, or why it is unknown', () => {
-    expect(countersOf(['sw4.90000', 'fw3.1000', 'tb2.5000'], login)).toEqual([
+    expect(countersOf(['sw5.90000', 'fw3.1000', 'tb2.5000'], login)).toEqual([
       { spec: { kind: 'fw', algorithm: 'fw', windowMs: 1000 }, limit: 2 },
       { spec: { kind: 'sw', algorithm: 'sw', windowMs: 90_000 }, limit: undefined, unknown: 'tier' },
       { spec: { kind: 'tb', algorithm: 'tb', windowMs: 5000 }, limit: undefined, unknown: 'undeclared' },
