@@ -92,10 +92,10 @@ export function countsScaled(algorithm: AlgorithmCode): boolean {
 /**
  * Where a counter's state changed shape since 0.2, its key says so: processes of two versions
  * side by side (a rolling deploy) then keep a counter each, rather than one reading state it
- * cannot (a script error, or a count read as none). 'sw5', 'fw3', 'tb2' and 'fn2': the sliding and
- * fixed windows' and the token bucket's layouts of 0.3 (a funnel is a token bucket).
+ * cannot (a script error, or a count read as none). 'sw5', 'fw4', 'sc2', 'tb2' and 'fn2': every
+ * algorithm's layout of 0.3 (a funnel is a token bucket).
  */
-const KEY_KINDS: Partial<Record<LimitSpec['kind'], string>> = { sw: 'sw5', fw: 'fw3', tb: 'tb2', fn: 'fn2' };
+const KEY_KINDS: Partial<Record<LimitSpec['kind'], string>> = { sw: 'sw5', fw: 'fw4', sc: 'sc2', tb: 'tb2', fn: 'fn2' };
 
 /**
  * The key kind of a limit's counter: its algorithm (or funnel) and window. A counter is its

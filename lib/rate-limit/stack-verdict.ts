@@ -37,10 +37,10 @@ export function parseGroup(stack: DecidedStack, group: readonly number[], checke
       allowed: granted,
       limit: limit.spec.limit,
       remaining: Math.max(0, reply.remaining),
-      retryAfterMs: granted ? 0 : reply.retryAfterMs,
+      retryAfterMs: 'retryAfterMs' in reply ? reply.retryAfterMs : 0,
       resetMs: reply.resetMs,
     };
-    const grant = granted ? grantText(limit, reply, stack.now) : '';
+    const grant = grantText(limit, reply, stack.now);
     return { index, decision, grant, lockedOut: reply.verdict === RateLimitReply.BLOCKED };
   });
   return { allowed: stack.verdict === RateLimitReply.GRANTED, limits };

@@ -46,8 +46,8 @@ export const RateLimitReply = {
   REFUSED: 0,
   /** decide.lua, a limit's verdict: refused because a block (lockout) is in force. */
   BLOCKED: 2,
-  /** decide.lua, a limit's verdict: granted and charged by a counter that keeps its life as numbers (token bucket, sliding window), which its row carries. */
-  GRANTED_AS_NUMBERS: 3,
+  /** decide.lua, a limit's verdict: granted and charged (its row names the grant; GRANTED: nothing charged). */
+  CHARGED: 3,
   /** decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows). */
   STACK_FAILED: -1,
 } as const;

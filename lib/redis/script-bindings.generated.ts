@@ -477,7 +477,7 @@ const RATE_LIMIT_BLOCK: ScriptBinding<RateLimitBlockCall, RateLimitBlockReply> =
 /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ export interface RateLimitDecideSpec { readonly algorithm: 'fw' | 'sw' | 'sc' | 'tb'; /** permits */ readonly limit: number; readonly windowMs: number; /** permits to charge */ readonly permits: number; }
 /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ export interface RateLimitDecideStack { /** '1' to consume, '0' to peek (inspect without charging) */ readonly consume: '1' | '0'; /** its limits, each by its number in specs (from 1) */ readonly limits: readonly number[]; }
 /** rate-limit/decide.lua: ARGV, by name. */ export interface RateLimitDecideArgs { /** now in ms, or '' to use the Redis server clock */ readonly now?: number | ''; /** the limits the stacks decide, each sent once however many stacks name it (a batch mostly repeats a few), four per limit */ readonly specs: readonly RateLimitDecideSpec[]; /** per stack, in runs (a batch mostly repeats one shape: stacks alike one after another go once, after how many they are, and cost one value each, their key) */ readonly stacks: readonly RateLimitDecideStack[]; }
-/** as in ARGV, one of */ export type RateLimitDecideLimitReply = { readonly verdict: 1; /** permits */ readonly remaining: number; /** until the limit is full again */ readonly resetMs: number; /** the grant's life as its counter stores it ('' when nothing was charged) */ readonly life: string; /** with life, the call's clock and the permits, names the grant: the client writes out the id refund.lua takes back (lib/rate-limit/grant-text.ts; see each algorithm's commit) */ readonly grant: number; } | { readonly verdict: 3; /** permits */ readonly remaining: number; /** until the limit is full again */ readonly resetMs: number; /** the life's µs */ readonly lifeAt: number; /** the life's number */ readonly lifeNumber: number; /** what refunds gave back in this life (a token bucket's units; 0: nothing) */ readonly given: number; /** with the life, the call's clock and the permits, names the grant (as above) */ readonly grant: number; } | { /** BLOCKED: refused while a block is in force */ readonly verdict: 0 | 2; /** permits */ readonly remaining: number; readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; };
+/** as in ARGV, one of */ export type RateLimitDecideLimitReply = { readonly verdict: 1; /** permits */ readonly remaining: number; /** until the limit is full again */ readonly resetMs: number; } | { readonly verdict: 3; /** permits */ readonly remaining: number; /** until the limit is full again */ readonly resetMs: number; /** the counter's life: its µs (see life_at in life.lua) */ readonly lifeAt: number; /** and its number */ readonly lifeNumber: number; /** what refunds gave back in this life (0: nothing) */ readonly given: number; /** with the life, the call's clock and the permits, names the grant: the client writes out the id refund.lua takes back (lib/rate-limit/grant-text.ts; see each algorithm's commit) */ readonly grant: number; } | { /** BLOCKED: refused while a block is in force */ readonly verdict: 0 | 2; /** permits */ readonly remaining: number; readonly retryAfterMs: number; /** until the limit is full again */ readonly resetMs: number; };
 /** per stack of ARGV, one of (codes: replies.lua) */ export type RateLimitDecideStackReply = { readonly verdict: 1 | 0; /** as in ARGV, one of */ readonly limits: readonly RateLimitDecideLimitReply[]; } | { readonly verdict: -1; /** the error text (its first 65,535 bytes) */ readonly error: string; };
 /** rate-limit/decide.lua: its reply, by name. */ export interface RateLimitDecideReply { /** the call's clock (a token bucket's grant ids carry it) */ readonly now: number; /** per stack of ARGV, one of (codes: replies.lua) */ readonly stacks: readonly RateLimitDecideStackReply[]; }
 /** Decide stacks of rate limits: each stack in one atomic step, every limit of it grants or none is charged. One call carries one stack or a batch of independent stacks (calls made in the same turn of the event loop), so N decisions cost one round trip and one script start, not N. */ export interface RateLimitDecideCall { readonly keys: RateLimitDecideKeys; readonly args: RateLimitDecideArgs; }
@@ -517,12 +517,7 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
             at += 8;
             const resetMs = r.readDoubleBE(at);
             at += 8;
-            const lifeLength = r.readUInt16BE(at);
-            const life = r.toString('utf8', at + 2, at + 2 + lifeLength);
-            at += 2 + lifeLength;
-            const grant = r.readDoubleBE(at);
-            at += 8;
-            limits.push({ verdict: verdict2, remaining, resetMs, life, grant });
+            limits.push({ verdict: verdict2, remaining, resetMs });
           } else if (verdict2 === 3) {
             const remaining2 = r.readDoubleBE(at);
             at += 8;
@@ -534,9 +529,9 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
             at += 8;
             const given = r.readDoubleBE(at);
             at += 8;
-            const grant2 = r.readDoubleBE(at);
+            const grant = r.readDoubleBE(at);
             at += 8;
-            limits.push({ verdict: verdict2, remaining: remaining2, resetMs: resetMs2, lifeAt, lifeNumber, given, grant: grant2 });
+            limits.push({ verdict: verdict2, remaining: remaining2, resetMs: resetMs2, lifeAt, lifeNumber, given, grant });
           } else if (verdict2 === 0 || verdict2 === 2) {
             const remaining3 = r.readDoubleBE(at);
             at += 8;

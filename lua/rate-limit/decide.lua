@@ -22,26 +22,20 @@
 --                   - decided:
 --                       - verdict: GRANTED | REFUSED
 --                       - limits[]  as in ARGV, one of:
---                           - granted (charged unless the stack was refused or peeked):
+--                           - granted, nothing charged (a peek, or a stack refused):
 --                               - verdict: GRANTED
 --                               - remaining: int  permits
 --                               - resetMs: ms  until the limit is full again
---                               - life: string  the grant's life as its counter stores it ('' when
---                                   nothing was charged)
---                               - grant: int  with life, the call's clock and the permits, names
---                                   the grant: the client writes out the id refund.lua takes back
---                                   (lib/rate-limit/grant-text.ts; see each algorithm's commit)
---                           - granted and charged by a counter whose life is numbers (token
---                             bucket, sliding window: see life_at in life.lua):
---                               - verdict: GRANTED_AS_NUMBERS
+--                           - granted and charged:
+--                               - verdict: CHARGED
 --                               - remaining: int  permits
 --                               - resetMs: ms  until the limit is full again
---                               - lifeAt: int  the life's µs
---                               - lifeNumber: int  the life's number
---                               - given: int  what refunds gave back in this life (a token
---                                   bucket's units; 0: nothing)
+--                               - lifeAt: int  the counter's life: its µs (see life_at in life.lua)
+--                               - lifeNumber: int  and its number
+--                               - given: int  what refunds gave back in this life (0: nothing)
 --                               - grant: int  with the life, the call's clock and the permits,
---                                   names the grant (as above)
+--                                   names the grant: the client writes out the id refund.lua takes
+--                                   back (lib/rate-limit/grant-text.ts; see each algorithm's commit)
 --                           - refused:
 --                               - verdict: REFUSED | BLOCKED  BLOCKED: refused while a block is in
 --                                   force
@@ -73,17 +67,6 @@ for i = 1, tonumber(ARGV[2]) do
   a = a + 4
 end
 
--- a charged limit's reply row (after the stack's verdict when `stack` is one): its grant's parts
--- as commit gave them (a life as numbers comes with its number)
-local function granted_row(stack, remaining, reset, life, grant, number, given)
-  if number then
-    if stack then return struct.pack('>bbdddddd', stack, GRANTED_AS_NUMBERS, remaining, reset, life, number, given, grant) end
-    return struct.pack('>bdddddd', GRANTED_AS_NUMBERS, remaining, reset, life, number, given, grant)
-  end
-  if stack then return struct.pack('>bbddHc0d', stack, GRANTED, remaining, reset, #life, life, grant) end
-  return struct.pack('>bddHc0d', GRANTED, remaining, reset, #life, life, grant)
-end
-
 -- A stack of one limit (most are): its verdict goes straight into `reply`, no scratch tables.
 local function decide_one(consume, key, spec)
   local alg, limit, windowMs, permits = spec[1], spec[2], spec[3], spec[4]
@@ -97,9 +80,9 @@ local function decide_one(consume, key, spec)
   if consume then
     local life, grant, number, given
     remaining, reset, life, grant, number, given = alg.commit(key, limit, windowMs, permits, now, state)
-    reply[n] = granted_row(GRANTED, remaining, reset, life, grant, number, given)
+    reply[n] = struct.pack('>bbdddddd', GRANTED, CHARGED, remaining, reset, life, number, given, grant)
   else
-    reply[n] = struct.pack('>bbddHc0d', GRANTED, GRANTED, remaining, reset, 0, '', 0)
+    reply[n] = struct.pack('>bbdd', GRANTED, GRANTED, remaining, reset)
   end
 end
 
@@ -125,9 +108,9 @@ local function decide_stack(consume, m, k, at)
       if commit then
         local s = spec[i]
         local r, reset_ms, life, grant, number, given = s[1].commit(KEYS[k + i - 1], s[2], s[3], s[4], now, state[i])
-        reply[n] = granted_row(nil, r, reset_ms, life, grant, number, given)
+        reply[n] = struct.pack('>bdddddd', CHARGED, r, reset_ms, life, number, given, grant)
       else
-        reply[n] = struct.pack('>bddHc0d', GRANTED, remaining[i], reset[i], 0, '', 0)
+        reply[n] = struct.pack('>bdd', GRANTED, remaining[i], reset[i])
       end
     else
       reply[n] = struct.pack('>bddd', blocked[i] and BLOCKED or REFUSED, remaining[i], retry[i], reset[i])

@@ -1,87 +1,117 @@
 -- Include: fixed-window limiter, one counter per window aligned to multiples of windowMs since
--- the Unix epoch. State: hash { <w> = permits counted in window w (the field is named by the
--- window's index, so a count of an earlier window is never read as this one's), e = life id (see
--- life.lua), then '+<g>' once g permits were given back in this life, then '!' once a block may
--- be in force (field b = blocked until, ms), r<n> = permits already given back of grant n (the
--- refund ledger: one field per refunded grant, gone with the window) }. A decision reads two
--- fields, its window's and e, and a third (b) only after a '!': as one HMGET of every field, the
--- read cost more than the grant's own write.
+-- the Unix epoch. State: a string, seven doubles packed (FW_STATE) { w = the window its count is
+-- of (its index, so a count of an earlier window is never read as this one's), c = permits
+-- counted in window w, p = the count of window w - 1 (the sliding window counter's; 0 here),
+-- life = its µs and number (see life_at in life.lua; 0, 0: no life, a key that holds only a
+-- block), g = permits given back by refunds in this life, b = blocked until (ms; 0: none) }, then
+-- the refund ledger: per refunded grant, two doubles (FW_ENTRY) { its number n, permits given
+-- back of it }, gone with the window. A decision is one GET and one SET, and makes no string but
+-- the one it writes: a hash of text fields cost more (text written and read per field, a string
+-- per life).
 -- A grant's number n is c + g just before it: charges raise c, refunds move permits from c to g,
--- so no two grants of a life share one (and a decision writes only c). Its id carries e's life
--- and g, and c as read: decide.lua replies those as they are and the client writes the id out.
--- The key expires when the window ends (or the block, if later), so the counter and its expiry
--- are set in the same atomic step; a later window starts a new life.
+-- so no two grants of a life share one. Its id carries the life and g, and c as read: decide.lua
+-- replies those as numbers and the client writes the id out.
+-- The key expires when the window ends (or the block, if later), set by the window's first grant
+-- with the counter in one write and kept by the others (KEEPTTL); a later window starts a new
+-- life.
 -- fixed_window.check(key, limit, windowMs, permits, now) -> allowed, remaining, retry, reset, state
---   (state: [1] the window's count as stored (nil: none), [2] e, [3] the block (ms) when e says
---   one may be in force; while blocked, refused with remaining 0 and retry the longer of the block
---   and the counter's own wait)
+--   (state: the key's value as stored, false when none; while blocked, refused with remaining 0
+--   and retry the longer of the block and the counter's own wait)
 -- fixed_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
---   grant id '<life>[+<g>]:<c>:<permits>' in parts (decide.lua): e as stored (a '!' ending it is
---   no part of the id) and c; charges even past the limit (penalize)
+--   grant id '<life>[+<g>]:<c>:<permits>' in parts (decide.lua): the life's µs, c, the life's
+--   number and g; charges even past the limit (penalize)
 -- fixed_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back: only while
 --   the grant's window and life are the stored ones, never more than the grant has left
--- fixed_window.block(key, limit, windowMs, now, untilMs): see hash_block in life.lua
+-- fixed_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (b); a longer
+--   block stays
+-- fw_state(v) -> the fields of a stored value (all 0 for none); fw_store(key, ttl, w, c, p, life,
+--   number, g, b, ledger) writes them, the key living `ttl` ms more (nil: as it does): the sliding
+--   window counter keeps the same state (sliding-window-counter.lua)
 -- (see decide.lua; plain values rather than a table per decision: this runs per request)
 local fixed_window = {}
+local FW_STATE, FW_STATE_BYTES, FW_ENTRY, FW_ENTRY_BYTES = '>ddddddd', 56, '>dd', 16
+
+local function fw_state(v)
+  if not v then return 0, 0, 0, 0, 0, 0, 0 end
+  return struct.unpack(FW_STATE, v)
+end
+
+local function fw_store(key, ttl, w, c, p, life, number, g, b, ledger)
+  local value = struct.pack(FW_STATE, w, c, p, life, number, g, b) .. ledger
+  if ttl then
+    redis.call('SET', key, value, 'PX', int(ttl))
+  else
+    redis.call('SET', key, value, 'KEEPTTL')
+  end
+end
+
+-- the ledger after the state in `v` ('' when none)
+local function fw_ledger(v)
+  if #v > FW_STATE_BYTES then return string.sub(v, FW_STATE_BYTES + 1) end
+  return ''
+end
 
 function fixed_window.check(key, limit, windowMs, permits, now)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  local state = redis.call('HMGET', key, int_of(window), 'e')
-  local used = tonumber(state[1]) or 0
+  local v = redis.call('GET', key)
+  local used, b = 0, 0
+  if v then
+    local w, c, _, _, _, _, blocked = struct.unpack(FW_STATE, v)
+    if w == window then used = c end
+    b = blocked
+  end
   local allowed = used + permits <= limit
   local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
-  local blocked = block_of(key, state[2])
-  -- (written only when there is one: a nil written to a new index still grows the table)
-  if blocked then
-    state[3] = blocked
-    allowed, remaining, retry, reset = with_block(blocked, now, allowed, remaining, retry, reset)
-  end
-  return allowed, remaining, retry, reset, state
+  if b > now then allowed, remaining, retry, reset = with_block(b, now, allowed, remaining, retry, reset) end
+  return allowed, remaining, retry, reset, v
 end
 
-function fixed_window.commit(key, limit, windowMs, permits, now, state)
+function fixed_window.commit(key, limit, windowMs, permits, now, v)
   local window = math.floor(now / windowMs)
   local endsIn = (window + 1) * windowMs - now
-  local count, e = state[1], state[2]
-  if count and e then
-    -- the count as read is still the stored one (a script runs alone): written, not
-    -- incremented, which costs Redis less
-    local used = tonumber(count)
-    redis.call('HSET', key, int_of(window), int(used + permits))
-    return limit - used - permits, endsIn, e, used
+  local w, c, p, life, number, g, b = fw_state(v)
+  if w == window and life > 0 then
+    fw_store(key, nil, w, c + permits, p, life, number, g, b, fw_ledger(v))
+    return limit - c - permits, endsIn, life, c, number, g
   end
   -- a new life: this window's first grant, or the first since a reset. Whatever the key still
   -- holds of an earlier window goes, except a block in force.
-  local used, life, blocked = tonumber(count) or 0, life_id(), state[3]
-  if e or count then redis.call('DEL', key) end
-  local ttl = endsIn
-  if blocked and blocked > now then
-    redis.call('HSET', key, int_of(window), int_of(used + permits), 'e', life .. '!', 'b', int(blocked))
-    ttl = math.max(ttl, blocked - now)
-  else
-    redis.call('HSET', key, int_of(window), int_of(used + permits), 'e', life)
-  end
-  redis.call('PEXPIRE', key, int_of(ttl))
-  return limit - used - permits, endsIn, life, used
+  life, number = life_at()
+  if b <= now then b = 0 end
+  fw_store(key, math.max(endsIn, b - now), window, permits, 0, life, number, 0, b, '')
+  return limit - permits, endsIn, life, 0, number, 0
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)
-  local life, given, c, held = string.match(grant, '^(%d+)%+?(%d*):(%d+):(%d+)$')
-  if not life then return 0 end
-  local n = int(tonumber(c) + (tonumber(given) or 0))
-  local window = int(math.floor(now / windowMs))
-  local state = redis.call('HMGET', key, window, 'e', 'r' .. n)
-  if not state[1] then return 0 end
-  local stored, g, mark = life_parts(state[2])
-  if stored ~= life then return 0 end
-  local taken = tonumber(state[3]) or 0
-  local back = math.min(permits, tonumber(held) - taken, tonumber(state[1]))
+  local id, given, counted, held = string.match(grant, '^(%d+)%+?(%d*):(%d+):(%d+)$')
+  if not id then return 0 end
+  local n = tonumber(counted) + (tonumber(given) or 0)
+  local v = redis.call('GET', key)
+  if not v then return 0 end
+  local w, c, p, life, number, g, b = struct.unpack(FW_STATE, v)
+  if life == 0 or w ~= math.floor(now / windowMs) or life_text(life, number) ~= id then return 0 end
+  local taken, entries = 0, {}
+  for i = FW_STATE_BYTES + 1, #v, FW_ENTRY_BYTES do
+    local entry, back = struct.unpack(FW_ENTRY, v, i)
+    if entry == n then
+      taken = back
+    else
+      entries[#entries + 1] = string.sub(v, i, i + FW_ENTRY_BYTES - 1)
+    end
+  end
+  local back = math.min(permits, tonumber(held) - taken, c)
   if back <= 0 then return 0 end
-  redis.call('HSET', key, window, int(tonumber(state[1]) - back), 'r' .. n, int(taken + back), 'e', with_given(life, g + back, mark))
+  entries[#entries + 1] = struct.pack(FW_ENTRY, n, taken + back)
+  fw_store(key, nil, w, c - back, p, life, number, g + back, b, table.concat(entries))
   return back
 end
 
 function fixed_window.block(key, limit, windowMs, now, untilMs)
-  hash_block(key, now, untilMs)
+  local v = redis.call('GET', key)
+  local w, c, p, life, number, g, b = fw_state(v)
+  if b >= untilMs then return end
+  -- the key lives as long as its window needs it, or the block if longer
+  local existed = v and redis.call('PTTL', key) or 0
+  fw_store(key, math.max(existed, untilMs - now), w, c, p, life, number, g, untilMs, v and fw_ledger(v) or '')
 end

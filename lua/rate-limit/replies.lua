@@ -6,8 +6,8 @@ local GRANTED = 1
 local REFUSED = 0
 -- decide.lua, a limit's verdict: refused because a block (lockout) is in force
 local BLOCKED = 2
--- decide.lua, a limit's verdict: granted and charged by a counter that keeps its life as numbers
--- (token bucket, sliding window), which its row carries
-local GRANTED_AS_NUMBERS = 3
+-- decide.lua, a limit's verdict: granted and charged (its row names the grant; GRANTED: nothing
+-- charged)
+local CHARGED = 3
 -- decide.lua, in place of a stack's verdict: its Redis call failed (the error text follows)
 local STACK_FAILED = -1

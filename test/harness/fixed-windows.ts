@@ -15,13 +15,12 @@ export async function awayFromWindowEnd(windowMs: number, marginMs = Math.min(wi
 }
 
 /**
- * What a fixed window's counter holds, as stored: its window's field (named by the window's
- * index, see fixed-window.lua), or undefined when it has none. Read on the test servers' clock.
+ * What a fixed window's counter holds, as stored: its window's count (see fixed-window.lua: the
+ * window's index and its count are the first two packed doubles), or undefined when it has none.
+ * Read on the test servers' clock.
  */
-export async function storedCount(
-  redis: { hget(key: string, field: string): Promise<string | null> },
-  key: string,
-  windowMs: number,
-): Promise<string | undefined> {
-  return (await redis.hget(key, String(Math.floor(Date.now() / windowMs)))) ?? undefined;
+export async function storedCount(redis: { getBuffer(key: string): Promise<Buffer | null> }, key: string, windowMs: number): Promise<string | undefined> {
+  const value = await redis.getBuffer(key);
+  if (value === null || value.readDoubleBE(0) !== Math.floor(Date.now() / windowMs)) return undefined;
+  return String(value.readDoubleBE(8));
 }

@@ -76,7 +76,7 @@ describe('decisions made together are sent together', () => {
   it("a key holding another type fails its own decision only, not the batch's others", async () => {
     const key = nextKey();
     const broken = nextKey();
-    await ctx.app.raw.set(`${ctx.app.prefix}fw3.${DAY_MS}:{${broken}}`, 'not a hash');
+    await ctx.app.raw.hset(`${ctx.app.prefix}fw4.${DAY_MS}:{${broken}}`, 'f', 'not a string');
     // one run of six alike stacks: failures first, in a row and last each leave the others
     const outcomes = await Promise.allSettled([
       ctx.app.limiter.consume(broken, policy),
@@ -93,7 +93,7 @@ describe('decisions made together are sent together', () => {
       expect(outcome.reason).toBeInstanceOf(RedisScriptError);
       expect((outcome.reason as Error).message).toMatch(/WRONGTYPE/);
     }
-    expect(await ctx.app.raw.get(`${ctx.app.prefix}fw3.${DAY_MS}:{${broken}}`)).toBe('not a hash');
+    expect(await ctx.app.raw.hgetall(`${ctx.app.prefix}fw4.${DAY_MS}:{${broken}}`)).toEqual({ f: 'not a string' });
     // alone in its call, the same failure is the call's, typed the same way
     await expect(ctx.app.limiter.consume(broken, policy)).rejects.toThrow(RedisScriptError);
   });

@@ -142,7 +142,7 @@ describe('DelayQueue concurrencyPerKey', () => {
     );
     await sleep(300);
     expect(h.started.map((m) => m.id)).toEqual(['t-1']);
-    expect(await storedCount(ctx.app.raw, key('dqr.fw3.600000', q, 't'), 600_000)).toBe('1');
+    expect(await storedCount(ctx.app.raw, key('dqr.fw4.600000', q, 't'), 600_000)).toBe('1');
     h.finish();
     await until(
       () => h.started.length === 2,
@@ -158,7 +158,7 @@ describe('DelayQueue concurrencyPerKey', () => {
     await sleep(300);
     await consumer.stop();
     expect(h.started.map((m) => m.id)).toEqual(['t-1', 't-2']);
-    expect(await storedCount(ctx.app.raw, key('dqr.fw3.600000', q, 't'), 600_000)).toBe('2');
+    expect(await storedCount(ctx.app.raw, key('dqr.fw4.600000', q, 't'), 600_000)).toBe('2');
     // t-3 waits for the rate limit, holding no slot
     expect(await queues().size(q)).toEqual({ scheduled: 1, inFlight: 0, dead: 0 });
     expect(await ctx.app.raw.exists(key('dqc', q, 't'))).toBe(0);

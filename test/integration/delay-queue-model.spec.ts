@@ -320,7 +320,7 @@ type Op =
 /** Admissions count in one fixed window: the run's clock (2e12 plus at most minutes) never
  * leaves it, and the counters' real-time expiry (a window) never comes during a run. */
 const RATE_WINDOW_MS = 1_000_000_000;
-const RATE_KIND = `dqr.fw3.${RATE_WINDOW_MS}`;
+const RATE_KIND = `dqr.fw4.${RATE_WINDOW_MS}`;
 /** How long a message waiting for a slot stays back (admit.lua's parkMs): long runs see waits
  * run out, and the waiting sets' real-time expiry (as long) never comes during a run. */
 const PARK_MS = 600_000;

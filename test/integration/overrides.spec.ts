@@ -444,7 +444,7 @@ describe('runtime limit overrides', () => {
   });
 
   it.each([
-    ['fixed-window', 'wide', 'fw3'],
+    ['fixed-window', 'wide', 'fw4'],
     ['sliding-window', 'slide', 'sw5'],
     ['token-bucket', 'refill', 'tb2'],
   ])('%s: a changed windowMs counts on a fresh counter, leaving the old one as it was (issue 26 #14)', async (_algorithm, name, kind) => {

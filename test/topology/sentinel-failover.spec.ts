@@ -165,7 +165,7 @@ describe('Sentinel: a planned failover (SENTINEL FAILOVER)', () => {
     try {
       const limiter = moduleRef.get(RateLimiterService);
       const policy = { limit: 1_000_000, windowMs: 600_000, algorithm: 'fixed-window' as const };
-      const key = `${keyPrefix}fw3.600000:{planned}`; // kind: algorithm and windowMs
+      const key = `${keyPrefix}fw4.600000:{planned}`; // kind: algorithm and windowMs
       const count = async (port: number) => {
         const node = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
         node.on('error', () => undefined);

@@ -27,7 +27,7 @@ describe('countersOf', () => {
   ];
 
   it('joins the kinds used with those declared, each with its declared limit, or why it is unknown', () => {
-    expect(countersOf(['sw5.90000', 'fw3.1000', 'tb2.5000'], login)).toEqual([
+    expect(countersOf(['sw5.90000', 'fw4.1000', 'tb2.5000'], login)).toEqual([
       { spec: { kind: 'fw', algorithm: 'fw', windowMs: 1000 }, limit: 2 },
       { spec: { kind: 'sw', algorithm: 'sw', windowMs: 90_000 }, limit: undefined, unknown: 'tier' },
       { spec: { kind: 'tb', algorithm: 'tb', windowMs: 5000 }, limit: undefined, unknown: 'undeclared' },
@@ -39,13 +39,13 @@ describe('countersOf', () => {
   it("applies the key's own override before the name's, on the window it is for", () => {
     const own = { limit: 7, windowMs: 1000, name: 'login', key: 'ada', expiresAt: 123 };
     const named = { limit: 9, windowMs: 1000 };
-    expect(countersOf(['fw3.1000'], login.slice(0, 1), own, named)).toEqual([
+    expect(countersOf(['fw4.1000'], login.slice(0, 1), own, named)).toEqual([
       { spec: { kind: 'fw', algorithm: 'fw', windowMs: 1000 }, limit: 7, override: { limit: 7, windowMs: 1000, forKey: true, expiresAt: 123 } },
     ]);
-    expect(countersOf(['fw3.1000'], login.slice(0, 1), undefined, named)[0]!.override).toEqual({ limit: 9, windowMs: 1000, forKey: false });
+    expect(countersOf(['fw4.1000'], login.slice(0, 1), undefined, named)[0]!.override).toEqual({ limit: 9, windowMs: 1000, forKey: false });
     // another window's override does not apply; one whose window is not known here keeps each counter's
-    expect(countersOf(['fw3.1000'], login.slice(0, 1), undefined, { limit: 9, windowMs: 2000 })[0]!.limit).toBe(2);
-    expect(countersOf(['fw3.1000'], [], undefined, { limit: 9, windowMs: 0 })[0]!.override).toEqual({ limit: 9, windowMs: 1000, forKey: false });
+    expect(countersOf(['fw4.1000'], login.slice(0, 1), undefined, { limit: 9, windowMs: 2000 })[0]!.limit).toBe(2);
+    expect(countersOf(['fw4.1000'], [], undefined, { limit: 9, windowMs: 0 })[0]!.override).toEqual({ limit: 9, windowMs: 1000, forKey: false });
   });
 });
 

@@ -31,9 +31,9 @@ describe('explainMessage', () => {
 
   it('names the key a message waits on, while it is still due when that wait made it due', () => {
     const due = NOW + 250;
-    const counter = keys.build('dqr.fw3.60000', 'q', 'tenant:a');
+    const counter = keys.build('dqr.fw4.60000', 'q', 'tenant:a');
     expect(explain({ score: due, why: `r ${due} ${counter}` })).toBe(`waiting for key "tenant:a"'s rate limit until 2026-11-29T12:00:00.250Z (in 250 ms)`);
-    expect(explain({ score: due, why: `r ${due} ${keys.build('dqr.fw3.60000', 'q')}` })).toBe(
+    expect(explain({ score: due, why: `r ${due} ${keys.build('dqr.fw4.60000', 'q')}` })).toBe(
       `waiting for the queue's rate limit until 2026-11-29T12:00:00.250Z (in 250 ms)`,
     );
     expect(explain({ score: due, why: `p ${due} ${keys.build('dqch', 'q', 't')}` })).toBe(

@@ -22,9 +22,11 @@ const text = (value: string) => {
   length.writeUInt16BE(bytes.length);
   return Buffer.concat([length, bytes]);
 };
-/** decide.lua's packed values for one limit it granted: no wait; the grant's life and number. */
-const grantedReply = (remaining: number, resetMs: number, life: string, grant: number) =>
-  Buffer.concat([code(RateLimitReply.GRANTED), double(remaining), double(resetMs), text(life), double(grant)]);
+/** decide.lua's packed values for one limit it granted and did not charge: no wait, no grant. */
+const grantedReply = (remaining: number, resetMs: number) => Buffer.concat([code(RateLimitReply.GRANTED), double(remaining), double(resetMs)]);
+/** ...for one it charged: no wait; the counter's life (µs, number), what it gave back, the grant's number. */
+const chargedReply = (remaining: number, resetMs: number, lifeAt: number, lifeNumber: number, given: number, grant: number) =>
+  Buffer.concat([code(RateLimitReply.CHARGED), ...[remaining, resetMs, lifeAt, lifeNumber, given, grant].map(double)]);
 /** ...and for one it refused: no grant. */
 const refusedReply = (verdict: number, remaining: number, retryAfterMs: number, resetMs: number) =>
   Buffer.concat([code(verdict), double(remaining), double(retryAfterMs), double(resetMs)]);
@@ -46,7 +48,7 @@ describe('generated script bindings', () => {
     expect(decide.encode(call)).toEqual([3, 'a', 'b', 'c', '', 2, 'fw', 10, 1000, 1, 'tb', 10, 1000, 2, 1, '1', 2, 1, 2, 1, '0', 1, 1]);
     const reply = Buffer.concat([
       double(1_700_000_000_123),
-      ...[code(RateLimitReply.REFUSED), grantedReply(9, 1000, '', 0), refusedReply(RateLimitReply.BLOCKED, 0, 250, 1000)],
+      ...[code(RateLimitReply.REFUSED), grantedReply(9, 1000), refusedReply(RateLimitReply.BLOCKED, 0, 250, 1000)],
       ...[code(RateLimitReply.STACK_FAILED), text('WRONGTYPE é')],
     ]);
     expect(decide.decode(reply, call)).toEqual({
@@ -55,7 +57,7 @@ describe('generated script bindings', () => {
         {
           verdict: RateLimitReply.REFUSED,
           limits: [
-            { verdict: RateLimitReply.GRANTED, remaining: 9, resetMs: 1000, life: '', grant: 0 },
+            { verdict: RateLimitReply.GRANTED, remaining: 9, resetMs: 1000 },
             { verdict: RateLimitReply.BLOCKED, remaining: 0, retryAfterMs: 250, resetMs: 1000 },
           ],
         },
@@ -101,9 +103,14 @@ describe('generated script bindings', () => {
       ...[1, '1', 1, 2],
       ...[1, '1', 1, 1],
     ]);
-    const granted = (...remaining: number[]) => Buffer.concat([code(RateLimitReply.GRANTED), ...remaining.map((left) => grantedReply(left, 100, '17', left))]);
+    const granted = (...remaining: number[]) =>
+      Buffer.concat([code(RateLimitReply.GRANTED), ...remaining.map((left) => chargedReply(left, 100, 1_764_470_000_123_456, 7, 0, left))]);
     const reply = Buffer.concat([double(7), granted(4), granted(3), granted(2), granted(2), granted(1, 1), granted(0, 0), granted(9), granted(8)]);
     const stacks = decide.decode(reply, call).stacks;
+    expect(stacks[0]).toEqual({
+      verdict: RateLimitReply.GRANTED,
+      limits: [{ verdict: RateLimitReply.CHARGED, remaining: 4, resetMs: 100, lifeAt: 1_764_470_000_123_456, lifeNumber: 7, given: 0, grant: 4 }],
+    });
     expect(stacks.map((stack) => ('limits' in stack ? stack.limits.map((l) => l.remaining) : stack.error))).toEqual([
       [4],
       [3],
