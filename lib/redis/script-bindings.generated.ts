@@ -500,44 +500,45 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
   },
   decode: (reply, { args }) => {
     const r = packed(reply, "rate-limit/decide.lua");
+    const view = new DataView(r.buffer, r.byteOffset, r.length);
     let at = 0;
-    const now = r.readDoubleBE(at);
+    const now = view.getFloat64(at);
     at += 8;
     const stacks: RateLimitDecideStackReply[] = [];
     for (const stackCall of args.stacks) {
-      const verdict = r.readInt8(at);
+      const verdict = view.getInt8(at);
       at += 1;
       if (verdict === 1 || verdict === 0) {
         const limits: RateLimitDecideLimitReply[] = [];
         for (let i = 0; i < stackCall.limits.length; i += 1) {
-          const verdict2 = r.readInt8(at);
+          const verdict2 = view.getInt8(at);
           at += 1;
           if (verdict2 === 1) {
-            const remaining = r.readDoubleBE(at);
+            const remaining = view.getFloat64(at);
             at += 8;
-            const resetMs = r.readDoubleBE(at);
+            const resetMs = view.getFloat64(at);
             at += 8;
             limits.push({ verdict: verdict2, remaining, resetMs });
           } else if (verdict2 === 3) {
-            const remaining2 = r.readDoubleBE(at);
+            const remaining2 = view.getFloat64(at);
             at += 8;
-            const resetMs2 = r.readDoubleBE(at);
+            const resetMs2 = view.getFloat64(at);
             at += 8;
-            const lifeAt = r.readDoubleBE(at);
+            const lifeAt = view.getFloat64(at);
             at += 8;
-            const lifeNumber = r.readDoubleBE(at);
+            const lifeNumber = view.getFloat64(at);
             at += 8;
-            const given = r.readDoubleBE(at);
+            const given = view.getFloat64(at);
             at += 8;
-            const grant = r.readDoubleBE(at);
+            const grant = view.getFloat64(at);
             at += 8;
             limits.push({ verdict: verdict2, remaining: remaining2, resetMs: resetMs2, lifeAt, lifeNumber, given, grant });
           } else if (verdict2 === 0 || verdict2 === 2) {
-            const remaining3 = r.readDoubleBE(at);
+            const remaining3 = view.getFloat64(at);
             at += 8;
-            const retryAfterMs = r.readDoubleBE(at);
+            const retryAfterMs = view.getFloat64(at);
             at += 8;
-            const resetMs3 = r.readDoubleBE(at);
+            const resetMs3 = view.getFloat64(at);
             at += 8;
             limits.push({ verdict: verdict2, remaining: remaining3, retryAfterMs, resetMs: resetMs3 });
           } else {
@@ -546,7 +547,7 @@ const RATE_LIMIT_DECIDE: ScriptBinding<RateLimitDecideCall, RateLimitDecideReply
         }
         stacks.push({ verdict, limits });
       } else if (verdict === -1) {
-        const errorLength = r.readUInt16BE(at);
+        const errorLength = view.getUint16(at);
         const error = r.toString('utf8', at + 2, at + 2 + errorLength);
         at += 2 + errorLength;
         stacks.push({ verdict, error });
