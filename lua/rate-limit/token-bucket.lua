@@ -7,7 +7,7 @@
 -- none) }, then the refund ledger: per refunded grant still able to take some back, four doubles
 -- (TB_ENTRY) { its time, the units left after it, g before it, permits given back of it }. A
 -- decision is one GET and one SET with its expiry, and never makes a string but the one it writes:
--- a hash of text fields cost a third more (a command, and text written and read per field). A
+-- a hash of text fields cost a fifth more (a command, and text written and read per field). A
 -- grant is named by its life and g, its time and the units left after it: two grants of one ms
 -- leave different units, or a refund between them changed g. A life ends when the bucket is full
 -- again: the key expires then, which is the same as having no key, and a refund of an earlier
