@@ -10,9 +10,9 @@ export function isGranted(reply: RateLimitDecideLimitReply): reply is GrantedRep
 }
 
 /**
- * The grant id of a limit decide.lua charged ('' for any other reply), from the parts the script replies: the counter's
- * life (its µs and number), what refunds gave back in it, one number, the call's clock (`now`)
- * and the permits the limit charged. Each byte a script replies, and each string it builds, costs
+ * The grant id of a limit decide.lua charged ('' for any other reply), from the parts the script
+ * replies: the counter's life (its µs and number), what refunds gave back in it, one number, the
+ * call's clock (`now`) and the permits the limit charged. Each byte a script replies, and each string it builds, costs
  * Redis more than writing the id out here does. The ids are the ones refund.lua parses (see each
  * algorithm's commit): fixed windows '<life>[+<g>]:<c>:<permits>', token bucket
  * '<life>[+<g>]:<permits>:<ms>:<units left>', sliding window '<life>:<seq>' with the seq written
