@@ -43,6 +43,7 @@ const COMMANDS = [
   'persist',
   'get',
   'set',
+  'setrange',
   'hget',
   'hmget',
   'hgetall',

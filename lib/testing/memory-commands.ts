@@ -272,6 +272,19 @@ export const COMMANDS: Record<string, Command> = {
     if (at !== undefined || kept != null) ctx.keys.expireAt(key!, at ?? kept ?? undefined);
     return OK;
   },
+  // a string's bytes from `offset` on, in place: its expiry stays (zero bytes pad a short one)
+  SETRANGE: (ctx, [key, offsetText, value]) => {
+    const offset = integer(offsetText);
+    if (offset < 0) throw new ReplyError('ERR offset is out of range');
+    const current = ctx.keys.read(key!, 'string') ?? '';
+    if (value!.length === 0) return current.length;
+    const padded = current.padEnd(offset, '\0');
+    const next = padded.slice(0, offset) + value! + padded.slice(offset + value!.length);
+    const kept = ctx.keys.expiry(key!);
+    ctx.keys.setString(key!, next);
+    if (kept != null) ctx.keys.expireAt(key!, kept);
+    return next.length;
+  },
 
   HSET: (ctx, [key, ...pairs]) => {
     if (pairs.length === 0 || pairs.length % 2 !== 0) throw new ReplyError("ERR wrong number of arguments for 'hset' command");

@@ -7,7 +7,7 @@
 -- State: the fixed window's (see fixed-window.lua), whose p is the count of window w - 1 here: a
 -- window's first grant carries the count of the one before (c, when that was w). The weighted
 -- count is kept in permit·ms, exact in a double while limit × windowMs stays under 2^53 (checked
--- at the edge, as for buckets). A decision is one GET and one SET.
+-- at the edge, as for buckets). A decision is one GET and one write (the fixed window's).
 -- A window's first grant starts a new life (the previous window's count kept), so grant ids and
 -- the refund ledger are the fixed window's: a grant is given back only within its own window.
 -- The key expires when its newest window stops weighing, windowMs after that window ends (or
@@ -72,7 +72,7 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, v)
   local current, previous = swc_counts(window, w, c, p, life)
   local counted = current + permits
   if w == window and life > 0 then
-    fw_store(key, nil, window, counted, previous, life, number, g, b, fw_ledger(v))
+    fw_count(key, counted)
   else
     -- a new life: this window's first grant (the previous window's count kept), or the first
     -- since a reset; a block in force stays
