@@ -67,22 +67,27 @@ for i = 1, tonumber(ARGV[2]) do
   a = a + 4
 end
 
--- A stack of one limit (most are): its verdict goes straight into `reply`, no scratch tables.
+-- A stack of one limit (most are): its verdict goes straight into `reply`, no scratch tables; a
+-- consume checks and charges in one step of its algorithm (consume), reading the state once.
 local function decide_one(consume, key, spec)
   local alg, limit, windowMs, permits = spec[1], spec[2], spec[3], spec[4]
   blocked_refusal = false
-  local ok, remaining, retry, reset, state = alg.check(key, limit, windowMs, permits, now)
   n = n + 1
-  if not ok then
-    reply[n] = struct.pack('>bbddd', REFUSED, blocked_refusal and BLOCKED or REFUSED, remaining, retry, reset)
+  if consume then
+    -- granted: remaining, reset, then the grant's parts; refused: remaining, retry, reset
+    local ok, remaining, x, y, grant, number, given = alg.consume(key, limit, windowMs, permits, now)
+    if ok then
+      reply[n] = struct.pack('>bbdddddd', GRANTED, CHARGED, remaining, x, y, number, given, grant)
+    else
+      reply[n] = struct.pack('>bbddd', REFUSED, blocked_refusal and BLOCKED or REFUSED, remaining, x, y)
+    end
     return
   end
-  if consume then
-    local life, grant, number, given
-    remaining, reset, life, grant, number, given = alg.commit(key, limit, windowMs, permits, now, state)
-    reply[n] = struct.pack('>bbdddddd', GRANTED, CHARGED, remaining, reset, life, number, given, grant)
-  else
+  local ok, remaining, retry, reset = alg.check(key, limit, windowMs, permits, now)
+  if ok then
     reply[n] = struct.pack('>bbdd', GRANTED, GRANTED, remaining, reset)
+  else
+    reply[n] = struct.pack('>bbddd', REFUSED, blocked_refusal and BLOCKED or REFUSED, remaining, retry, reset)
   end
 end
 

@@ -22,6 +22,9 @@
 -- fixed_window.commit(key, limit, windowMs, permits, now, state) -> remaining, reset, then the
 --   grant id '<life>[+<g>]:<c>:<permits>' in parts (decide.lua): the life's µs, c, the life's
 --   number and g; charges even past the limit (penalize)
+-- fixed_window.consume(key, limit, windowMs, permits, now) -> check, then commit if allowed, from
+--   one read of the state: true and commit's values, or false, remaining, retry, reset (a stack of
+--   one limit, which most are, decides this way: a second read of the state cost a tenth of it)
 -- fixed_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back: only while
 --   the grant's window and life are the stored ones, never more than the grant has left
 -- fixed_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (b); a longer
@@ -59,26 +62,16 @@ local function fw_ledger(v)
   return ''
 end
 
-function fixed_window.check(key, limit, windowMs, permits, now)
-  local window = math.floor(now / windowMs)
-  local endsIn = (window + 1) * windowMs - now
-  local v = redis.call('GET', key)
-  local used, b = 0, 0
-  if v then
-    local w, c, _, _, _, _, blocked = struct.unpack(FW_STATE, v)
-    if w == window then used = c end
-    b = blocked
-  end
+-- the verdict on `permits` when `used` of the window are counted, blocked until b
+local function fw_verdict(limit, permits, now, endsIn, used, b)
   local allowed = used + permits <= limit
   local remaining, retry, reset = limit - used, allowed and 0 or endsIn, used > 0 and endsIn or 0
   if b > now then allowed, remaining, retry, reset = with_block(b, now, allowed, remaining, retry, reset) end
-  return allowed, remaining, retry, reset, v
+  return allowed, remaining, retry, reset
 end
 
-function fixed_window.commit(key, limit, windowMs, permits, now, v)
-  local window = math.floor(now / windowMs)
-  local endsIn = (window + 1) * windowMs - now
-  local w, c, p, life, number, g, b = fw_state(v)
+-- charges `permits` to the state read (w, c, life, number, g, b); commit's values
+local function fw_charge(key, limit, permits, now, window, endsIn, w, c, life, number, g, b)
   if w == window and life > 0 then
     fw_count(key, c + permits)
     return limit - c - permits, endsIn, life, c, number, g
@@ -89,6 +82,29 @@ function fixed_window.commit(key, limit, windowMs, permits, now, v)
   if b <= now then b = 0 end
   fw_store(key, math.max(endsIn, b - now), window, permits, 0, life, number, 0, b, '')
   return limit - permits, endsIn, life, 0, number, 0
+end
+
+function fixed_window.check(key, limit, windowMs, permits, now)
+  local window = math.floor(now / windowMs)
+  local v = redis.call('GET', key)
+  local w, c, _, _, _, _, b = fw_state(v)
+  local allowed, remaining, retry, reset = fw_verdict(limit, permits, now, (window + 1) * windowMs - now, w == window and c or 0, b)
+  return allowed, remaining, retry, reset, v
+end
+
+function fixed_window.commit(key, limit, windowMs, permits, now, v)
+  local window = math.floor(now / windowMs)
+  local w, c, _, life, number, g, b = fw_state(v)
+  return fw_charge(key, limit, permits, now, window, (window + 1) * windowMs - now, w, c, life, number, g, b)
+end
+
+function fixed_window.consume(key, limit, windowMs, permits, now)
+  local window = math.floor(now / windowMs)
+  local endsIn = (window + 1) * windowMs - now
+  local w, c, _, life, number, g, b = fw_state(redis.call('GET', key))
+  local allowed, remaining, retry, reset = fw_verdict(limit, permits, now, endsIn, w == window and c or 0, b)
+  if not allowed then return false, remaining, retry, reset end
+  return true, fw_charge(key, limit, permits, now, window, endsIn, w, c, life, number, g, b)
 end
 
 function fixed_window.refund(key, limit, windowMs, permits, now, grant)

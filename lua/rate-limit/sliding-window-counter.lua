@@ -17,6 +17,8 @@
 --   remaining 0 and retry the longer of the block and the counter's own wait)
 -- sliding_window_counter.commit(key, limit, windowMs, permits, now, state) -> remaining, reset,
 --   grant id in parts (as fixed_window.commit's); charges even past the limit (penalize)
+-- sliding_window_counter.consume(key, limit, windowMs, permits, now) -> check, then commit if
+--   allowed, from one read (as fixed_window.consume)
 -- refund and block: fixed_window's (the same state means the same things)
 local sliding_window_counter = {}
 
@@ -48,28 +50,17 @@ local function swc_counts(window, w, c, p, life)
   return 0, 0
 end
 
-function sliding_window_counter.check(key, limit, windowMs, permits, now)
-  local window = math.floor(now / windowMs)
-  local elapsed = now - window * windowMs
-  local current, previous, b = 0, 0, 0
-  local v = redis.call('GET', key)
-  if v then
-    local w, c, p, life, _, _, blocked = struct.unpack(FW_STATE, v)
-    current, previous = swc_counts(window, w, c, p, life)
-    b = blocked
-  end
+-- the verdict on `permits`, `elapsed` ms into the window, with the counts given, blocked until b
+local function swc_verdict(limit, windowMs, permits, now, elapsed, current, previous, b)
   local fits, reset = swc_room(limit, windowMs, elapsed, current, previous)
   local allowed = permits <= fits
   local retry = allowed and 0 or swc_wait(limit, windowMs, permits, elapsed, current, previous)
   if b > now then allowed, fits, retry, reset = with_block(b, now, allowed, fits, retry, reset) end
-  return allowed, fits, retry, reset, v
+  return allowed, fits, retry, reset
 end
 
-function sliding_window_counter.commit(key, limit, windowMs, permits, now, v)
-  local window = math.floor(now / windowMs)
-  local elapsed = now - window * windowMs
-  local w, c, p, life, number, g, b = fw_state(v)
-  local current, previous = swc_counts(window, w, c, p, life)
+-- charges `permits` to the state read (w, life, number, g, b, and its counts); commit's values
+local function swc_charge(key, limit, windowMs, permits, now, window, elapsed, w, life, number, g, b, current, previous)
   local counted = current + permits
   if w == window and life > 0 then
     fw_count(key, counted)
@@ -83,6 +74,32 @@ function sliding_window_counter.commit(key, limit, windowMs, permits, now, v)
   end
   local fits, reset = swc_room(limit, windowMs, elapsed, counted, previous)
   return fits, reset, life, current, number, g
+end
+
+function sliding_window_counter.check(key, limit, windowMs, permits, now)
+  local window = math.floor(now / windowMs)
+  local v = redis.call('GET', key)
+  local w, c, p, life, _, _, b = fw_state(v)
+  local current, previous = swc_counts(window, w, c, p, life)
+  local allowed, fits, retry, reset = swc_verdict(limit, windowMs, permits, now, now - window * windowMs, current, previous, b)
+  return allowed, fits, retry, reset, v
+end
+
+function sliding_window_counter.commit(key, limit, windowMs, permits, now, v)
+  local window = math.floor(now / windowMs)
+  local w, c, p, life, number, g, b = fw_state(v)
+  local current, previous = swc_counts(window, w, c, p, life)
+  return swc_charge(key, limit, windowMs, permits, now, window, now - window * windowMs, w, life, number, g, b, current, previous)
+end
+
+function sliding_window_counter.consume(key, limit, windowMs, permits, now)
+  local window = math.floor(now / windowMs)
+  local elapsed = now - window * windowMs
+  local w, c, p, life, number, g, b = fw_state(redis.call('GET', key))
+  local current, previous = swc_counts(window, w, c, p, life)
+  local allowed, fits, retry, reset = swc_verdict(limit, windowMs, permits, now, elapsed, current, previous, b)
+  if not allowed then return false, fits, retry, reset end
+  return true, swc_charge(key, limit, windowMs, permits, now, window, elapsed, w, life, number, g, b, current, previous)
 end
 
 sliding_window_counter.refund = fixed_window.refund

@@ -36,6 +36,8 @@
 --   grant id '<life>:<seq>' in parts (decide.lua): the life's µs, the seq's number (the id writes
 --   it as a letter for its digit count, then the digits), the life's number and 0 (nothing is
 --   given back of a life: a grant is its own ledger); charges even past the limit (penalize)
+-- sliding_window.consume(key, limit, windowMs, permits, now) -> check, then commit if allowed (as
+--   fixed_window.consume; check hands commit what it read)
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -256,6 +258,12 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
 end
 
 -- add `delta` to the totals of the grants at ranks from..to
+function sliding_window.consume(key, limit, windowMs, permits, now)
+  local allowed, remaining, retry, reset, c = sliding_window.check(key, limit, windowMs, permits, now)
+  if not allowed then return false, remaining, retry, reset end
+  return true, sliding_window.commit(key, limit, windowMs, permits, now, c)
+end
+
 local function sw_shift(key, from, to, delta)
   for first = from, to, SW_CHUNK do
     local members = redis.call('ZRANGE', key, first, math.min(to, first + SW_CHUNK - 1), 'WITHSCORES')

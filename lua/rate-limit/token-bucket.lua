@@ -26,6 +26,8 @@
 --   grant id '<life>[+<g>]:<permits>:<ms>:<units left>' in parts (decide.lua): the life's µs, the
 --   units left (ms: the call's now), the life's number and g; charges even past empty (penalize:
 --   units go below 0)
+-- token_bucket.consume(key, limit, windowMs, permits, now) -> check, then commit if allowed, from
+--   one read (as fixed_window.consume)
 -- token_bucket.refund(key, limit, windowMs, permits, now, grant) -> permits given back: whole
 --   tokens return to the bucket, which never holds more than `limit`, while the grant's life lasts
 -- token_bucket.block(key, limit, windowMs, now, untilMs) -> the bucket refuses until untilMs (b); a
@@ -49,27 +51,25 @@ local function tb_store(key, ttl, u, t, life, number, g, b, entries)
   redis.call('SET', key, struct.pack(TB_STATE, u, t, life, number, g, b) .. entries, 'PX', int(ttl))
 end
 
-function token_bucket.check(key, limit, windowMs, permits, now)
-  local full = limit * windowMs
-  local v = redis.call('GET', key)
-  local units, b = full, 0
-  if v then
-    local u, t, life, _, _, blocked = struct.unpack(TB_STATE, v)
-    units, b = tb_units(full, limit, u, t, life, now), blocked
-  end
+-- the fields of a stored value (none: a bucket without a life, so full)
+local function tb_state(v)
+  if not v then return 0, 0, 0, 0, 0, 0 end
+  return struct.unpack(TB_STATE, v)
+end
+
+-- the verdict on `permits` when the bucket holds `units`, blocked until b
+local function tb_verdict(full, limit, windowMs, permits, now, units, b)
   local cost = permits * windowMs
   local allowed = units >= cost
   local remaining, retry, reset = math.floor(units / windowMs), 0, tb_until_full(full, limit, units)
   if not allowed then retry = math.ceil((cost - units) / limit) end
   if b > now then allowed, remaining, retry, reset = with_block(b, now, allowed, remaining, retry, reset) end
-  return allowed, remaining, retry, reset, v
+  return allowed, remaining, retry, reset
 end
 
-function token_bucket.commit(key, limit, windowMs, permits, now, v)
-  local full = limit * windowMs
-  local u, t, life, number, g, b = 0, 0, 0, 0, 0, 0
-  if v then u, t, life, number, g, b = struct.unpack(TB_STATE, v) end
-  local units = tb_units(full, limit, u, t, life, now)
+-- charges `permits` to the bucket read (v, holding `units` now, and its life, number, g, b);
+-- commit's values
+local function tb_charge(key, full, limit, windowMs, permits, now, v, units, life, number, g, b)
   local left = units - permits * windowMs
   local untilFull = tb_until_full(full, limit, left)
   local ttl = untilFull
@@ -83,6 +83,30 @@ function token_bucket.commit(key, limit, windowMs, permits, now, v)
     tb_store(key, ttl, left, now, life, number, 0, b, '')
   end
   return math.floor(left / windowMs), untilFull, life, left, number, g
+end
+
+function token_bucket.check(key, limit, windowMs, permits, now)
+  local full = limit * windowMs
+  local v = redis.call('GET', key)
+  local u, t, life, _, _, b = tb_state(v)
+  local allowed, remaining, retry, reset = tb_verdict(full, limit, windowMs, permits, now, tb_units(full, limit, u, t, life, now), b)
+  return allowed, remaining, retry, reset, v
+end
+
+function token_bucket.commit(key, limit, windowMs, permits, now, v)
+  local full = limit * windowMs
+  local u, t, life, number, g, b = tb_state(v)
+  return tb_charge(key, full, limit, windowMs, permits, now, v, tb_units(full, limit, u, t, life, now), life, number, g, b)
+end
+
+function token_bucket.consume(key, limit, windowMs, permits, now)
+  local full = limit * windowMs
+  local v = redis.call('GET', key)
+  local u, t, life, number, g, b = tb_state(v)
+  local units = tb_units(full, limit, u, t, life, now)
+  local allowed, remaining, retry, reset = tb_verdict(full, limit, windowMs, permits, now, units, b)
+  if not allowed then return false, remaining, retry, reset end
+  return true, tb_charge(key, full, limit, windowMs, permits, now, v, units, life, number, g, b)
 end
 
 function token_bucket.refund(key, limit, windowMs, permits, now, grant)
@@ -144,8 +168,7 @@ end
 
 function token_bucket.block(key, limit, windowMs, now, untilMs)
   local v = redis.call('GET', key)
-  local u, t, life, number, g, b = 0, 0, 0, 0, 0, 0
-  if v then u, t, life, number, g, b = struct.unpack(TB_STATE, v) end
+  local u, t, life, number, g, b = tb_state(v)
   if b >= untilMs then return end
   -- the key lives as long as the bucket needs it, or the block if longer
   local existed = v and redis.call('PTTL', key) or 0
