@@ -37,7 +37,7 @@
 --   it as a letter for its digit count, then the digits), the life's number and 0 (nothing is
 --   given back of a life: a grant is its own ledger); charges even past the limit (penalize)
 -- sliding_window.consume(key, limit, windowMs, permits, now) -> check, then commit if allowed (as
---   fixed_window.consume; check hands commit what it read)
+--   fixed_window.consume), a grant on a key in its common shape without either (see it)
 -- sliding_window.refund(key, limit, windowMs, permits, now, grant) -> permits given back (0 when the
 --   grant is unknown, already refunded or aged out); a grant refunded in part keeps the rest
 -- sliding_window.block(key, limit, windowMs, now, untilMs) -> refuses until untilMs (a longer
@@ -258,7 +258,30 @@ function sliding_window.commit(key, limit, windowMs, permits, now, c)
 end
 
 -- add `delta` to the totals of the grants at ranks from..to
+-- A grant on a key in the common shape (its newest grant and our counter last, the oldest grant
+-- still live, no block in force, the clock not behind the newest grant) needs neither the counter
+-- as a table nor its rewrite: it is decided from the two members read, and adds one. Anything
+-- else (a refusal too, which looks for its wait) goes through check and commit, which find the
+-- members read in sw_tails.
 function sliding_window.consume(key, limit, windowMs, permits, now)
+  if not sw_tails[key] then
+    local tail = redis.call('ZRANGE', key, -2, -1)
+    local grant, counter = tail[1], tail[2]
+    if counter and #counter == SW_COUNTER and string.byte(counter) == 35 and #grant == SW_GRANT then
+      local base, oldest, seq, total, blocked, life, number = struct.unpack('>ddddddd', counter, 2)
+      local newest, _, newest_total, at = struct.unpack('>dddd', grant)
+      if newest >= seq then seq, total = newest, newest_total end
+      local used = total - base
+      if oldest >= 0 and oldest > now - windowMs and blocked <= now and at <= now and used + permits <= limit then
+        seq = seq + 1
+        redis.call('ZADD', key, int_of(now), sw_grant_member(seq, permits, total + permits, now))
+        sw_forget(key)
+        expire_in_slices(key, now + windowMs, now, windowMs, at + windowMs)
+        return true, limit - used - permits, windowMs, life, seq, number, 0
+      end
+    end
+    sw_tails[key] = tail
+  end
   local allowed, remaining, retry, reset, c = sliding_window.check(key, limit, windowMs, permits, now)
   if not allowed then return false, remaining, retry, reset end
   return true, sliding_window.commit(key, limit, windowMs, permits, now, c)
