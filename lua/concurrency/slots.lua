@@ -24,9 +24,15 @@
 local rcall = redis.call
 local now = now_ms(ARGV[1])
 
--- the set lasts as long as its longest lease
-local function extend(key, ends)
-  if rcall('PTTL', key) < ends - now then rcall('PEXPIRE', key, int(ends - now)) end
+-- The set lasts as long as its longest lease: a set that held none is new (emptied, the server
+-- removed it) and gets its expiry; one already held gets a later one only (GT: one command where
+-- reading the expiry first took two).
+local function extend(key, ends, new)
+  if new then
+    rcall('PEXPIRE', key, int(ends - now))
+  else
+    rcall('PEXPIRE', key, int(ends - now), 'GT')
+  end
 end
 
 local function acquire(key, id, limit, leaseMs)
@@ -38,7 +44,7 @@ local function acquire(key, id, limit, leaseMs)
   end
   local ends = now + leaseMs
   rcall('ZADD', key, ends, id)
-  extend(key, ends)
+  extend(key, ends, held == 0)
   return 1, held + 1, 0
 end
 
@@ -46,7 +52,7 @@ local function renew(key, id, leaseMs)
   if not rcall('ZSCORE', key, id) then return 0, 0, 0 end
   local ends = now + leaseMs
   rcall('ZADD', key, ends, id)
-  extend(key, ends)
+  extend(key, ends, false)
   return 1, 0, 0
 end
 

@@ -94,6 +94,26 @@ describe('concurrency slots', () => {
       await slot!.release();
     });
 
+    it("keeps a key's slots as long as its longest lease, and never shortens that", async () => {
+      const slots = `${limiterApp.prefix}cs:leases:{t}`;
+      const take = (leaseMs: number) => limiter().acquireSlot('t', { limit: 3, name: 'leases', leaseMs });
+      const a = await take(60_000);
+      // (a busy machine's seconds between the script and PTTL are far below these margins)
+      expect(await limiterApp.raw.pttl(slots)).toBeGreaterThan(30_000);
+      const b = await take(120_000);
+      expect(await limiterApp.raw.pttl(slots)).toBeGreaterThan(90_000);
+      const c = await take(1_000);
+      expect(await limiterApp.raw.pttl(slots)).toBeGreaterThan(90_000);
+      await Promise.all([a, b, c].map((slot) => slot!.release()));
+      expect(await limiterApp.raw.exists(slots)).toBe(0);
+      // a set taken again from empty is a new key: it gets its expiry afresh
+      const d = await take(60_000);
+      const ttl = await limiterApp.raw.pttl(slots);
+      expect(ttl).toBeGreaterThan(30_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+      await d!.release();
+    });
+
     it('counts slots taken and refused', async () => {
       const before = limiterApp.moduleRef.get(RedisLimitEvents).counters().concurrencySlots;
       const slot = await limiter().acquireSlot('counted', { limit: 1 });
